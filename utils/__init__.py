@@ -1,0 +1,25 @@
+"""Attention, Step by Step: the package behind every chapter.
+
+Modules mirror the course:
+
+==========================  ======================================================  ========
+module                      what lives there                                        chapters
+==========================  ======================================================  ========
+``utils.attention``         scaled dot-product attention, masks, multi-head, tiled  1, 2, 3, 6
+``utils.positional``        sinusoidal, learned and rotary position encodings       4
+``utils.layers``            feed-forward, Transformer encoder layer, tiny encoder   5
+``utils.tasks``             synthetic datasets made in code (no downloads)          5, 6
+``utils.device``            ``get_device`` and seeding                              all
+``utils.plotting``          every figure a chapter shows                            all
+``utils.widgets``           explorers and quizzes                                   all
+``utils.exercises``         one definition per exercise; the check-cell API         all
+``utils.build``             solutions/ -> chapters/                                 -
+``utils.grading``           the instructor grader (``python -m utils.grade``)       -
+``utils.benchmark``         ratios against the PyTorch built-ins                    3, 6
+==========================  ======================================================  ========
+"""
+
+from utils.device import get_device, seed_everything
+
+__all__ = ["get_device", "seed_everything"]
+__version__ = "0.1.0"

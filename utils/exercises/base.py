@@ -1,0 +1,407 @@
+"""One definition per exercise, shared by the notebook check cells, the grader and the pipeline tests.
+
+An :class:`Exercise` says everything about one exercise: its id (``"ch2.causal_mask"``), the name of
+the function the learner writes, a reference solution, a generator of random test cases, the names
+the learner may not call, its points, and a list of :class:`Mistake` s: plausible wrong answers, each
+with the diagnosis a learner should read when their output matches it.
+
+Checking is split in two halves so that the grader can put a process boundary between them:
+
+* :func:`run_cases` calls the learner's function on every case and records an :class:`Outcome`
+  (the raw output, or the error it raised, and which inputs it changed in place). In a notebook this
+  runs in the kernel; in the grader it runs in the sandboxed student process.
+* :func:`judge` compares the outcomes with the reference, computed afresh, and returns a
+  :class:`Verdict`. It runs in the trusted process and never calls the learner's code.
+
+``check(exercise, fn)`` glues the two together for a check cell and prints one line that starts
+with ``✅`` or ``❌``.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import inspect
+import math
+import random
+import textwrap
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+Case = dict[str, Any]
+"""Keyword arguments for one call: tensors, ints, floats, bools, strings, None or tuples of ints."""
+
+PASS, FAIL = "✅", "❌"
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A plausible wrong answer and what to tell a learner whose output matches it.
+
+    Args:
+        name: short id, e.g. ``"no_scale"``; used by tests.
+        fn: a wrong implementation with the same signature as the reference.
+        diagnosis: one sentence the learner can act on.
+    """
+
+    name: str
+    fn: Callable[..., Any]
+    diagnosis: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """Everything about one exercise. See the module docstring.
+
+    Args:
+        id: ``"<chapter>.<function name>"``, e.g. ``"ch1.project_qkv"``; the notebook metadata and the
+            grader use it.
+        reference: the correct function. Its ``__name__`` need not match ``func_name``.
+        make_cases: ``make_cases(rng: random.Random, gen: torch.Generator) -> list[Case]``; random
+            inputs with varied shapes including edge shapes. Never returns the same cases for two seeds.
+        points: the points the exercise is worth (the notebook metadata must agree; a test checks).
+        mistakes: plausible wrong answers with diagnoses, at least two per exercise.
+        forbidden: dotted names the learner may not use, e.g.
+            ``"torch.nn.functional.scaled_dot_product_attention"``; checked in the source (AST) and at
+            run time.
+        atol, rtol: tolerances for float outputs (compared in float64).
+        hint: shown after a generic mismatch.
+    """
+
+    id: str
+    reference: Callable[..., Any]
+    make_cases: Callable[[random.Random, torch.Generator], list[Case]]
+    points: int = 1
+    mistakes: Sequence[Mistake] = ()
+    forbidden: Sequence[str] = ()
+    atol: float = 1e-5
+    rtol: float = 1e-4
+    hint: str = ""
+
+    @property
+    def func_name(self) -> str:
+        return self.id.split(".", 1)[1]
+
+    @property
+    def chapter(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def cases(self, seed: int = 0) -> list[Case]:
+        """The test cases for ``seed``: the same seed gives the same cases."""
+        gen = torch.Generator().manual_seed(seed)
+        return self.make_cases(random.Random(seed), gen)
+
+
+# --------------------------------------------------------------------------------------------------
+# Outcomes: what the learner's function did. Plain data, so the grader can ship it across processes.
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    """What one call of the learner's function produced.
+
+    ``output`` is a tensor, a tuple of tensors (or None) or a Python number; ``error`` is
+    ``(exception type name, message)`` when it raised instead. ``mutated`` lists the arguments it
+    changed in place. ``forbidden`` names a forbidden call made at run time.
+    """
+
+    output: Any = None
+    error: tuple[str, str] | None = None
+    mutated: list[str] = field(default_factory=list)
+    forbidden: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The result of judging one exercise. ``status`` is one of the grader's statuses."""
+
+    passed: bool
+    status: str  # passed | failed | error | forbidden
+    message: str
+
+    @property
+    def line(self) -> str:
+        return f"{PASS if self.passed else FAIL} {self.message}"
+
+
+class ForbiddenCall(Exception):
+    """Raised inside the learner's function when it calls something the exercise forbids."""
+
+
+def clone_case(case: Case) -> Case:
+    return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in case.items()}
+
+
+@contextlib.contextmanager
+def forbid(names: Sequence[str]) -> Iterator[None]:
+    """Replace each dotted name (``"torch.nn.MultiheadAttention"``) by a function that raises
+    :class:`ForbiddenCall`, for the duration of the block. Unknown names are ignored."""
+    saved = []
+    try:
+        for dotted in names:
+            module_name, _, attr = dotted.rpartition(".")
+            try:
+                owner = importlib.import_module(module_name)
+            except ImportError:
+                continue
+            if not hasattr(owner, attr):
+                continue
+
+            def _blocked(*args: Any, _name: str = dotted, **kwargs: Any) -> Any:
+                raise ForbiddenCall(_name)
+
+            saved.append((owner, attr, getattr(owner, attr)))
+            setattr(owner, attr, _blocked)
+        yield
+    finally:
+        for owner, attr, original in reversed(saved):
+            setattr(owner, attr, original)
+
+
+def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence[str] = ()) -> list[Outcome]:
+    """Call ``fn(**case)`` on copies of every case and record what happened.
+
+    Stops early after a ``NotImplementedError``: the rest would only say the same.
+    """
+    outcomes = []
+    for case in cases:
+        args = clone_case(case)
+        outcome = Outcome()
+        try:
+            with forbid(forbidden):
+                outcome.output = fn(**args)
+        except ForbiddenCall as exc:
+            outcome.forbidden = str(exc)
+        except NotImplementedError:
+            outcome.error = ("NotImplementedError", "")
+            outcomes.append(outcome)
+            break
+        except Exception as exc:  # the learner's code may raise anything; we report it
+            outcome.error = (type(exc).__name__, _one_line(str(exc)))
+        outcome.mutated = [
+            k for k, v in case.items() if isinstance(v, torch.Tensor) and not _same(v, args[k])
+        ]
+        outcome.output = _detach(outcome.output)
+        outcomes.append(outcome)
+    return outcomes
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b) or _both_nan_equal(a, b))
+
+
+def _both_nan_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.is_floating_point() and bool(torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)))
+
+
+def _detach(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, (tuple, list)):
+        return tuple(_detach(v) for v in value)
+    return value
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------------------------------
+# Judging: compare outcomes with the reference. Never calls the learner's code.
+# --------------------------------------------------------------------------------------------------
+
+
+def describe(value: Any) -> str:
+    """A short description of a value for messages: ``tensor (2, 3) float32``, ``tuple of 2``…"""
+    if isinstance(value, torch.Tensor):
+        return f"tensor {tuple(value.shape)} {str(value.dtype).replace('torch.', '')}"
+    if isinstance(value, tuple):
+        return f"tuple of {len(value)}"
+    return type(value).__name__
+
+
+def compare(got: Any, expected: Any, atol: float, rtol: float, where: str = "output") -> str | None:
+    """Return None when ``got`` matches ``expected``, else a one-line reason naming ``where``."""
+    if isinstance(expected, tuple):
+        if not isinstance(got, (tuple, list)):
+            return f"{where} should be a tuple of {len(expected)} ({', '.join(map(describe, expected))}), got {describe(got)}"
+        if len(got) != len(expected):
+            return f"{where} should be a tuple of {len(expected)}, got a tuple of {len(got)}"
+        for i, (g, e) in enumerate(zip(got, expected)):
+            reason = compare(g, e, atol, rtol, f"{where}[{i}]")
+            if reason:
+                return reason
+        return None
+    if isinstance(expected, torch.Tensor):
+        if not isinstance(got, torch.Tensor):
+            return f"{where} should be a tensor of shape {tuple(expected.shape)}, got {describe(got)}"
+        if got.shape != expected.shape:
+            return f"{where} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+        if expected.dtype == torch.bool and got.dtype != torch.bool:
+            return f"{where} has dtype {got.dtype}, expected torch.bool (True = may attend)"
+        if expected.is_floating_point() and not got.is_floating_point():
+            return f"{where} has dtype {got.dtype}, expected a floating-point tensor ({expected.dtype})"
+        if got.is_floating_point() and not torch.isfinite(got).all() and torch.isfinite(expected).all():
+            bad = int((~torch.isfinite(got)).sum())
+            return f"{where} contains {bad} NaN/inf values where the reference is finite"
+        if expected.dtype == torch.bool or not expected.is_floating_point():
+            if not torch.equal(got.to(expected.dtype), expected):
+                wrong = int((got.to(expected.dtype) != expected).sum())
+                return f"{where} differs from the reference in {wrong} of {expected.numel()} entries"
+            return None
+        g, e = got.double(), expected.double()
+        if not torch.allclose(g, e, atol=atol, rtol=rtol, equal_nan=True):
+            err = (g - e).abs().nan_to_num(nan=math.inf)
+            idx = tuple(int(i) for i in torch.unravel_index(err.argmax(), err.shape))
+            return f"{where} differs from the reference: max abs error {err.max().item():.3g} at index {idx}"
+        return None
+    if isinstance(expected, (int, float)) and not isinstance(expected, bool):
+        if not isinstance(got, (int, float)) or isinstance(got, bool):
+            return f"{where} should be a number, got {describe(got)}"
+        if not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
+            return f"{where} is {got}, expected {expected}"
+        return None
+    if got != expected:
+        return f"{where} is {got!r}, expected {expected!r}"
+    return None
+
+
+def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]) -> Verdict:
+    """Compare the learner's outcomes with the reference on the same cases."""
+    if not outcomes:
+        return Verdict(False, "error", "your function was never called")
+    for index, (case, outcome) in enumerate(zip(cases, outcomes)):
+        shapes = _case_summary(case)
+        if outcome.forbidden:
+            return Verdict(
+                False, "forbidden",
+                f"your function calls {outcome.forbidden}, which this exercise asks you to implement yourself",
+            )
+        if outcome.error:
+            kind, message = outcome.error
+            if kind == "NotImplementedError":
+                return Verdict(False, "error", "not implemented yet: replace `raise NotImplementedError` with your code")
+            mistake = _matching_mistake_error(exercise, case, kind, message)
+            advice = f" {mistake.diagnosis}" if mistake else ""
+            return Verdict(False, "error", f"your function raised {kind}: {message} (inputs: {shapes}).{advice}")
+        if outcome.mutated:
+            names = ", ".join(outcome.mutated)
+            return Verdict(
+                False, "failed",
+                f"your function changed its input {names} in place; work on a copy or use out-of-place ops "
+                f"(e.g. `x + y`, not `x += y`; `masked_fill`, not `masked_fill_`)",
+            )
+        expected = _detach(exercise.reference(**clone_case(case)))
+        reason = compare(outcome.output, expected, exercise.atol, exercise.rtol)
+        if reason is None:
+            continue
+        mistake = _matching_mistake(exercise, case, outcome.output)
+        if mistake is not None:
+            return Verdict(False, "failed", f"{mistake.diagnosis} (case {index + 1}: {shapes})")
+        hint = f" Hint: {exercise.hint}" if exercise.hint else ""
+        return Verdict(False, "failed", f"{reason} (case {index + 1}: {shapes}).{hint}")
+    return Verdict(True, "passed", f"{exercise.func_name} matches the reference on {len(cases)} random cases")
+
+
+def _matching_mistake(exercise: Exercise, case: Case, got: Any) -> Mistake | None:
+    for mistake in exercise.mistakes:
+        try:
+            wrong = _detach(mistake.fn(**clone_case(case)))
+        except Exception:
+            continue
+        if compare(got, wrong, exercise.atol, exercise.rtol) is None:
+            return mistake
+    return None
+
+
+def _matching_mistake_error(exercise: Exercise, case: Case, kind: str, message: str) -> Mistake | None:
+    for mistake in exercise.mistakes:
+        try:
+            mistake.fn(**clone_case(case))
+        except Exception as exc:
+            if type(exc).__name__ == kind and _one_line(str(exc)) == message:
+                return mistake
+    return None
+
+
+def _case_summary(case: Case) -> str:
+    parts = []
+    for key, value in case.items():
+        if isinstance(value, torch.Tensor):
+            parts.append(f"{key}{tuple(value.shape)}")
+        elif value is None or isinstance(value, (int, float, bool, str, tuple)):
+            parts.append(f"{key}={value!r}")
+    return ", ".join(parts)
+
+
+# --------------------------------------------------------------------------------------------------
+# Static check of the learner's source for forbidden names
+# --------------------------------------------------------------------------------------------------
+
+
+def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
+    """Return the first forbidden dotted name the source uses (as an attribute, an import, or the
+    ``utils`` package), or None. The function's own name is never flagged.
+
+    >>> forbidden_in_source("def f(q):\\n    return F.scaled_dot_product_attention(q, q, q)",
+    ...                     ["torch.nn.functional.scaled_dot_product_attention"])
+    'torch.nn.functional.scaled_dot_product_attention'
+    """
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return None
+    by_attr = {name.rpartition(".")[2]: name for name in forbidden}
+    packages = {name for name in forbidden if "." not in name}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in by_attr:
+            return by_attr[node.attr]
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in packages:
+                    return alias.name
+        if isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if module.split(".")[0] in packages:
+                return module
+            for alias in node.names:
+                if alias.name in by_attr:
+                    return by_attr[alias.name]
+        if isinstance(node, ast.Name) and node.id in packages:
+            return node.id
+    return None
+
+
+def check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = 0, quiet: bool = False) -> Verdict:
+    """Check ``fn`` against ``exercise`` and print one ``✅``/``❌`` line (unless ``quiet``)."""
+    if not callable(fn):
+        verdict = Verdict(False, "error", f"expected your function {exercise.func_name}, got {describe(fn)}")
+    else:
+        name = _static_forbidden(fn, exercise.forbidden)
+        if name:
+            verdict = Verdict(
+                False, "forbidden",
+                f"your function uses {name}; this exercise asks you to implement it yourself",
+            )
+        else:
+            cases = exercise.cases(seed)
+            verdict = judge(exercise, cases, run_cases(fn, cases, exercise.forbidden))
+    if not quiet:
+        print(verdict.line)
+    return verdict
+
+
+def _static_forbidden(fn: Callable[..., Any], forbidden: Sequence[str]) -> str | None:
+    if not forbidden:
+        return None
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        return None
+    return forbidden_in_source(source, forbidden)

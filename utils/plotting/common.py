@@ -1,0 +1,139 @@
+"""Helpers shared by every chapter's figures: attention heatmaps and layers x heads grids."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg", force=False)  # no display needed; notebooks still render inline
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["attention_heatmap", "attention_grid", "to_numpy", "CMAP"]
+
+CMAP = "viridis"  # colour-blind safe; every figure in the course uses it (or cividis)
+
+
+def to_numpy(values):
+    """A 2-D or 1-D float array for plotting, from a tensor or array-like (detached, on the CPU)."""
+    if isinstance(values, torch.Tensor):
+        return values.detach().to("cpu", torch.float32).numpy()
+    return torch.as_tensor(values, dtype=torch.float32).numpy()
+
+
+def _check_2d(name: str, values, rows: Sequence[str] | None, cols: Sequence[str] | None):
+    array = to_numpy(values)
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (L, S), got shape {tuple(array.shape)}")
+    if rows is not None and len(rows) != array.shape[0]:
+        raise ValueError(f"row labels: got {len(rows)} labels for {array.shape[0]} rows (shape {tuple(array.shape)})")
+    if cols is not None and len(cols) != array.shape[1]:
+        raise ValueError(f"column labels: got {len(cols)} labels for {array.shape[1]} columns (shape {tuple(array.shape)})")
+    return array
+
+
+def attention_heatmap(
+    weights,
+    queries: Sequence[str] | None = None,
+    keys: Sequence[str] | None = None,
+    *,
+    title: str = "Attention weights",
+    ax=None,
+    annotate: bool | None = None,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    colorbar: bool = True,
+    xlabel: str = "key (attended to)",
+    ylabel: str = "query (attending)",
+) -> Figure:
+    """Draw an (L, S) matrix of attention weights or scores with token tick labels.
+
+    Args:
+        weights: (L, S) tensor or array.
+        queries: L row labels (the tokens that attend). Default: indices.
+        keys: S column labels. Default: ``queries`` when the matrix is square, else indices.
+        title: a title that says what to notice.
+        ax: draw into this axes instead of a new figure.
+        annotate: write each value in its cell. Default: when the matrix is at most 10 x 10.
+        vmin, vmax: colour range. Default: the data range.
+
+    Returns:
+        The figure.
+
+    >>> fig = attention_heatmap(torch.eye(3), ["a", "b", "c"])
+    >>> fig.axes[0].get_title()
+    'Attention weights'
+    """
+    if keys is None and queries is not None and len(queries) == to_numpy(weights).shape[-1]:
+        keys = queries
+    array = _check_2d("weights", weights, queries, keys)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(1.0 + 0.55 * array.shape[1], 0.8 + 0.5 * array.shape[0]))
+    else:
+        fig = ax.figure
+    image = ax.imshow(array, cmap=CMAP, vmin=vmin, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(array.shape[1]), list(keys) if keys is not None else range(array.shape[1]), rotation=45, ha="right")
+    ax.set_yticks(range(array.shape[0]), list(queries) if queries is not None else range(array.shape[0]))
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    if annotate is None:
+        annotate = array.shape[0] <= 10 and array.shape[1] <= 10
+    if annotate:
+        low, high = image.get_clim()
+        middle = (low + high) / 2
+        for i in range(array.shape[0]):
+            for j in range(array.shape[1]):
+                ax.text(j, i, f"{array[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                        color="black" if array[i, j] > middle else "white")
+    if colorbar:
+        fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    return fig
+
+
+def attention_grid(
+    maps,
+    tokens: Sequence[str] | None = None,
+    *,
+    title: str = "Attention maps",
+    row_label: str = "Layer",
+    col_label: str = "Head",
+) -> Figure:
+    """Draw a grid of attention maps, e.g. layers x heads, titled "Layer 1, Head 2".
+
+    Args:
+        maps: (R, C, L, S) tensor, or a list of R tensors of shape (C, L, S).
+        tokens: labels for L (and S when square).
+
+    Returns:
+        The figure.
+
+    >>> fig = attention_grid(torch.rand(2, 3, 4, 4).softmax(-1), list("abcd"))
+    >>> len(fig.axes), fig.axes[1].get_title()
+    (6, 'Layer 1, Head 2')
+    """
+    if isinstance(maps, (list, tuple)):
+        maps = torch.stack([torch.as_tensor(m) for m in maps])
+    maps = torch.as_tensor(maps)
+    if maps.dim() != 4:
+        raise ValueError(f"maps must be (R, C, L, S), got shape {tuple(maps.shape)}")
+    rows, cols, length, _ = maps.shape
+    size = 0.9 + 0.28 * length
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols, size * rows), squeeze=False)
+    for r in range(rows):
+        for c in range(cols):
+            ax = axes[r][c]
+            ax.imshow(to_numpy(maps[r, c]), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
+            ax.set_title(f"{row_label} {r + 1}, {col_label} {c + 1}", fontsize=9)
+            if tokens is not None:
+                ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
+                ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
+            else:
+                ax.set_xticks([])
+                ax.set_yticks([])
+    fig.suptitle(title)
+    fig.tight_layout()
+    return fig

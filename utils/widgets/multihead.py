@@ -1,0 +1,3 @@
+"""Explorers for the chapter on multihead. See utils/widgets/__init__.py."""
+
+__all__: list[str] = []

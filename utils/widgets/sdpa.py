@@ -1,0 +1,3 @@
+"""Explorers for the chapter on sdpa. See utils/widgets/__init__.py."""
+
+__all__: list[str] = []
