@@ -405,3 +405,26 @@ def _static_forbidden(fn: Callable[..., Any], forbidden: Sequence[str]) -> str |
     except (OSError, TypeError):
         return None
     return forbidden_in_source(source, forbidden)
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading an exercise cell's function on its own (pipeline tests, grader sandbox)
+# --------------------------------------------------------------------------------------------------
+
+PREAMBLE = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+"""The only names an exercise cell may rely on besides what it defines itself. Every notebook's
+setup imports them too, so a cell behaves the same in the notebook, in tests and in the grader."""
+
+
+def load_function(source: str, func_name: str) -> Callable[..., Any]:
+    """Execute an exercise cell's ``source`` after :data:`PREAMBLE` in a fresh namespace and return
+    the function ``func_name`` it defines. Raises ``LookupError`` when the cell does not define it.
+
+    Only for trusted sources (the course's own notebooks); the grader does this inside its sandbox.
+    """
+    namespace: dict[str, Any] = {"__name__": "__exercise__"}
+    exec(compile(PREAMBLE + source, f"<exercise {func_name}>", "exec"), namespace)  # noqa: S102
+    fn = namespace.get(func_name)
+    if not callable(fn):
+        raise LookupError(f"the exercise cell does not define a function named {func_name!r}")
+    return fn
