@@ -1,3 +1,212 @@
-"""Explorers for the chapter on positional. See utils/widgets/__init__.py."""
+"""Explorer and quiz of chapter 4, "Positional encoding". See utils/widgets/__init__.py.
 
-__all__: list[str] = []
+:func:`explorer_data` computes what the explorer draws (pure, tested by pytest);
+:func:`positional_explorer` wires it to sliders and a toggle.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import torch
+
+from utils.positional import LearnedPositionalEncoding, apply_rotary, sinusoidal_encoding
+from utils.widgets.quiz import Choice, Numeric, Quiz
+
+__all__ = ["KINDS", "explorer_data", "positional_explorer", "ch4_quiz"]
+
+KINDS = {
+    "sinusoidal": "sinusoidal",
+    "learned": "learned (random init)",
+    "rope": "RoPE",
+}
+
+
+def explorer_data(kind: str, position: int, dimension: int, *, length: int = 48, d_model: int = 32,
+                  seed: int = 0) -> dict:
+    """What the explorer draws for one setting of its controls.
+
+    * ``"sinusoidal"``: the fixed table ``PE`` (L, E).
+    * ``"learned"``: a freshly initialised :class:`~utils.positional.LearnedPositionalEncoding` table (L, E),
+      i.e. what a model starts from before training.
+    * ``"rope"``: RoPE adds nothing to the embedding; it rotates it. The "table" shows ``R(p) u`` for one
+      fixed content vector ``u`` (the same token placed at every position p), so row ``p`` is what that
+      token's query or key looks like at position ``p``.
+
+    The similarity is the dot product of row ``position`` with every row ``q``, against the offset ``q - p``.
+
+    Returns:
+        a dict with ``table`` (L, E), ``row`` (E,), ``column`` (L,), ``offsets`` (L,), ``similarity`` (L,),
+        ``position``, ``dimension``, ``kind``, ``label`` and ``similarity_title``.
+
+    >>> data = explorer_data("sinusoidal", position=3, dimension=0, length=8, d_model=4)
+    >>> data["table"].shape, data["offsets"].tolist()[:4]
+    (torch.Size([8, 4]), [-3, -2, -1, 0])
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+    if not 0 <= position < length:
+        raise ValueError(f"position {position} is outside 0..{length - 1}")
+    if not 0 <= dimension < d_model:
+        raise ValueError(f"dimension {dimension} is outside 0..{d_model - 1}")
+    with torch.random.fork_rng(devices=[]):  # leave the notebook's random stream untouched
+        torch.manual_seed(seed)
+        if kind == "sinusoidal":
+            table = sinusoidal_encoding(length, d_model)  # (L, E)
+        elif kind == "learned":
+            table = LearnedPositionalEncoding(length, d_model).weight.detach().clone()  # (L, E)
+        else:
+            content = torch.randn(d_model)  # (E,) one token's query/key
+            table = apply_rotary(content.expand(length, d_model))  # (L, E): R(p) u for each p
+    similarity = table @ table[position]  # (L,)
+    note = "same shape wherever p is" if kind != "learned" else "changes as you move p"
+    return {
+        "kind": kind,
+        "label": KINDS[kind],
+        "position": position,
+        "dimension": dimension,
+        "table": table,
+        "row": table[position],
+        "column": table[:, dimension],
+        "offsets": torch.arange(length) - position,
+        "similarity": similarity,
+        "similarity_title": f"similarity to p = {position}: {note}",
+    }
+
+
+def _png_output(fig) -> dict:
+    """A display_data output holding ``fig`` as a PNG (works in a kernel and in pytest alike)."""
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    plt.close(fig)
+    return {
+        "output_type": "display_data",
+        "data": {"image/png": base64.b64encode(buffer.getvalue()).decode("ascii"), "text/plain": "<figure>"},
+        "metadata": {},
+    }
+
+
+def positional_explorer(length: int = 48, d_model: int = 32):
+    """Sliders for the position ``p`` and the dimension ``j``, a toggle between sinusoidal, learned (random
+    init) and RoPE; redraws the table, the row of ``p`` and the similarity-vs-offset curve.
+
+    Returns:
+        an ``ipywidgets.VBox`` (controls, then an ``Output``).
+    """
+    import ipywidgets as w
+
+    from utils.plotting.positional import explorer_figure
+
+    kind = w.ToggleButtons(options=[(label, key) for key, label in KINDS.items()], value="sinusoidal",
+                           description="encoding")
+    position = w.IntSlider(value=length // 3, min=0, max=length - 1, description="position p",
+                           continuous_update=False)
+    dimension = w.IntSlider(value=0, min=0, max=d_model - 1, description="dimension j",
+                            continuous_update=False)
+    out = w.Output()
+
+    def redraw(_change=None) -> None:
+        data = explorer_data(kind.value, position.value, dimension.value, length=length, d_model=d_model)
+        out.outputs = (_png_output(explorer_figure(data)),)
+
+    for control in (kind, position, dimension):
+        control.observe(redraw, names="value")
+    redraw()
+    return w.VBox([kind, w.HBox([position, dimension]), out])
+
+
+def ch4_quiz() -> Quiz:
+    """The chapter 4 quiz: order blindness, the shift matrix, the batch-axis bug, extrapolation, RoPE."""
+    return Quiz([
+        Choice(
+            "Self-attention with no positional information reads 'dog bites man' and 'man bites dog'. "
+            "How do the two sets of output vectors compare?",
+            ["They are completely different, because the words are in a different order.",
+             "They are the same vectors, in the permuted order.",
+             "Every output vector is identical, whatever the token.",
+             "They differ only by a small numerical error."],
+            answer=1,
+            feedback=["Nothing in Q, K, V or the softmax looks at the order, so permuting the input can only "
+                      "permute the output.",
+                      "Right: self-attention is permutation-equivariant. 'dog' gets the same output in both "
+                      "sentences, so the model cannot tell who bit whom.",
+                      "Each token still gets its own output (its own query); only the order is lost.",
+                      "The match is exact up to float rounding, and the reason is structural, not numerical."],
+            explanation="Positions have to be injected from outside: that is this chapter.",
+        ),
+        Choice(
+            "For the sinusoidal encoding, how is PE(p + k) related to PE(p)?",
+            ["PE(p + k) = PE(p) + PE(k).",
+             "PE(p + k) = M_k PE(p), with one matrix M_k (2 x 2 rotations) that is the same for every p.",
+             "PE(p + k) = M PE(p) with a matrix that depends on both p and k.",
+             "There is no simple relation; the model has to memorise every pair."],
+            answer=1,
+            feedback=["sin(a + b) is not sin a + sin b: you checked that this fails.",
+                      "Right: the angle-addition formulas give a block of rotations by k * w_i, "
+                      "independent of p.",
+                      "The whole point is that M_k does not depend on p: that is what makes an offset "
+                      "learnable with one linear map.",
+                      "You built the matrix yourself in the exercise."],
+            explanation="A linear layer can in principle express 'k positions later'; whether it learns it is "
+                        "another question.",
+        ),
+        Choice(
+            "x is batch-first, shape (N, L, E) = (8, 8, 64), and pe is the (5000, 64) table. "
+            "What does `x + pe[:x.size(0)]` do?",
+            ["It raises a shape error.",
+             "The right thing, but only by luck: pe[:N] equals pe[:L] because N == L. With N = 1 the same line "
+             "silently adds PE(0) to every token.",
+             "It adds PE(n) to every position of sample n.",
+             "It adds random rows of the table."],
+            answer=1,
+            feedback=["(8, 8, 64) + (8, 64) broadcasts: the (8, 64) slice lines up with the (L, E) axes. "
+                      "It only raises when N is neither 1 nor L.",
+                      "Right: x.size(0) is N. A test with N == L cannot catch this; test with N == 1 and N != L.",
+                      "That is what the same line does with a (max_len, 1, E) table from a sequence-first recipe; "
+                      "with a (max_len, E) table the slice broadcasts along N instead.",
+                      "The rows are PE(0) .. PE(N-1), in order; nothing is random."],
+            explanation="Slice by x.size(1), and test with N == 1 and N != L.",
+        ),
+        Choice(
+            "A model with sinusoidal encodings is trained on sequences of length <= 128. What do the "
+            "encodings guarantee at position 1000?",
+            ["That the model works there as well as at position 100.",
+             "Nothing: PE(1000) is undefined or NaN.",
+             "That PE(1000) exists and has the same norm and relative-offset structure, but not that the "
+             "trained model handles these unseen input values well.",
+             "That the model raises an error."],
+            answer=2,
+            feedback=["The network never saw those values in training; extrapolation is an empirical question, "
+                      "and measurements (e.g. the ALiBi paper) show it degrades quickly.",
+                      "The formula works for any p; you computed PE at positions far past the training length.",
+                      "Right: a defined input is not a generalising model.",
+                      "Only a learned table with no row for that position has to raise."],
+            explanation="'Can handle longer sequences' means 'can be computed for', not 'works well on'.",
+        ),
+        Choice(
+            "With RoPE, the score between a query at position m and a key at position n depends on the "
+            "positions through...",
+            ["m and n separately.",
+             "only m - n.",
+             "nothing: RoPE removes position from the scores.",
+             "only m + n."],
+            answer=1,
+            feedback=["That is what happens with additive encodings: (q + PE(m))·(k + PE(n)) has terms with m "
+                      "and n on their own.",
+                      "Right: rotating q by m w and k by n w leaves their dot product a function of (m - n) w.",
+                      "The scores do change with the offset; you saw the curve.",
+                      "Rotations compose by adding angles, but the dot product subtracts them."],
+            explanation="That is why RoPE is applied to q and k, not added to the embeddings.",
+        ),
+        Numeric(
+            "With d_model = 512 and base 10000, what is the ratio of the longest wavelength to the shortest "
+            "(to the nearest integer)?",
+            answer=10000 ** (510 / 512),
+            tolerance=1.0,
+            explanation="10000^(510/512) ≈ 9647: slightly below 10000, because the last pair is i = 255.",
+            hint="The wavelength of pair i is 2π·10000^(2i/512), with i from 0 to 255.",
+        ),
+    ], title="Chapter 4 quiz: positional encoding")

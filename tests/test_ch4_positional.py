@@ -1,0 +1,288 @@
+"""Chapter 4, positional encoding: exercises, figures, explorer and quiz."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from torch.testing import assert_close
+
+from utils.exercises.base import check, clone_case
+from utils.exercises.positional import (
+    ADD,
+    EXERCISES,
+    SHIFT,
+    SINUSOIDAL,
+    add_positional_encoding_reference,
+    relative_shift_matrix_reference,
+    sinusoidal_encoding_reference,
+)
+from utils.plotting.positional import (
+    encoding_curves,
+    encoding_heatmap,
+    explorer_figure,
+    similarity_figure,
+    wavelength_plot,
+)
+from utils.positional import PositionalEncoding, apply_rotary, sinusoidal_encoding
+from utils.widgets.positional import KINDS, ch4_quiz, explorer_data, positional_explorer
+from utils.widgets.quiz import Choice
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+# ---------------------------------------------------------------------------------------------- exercises
+
+
+@pytest.mark.parametrize("length,d_model", [(1, 2), (7, 5), (30, 16), (12, 1)])
+def test_sinusoidal_reference_matches_the_formula(length, d_model):
+    # column j = 2i (sin) or 2i + 1 (cos), both at the angle p / 10000^(2i / E); computed with math, not torch
+    expected = torch.tensor([[(math.sin if j % 2 == 0 else math.cos)(p / 10000 ** ((j - j % 2) / d_model))
+                              for j in range(d_model)] for p in range(length)], dtype=torch.float64)
+    got = sinusoidal_encoding_reference(length, d_model)
+    assert got.shape == (length, d_model) and got.dtype == torch.float32
+    assert_close(got.double(), expected, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_add_reference_matches_positional_encoding_module(seed):
+    for case in ADD.cases(seed):
+        x, pe = case["x"], case["pe"]
+        module = PositionalEncoding(x.size(-1), max_len=pe.size(0))
+        assert_close(add_positional_encoding_reference(x, pe), module(x))
+
+
+@pytest.mark.parametrize("d_model", [2, 8, 32])
+@pytest.mark.parametrize("k", [0, 1, 5, -3, 40])
+def test_shift_matrix_maps_every_position(k, d_model):
+    table = sinusoidal_encoding(200, d_model, dtype=torch.float64)
+    M = relative_shift_matrix_reference(k, d_model).double()
+    start, stop = max(0, -k), 200 - max(0, k)
+    assert_close(table[start:stop] @ M.T, table[start + k: stop + k], atol=1e-6, rtol=1e-5)
+    assert_close(M @ M.T, torch.eye(d_model, dtype=torch.float64), atol=1e-6, rtol=0)  # a rotation
+
+
+def test_shift_matrices_compose():
+    assert_close(relative_shift_matrix_reference(3, 8) @ relative_shift_matrix_reference(4, 8),
+                 relative_shift_matrix_reference(7, 8), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_reference_passes_and_cases_are_seeded(exercise):
+    assert check(exercise, exercise.reference, quiet=True).passed
+    a, b, c = exercise.cases(0), exercise.cases(0), exercise.cases(1)
+    assert [sorted(x) for x in a] == [sorted(x) for x in b]
+    assert all(torch.equal(x[k], y[k]) if isinstance(x[k], torch.Tensor) else x[k] == y[k]
+               for x, y in zip(a, b) for k in x)
+    assert repr(a) != repr(c)
+    assert 4 <= len(a) <= 6
+
+
+@pytest.mark.parametrize("exercise,mistake", [(e, m) for e in EXERCISES for m in e.mistakes],
+                         ids=lambda v: getattr(v, "id", None) or getattr(v, "name", None))
+def test_each_mistake_differs_and_is_diagnosed(exercise, mistake):
+    verdict = check(exercise, mistake.fn, quiet=True)
+    assert not verdict.passed
+    assert mistake.diagnosis in verdict.message
+
+
+def test_batch_axis_bug_with_a_2d_table():
+    pe = sinusoidal_encoding(16, 8)
+    square = torch.zeros(4, 4, 8)  # N == L: pe[:N] happens to be pe[:L], so the bug gives the right answer
+    assert_close(square + pe[: square.size(0)], add_positional_encoding_reference(square, pe))
+    single = torch.zeros(1, 5, 8)  # N == 1: PE(0) is added at every position, silently
+    assert_close(single + pe[: single.size(0)], pe[0].expand(1, 5, 8))
+    assert not torch.allclose(single + pe[:1], add_positional_encoding_reference(single, pe))
+    with pytest.raises(RuntimeError):
+        torch.zeros(3, 5, 8) + pe[:3]  # any other N raises
+    assert any(c["x"].size(0) == 1 for c in ADD.cases(0))
+
+
+def test_batch_axis_bug_with_a_sequence_first_table():
+    table = sinusoidal_encoding(16, 8)[:, None, :]  # (max_len, 1, E): the layout of sequence-first recipes
+    x = torch.zeros(3, 5, 8)  # (N, L, E)
+    buggy = x + table[: x.size(0)]  # (3, 5, 8) + (3, 1, 8) runs for any N <= max_len
+    assert buggy.shape == x.shape
+    for n in range(3):
+        assert_close(buggy[n], table[n].expand(5, 8))  # sample n got PE(n) at every position
+
+
+def test_odd_d_model_cases_exist():
+    assert any(c["d_model"] % 2 for c in SINUSOIDAL.cases(0))
+    assert any(c["x"].size(-1) % 2 for c in ADD.cases(0))
+    assert all(c["d_model"] % 2 == 0 for c in SHIFT.cases(0))
+    assert any(c["k"] == 0 for c in SHIFT.cases(0)) and any(c["k"] < 0 for c in SHIFT.cases(0))
+
+
+def test_points_and_ids():
+    assert [(e.id, e.points) for e in EXERCISES] == [
+        ("ch4.sinusoidal_encoding", 2), ("ch4.add_positional_encoding", 1), ("ch4.relative_shift_matrix", 3)]
+
+
+def test_forbidden_reference_is_refused():
+    def sinusoidal_encoding(length, d_model):
+        import utils.positional
+
+        return utils.positional.sinusoidal_encoding(length, d_model)
+
+    assert check(SINUSOIDAL, sinusoidal_encoding, quiet=True).status == "forbidden"
+
+
+def test_cases_are_not_mutated_by_reference():
+    for case in ADD.cases(0):
+        copy = clone_case(case)
+        add_positional_encoding_reference(**case)
+        assert all(torch.equal(case[k], copy[k]) for k in case)
+
+
+# ---------------------------------------------------------------------------------------------- properties
+
+
+def test_dot_product_depends_only_on_offset():
+    E = 16
+    table = sinusoidal_encoding(40, E, dtype=torch.float64)
+    sim = table @ table.T
+    offsets = torch.arange(40)[:, None] - torch.arange(40)[None, :]  # (L, L) p - q
+    freq = 10000.0 ** (-torch.arange(0, E, 2, dtype=torch.float64) / E)
+    expected = torch.cos(offsets[..., None].double() * freq).sum(-1)  # sum_i cos((p - q) w_i)
+    assert_close(sim, expected)
+
+
+def test_rope_scores_depend_only_on_offset():
+    gen = torch.Generator().manual_seed(0)
+    q, k = torch.randn(1, 2, 1, 8, generator=gen, dtype=torch.float64), torch.randn(1, 2, 1, 8, generator=gen,
+                                                                                      dtype=torch.float64)
+    def score(m, n):
+        return (apply_rotary(q, torch.tensor([m])) * apply_rotary(k, torch.tensor([n]))).sum(-1)
+
+    assert_close(score(3, 1), score(10, 8))
+    assert_close(score(0, 0), (q * k).sum(-1))
+
+
+# ---------------------------------------------------------------------------------------------- figures
+
+
+def test_encoding_heatmap():
+    pe = sinusoidal_encoding(12, 6)
+    fig = encoding_heatmap(pe, highlight_position=2, highlight_dimension=3)
+    ax = fig.axes[0]
+    assert len(fig.axes) == 2  # the map and its colour bar
+    assert ax.get_title() and ax.get_xlabel() == "dimension j" and ax.get_ylabel() == "position p"
+    assert_close(torch.as_tensor(ax.images[0].get_array()), pe)
+    assert len(ax.get_lines()) == 4  # two outlines, two lines each
+
+
+def test_encoding_curves():
+    pe = sinusoidal_encoding(20, 8)
+    fig = encoding_curves(pe, [0, 1, 6])
+    ax = fig.axes[0]
+    assert [line.get_label() for line in ax.get_lines()] == ["j = 0 (sin)", "j = 1 (cos)", "j = 6 (sin)"]
+    assert_close(torch.as_tensor(ax.get_lines()[1].get_ydata()), pe[:, 1])
+    assert ax.get_xlabel() == "position p" and ax.get_title()
+    with pytest.raises(ValueError, match="outside"):
+        encoding_curves(pe, [8])
+
+
+def test_wavelength_plot():
+    fig = wavelength_plot(16)
+    ax = fig.axes[0]
+    y = torch.as_tensor(ax.get_lines()[0].get_ydata(), dtype=torch.float64)
+    assert len(y) == 8 and ax.get_yscale() == "log" and ax.get_title()
+    assert y[0].item() == pytest.approx(2 * math.pi)
+    ratios = y[1:] / y[:-1]
+    assert_close(ratios, torch.full_like(ratios, 10000 ** (2 / 16)))  # geometric
+
+
+def test_similarity_figure():
+    pe = sinusoidal_encoding(16, 8)
+    fig = similarity_figure(pe, position=5)
+    left, right = fig.axes[0], fig.axes[1]  # then the colour bar
+    assert len(fig.axes) == 3
+    assert_close(torch.as_tensor(left.images[0].get_array()), pe @ pe.T)
+    line = right.get_lines()[0]
+    assert list(line.get_xdata()) == list(range(-5, 11))
+    assert_close(torch.as_tensor(line.get_ydata()), pe @ pe[5])
+    assert left.get_xlabel() == "position q" and right.get_xlabel() == "offset q - p"
+    assert fig._suptitle.get_text()
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_explorer_figure(kind):
+    data = explorer_data(kind, 4, 2, length=16, d_model=8)
+    fig = explorer_figure(data)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert KINDS[kind] in titles[0] and "position 4" in titles[1] and "offset" in fig.axes[2].get_xlabel()
+    assert fig.axes[1].get_xlabel() == "dimension j" and len(fig.axes) == 4
+
+
+# ---------------------------------------------------------------------------------------------- explorer
+
+
+def test_explorer_data_shapes_and_kinds():
+    for kind in KINDS:
+        data = explorer_data(kind, 3, 1, length=10, d_model=6)
+        assert data["table"].shape == (10, 6) and data["row"].shape == (6,) and data["column"].shape == (10,)
+        assert_close(data["row"], data["table"][3])
+        assert_close(data["similarity"], data["table"] @ data["table"][3])
+    assert_close(explorer_data("sinusoidal", 0, 0, length=10, d_model=6)["table"], sinusoidal_encoding(10, 6))
+    with pytest.raises(ValueError, match="kind"):
+        explorer_data("alibi", 0, 0)
+
+
+def _curve(kind, position, length=32, d_model=16):
+    data = explorer_data(kind, position, 0, length=length, d_model=d_model)
+    return data["similarity"][position:position + 8]  # offsets 0..7
+
+
+@pytest.mark.parametrize("kind", ["sinusoidal", "rope"])
+def test_similarity_curve_does_not_move_with_position(kind):
+    assert_close(_curve(kind, 3), _curve(kind, 17), atol=1e-5, rtol=1e-5)
+
+
+def test_learned_similarity_curve_moves_with_position():
+    assert not torch.allclose(_curve("learned", 3), _curve("learned", 17))
+
+
+def test_explorer_data_leaves_the_global_rng_alone():
+    torch.manual_seed(0)
+    expected = torch.rand(3)
+    torch.manual_seed(0)
+    explorer_data("learned", 0, 0)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_explorer_widget_redraws():
+    box = positional_explorer(length=16, d_model=8)
+    kind, sliders, out = box.children
+    position, dimension = sliders.children
+    assert kind.description and position.description == "position p" and dimension.description == "dimension j"
+    first = out.outputs
+    assert len(first) == 1 and "image/png" in first[0]["data"]
+    position.value = 9
+    assert out.outputs != first
+    second = out.outputs
+    kind.value = "rope"
+    assert out.outputs != second
+    assert plt.get_fignums() == []  # every figure drawn into the Output was closed
+
+
+# ---------------------------------------------------------------------------------------------- quiz
+
+
+def test_quiz():
+    quiz = ch4_quiz()
+    assert len(quiz.questions) >= 3
+    for question in quiz.questions:
+        if isinstance(question, Choice):
+            assert len(question.feedback) == len(question.options)
+            assert question.grade(question.answer)[0]
+            assert not any(question.grade(i)[0] for i in range(len(question.options)) if i != question.answer)
+        else:
+            assert question.grade(9647)[0] and not question.grade(10000)[0]
+    assert quiz.widget is not None
