@@ -1,3 +1,198 @@
-"""Explorers for the chapter on qkv. See utils/widgets/__init__.py."""
+"""The explorer and the quiz of chapter 1, "Queries, keys and values". See :mod:`utils.widgets`.
 
-__all__: list[str] = []
+* :func:`explorer_scores` computes what the explorer draws (pure, tested by pytest);
+* :func:`qkv_explorer` wires it to ipywidgets: pick a query token, toggle projections, vary d_k;
+* :func:`ch1_quiz` is the closing quiz.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import math
+
+import torch
+
+from utils.vocab import toy_sentence
+from utils.widgets.quiz import Choice, Numeric, Quiz
+
+__all__ = ["random_projection", "explorer_scores", "qkv_explorer", "ch1_quiz"]
+
+D_K_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def random_projection(d_model: int, d_k: int, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A random (E, D_k) projection with entries N(0, 1/E), so that x @ W has entries of size about 1.
+
+    The same (d_model, d_k, seed) always gives the same matrix.
+
+    >>> random_projection(16, 4, seed=1).shape
+    torch.Size([16, 4])
+    """
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.randn(d_model, d_k, generator=generator, dtype=torch.float64) / math.sqrt(d_model)).to(dtype)
+
+
+def explorer_scores(x: torch.Tensor, *, projected: bool, d_k: int = 8, seed: int = 0) -> dict:
+    """The scores the explorer draws for a sequence x (L, E).
+
+    Args:
+        x: (L, E) token embeddings.
+        projected: ``False`` for the parameter-free scores X Xᵀ; ``True`` for Q Kᵀ with random W_Q, W_K.
+        d_k: D_k, the query/key size, when ``projected``. Default: ``8``.
+        seed: draws W_Q from ``seed`` and W_K from ``seed + 1``. Default: ``0``.
+
+    Returns:
+        ``{"scores": (L, L) tensor, "symmetric": bool, "self_top": fraction of queries whose top key is
+        themselves or an identical token, "spread": standard deviation of the scores}``.
+
+    >>> x = torch.eye(3)
+    >>> out = explorer_scores(x, projected=False)
+    >>> out["symmetric"], out["self_top"]
+    (True, 1.0)
+    """
+    if x.dim() != 2:
+        raise ValueError(f"x: expected shape (L, E), got {tuple(x.shape)}")
+    if projected:
+        d_model = x.shape[-1]
+        q = x @ random_projection(d_model, d_k, seed=seed, dtype=x.dtype)  # (L, D_k)
+        k = x @ random_projection(d_model, d_k, seed=seed + 1, dtype=x.dtype)  # (L, D_k)
+        scores = q @ k.T  # (L, L)
+    else:
+        scores = x @ x.T  # (L, L)
+    # a query "finds itself" when its top key is its own position or a token with the same embedding
+    same_token = (x[:, None, :] == x[None, :, :]).all(-1)  # (L, L)
+    top = scores.argmax(-1)
+    self_top = same_token[torch.arange(len(top)), top].double().mean().item()
+    return {
+        "scores": scores,
+        "symmetric": bool(torch.allclose(scores, scores.T, atol=1e-5, rtol=1e-5)),
+        "self_top": self_top,
+        "spread": scores.std().item(),
+    }
+
+
+def _title(tokens: list[str], result: dict, query_index: int, projected: bool, d_k: int) -> str:
+    row = result["scores"][query_index]
+    top = int(row.argmax())
+    kind = f"Q Kᵀ, random W_Q ≠ W_K, D_k = {d_k}" if projected else "X Xᵀ, no projection"
+    symmetry = "symmetric" if result["symmetric"] else "not symmetric"
+    return (f"{kind}: '{tokens[query_index]}' scores highest on '{tokens[top]}'; "
+            f"matrix {symmetry}, score std {result['spread']:.2f}")
+
+
+def _png_output(fig) -> dict:
+    """A display_data output (PNG plus a text fallback) for an ``Output`` widget's ``outputs``."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    png = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return {"output_type": "display_data", "metadata": {},
+            "data": {"image/png": png, "text/plain": fig.axes[0].get_title()}}
+
+
+def qkv_explorer(sentence: str = "pronoun", d_model: int = 16, *, seed: int = 0):
+    """An explorer: choose a query token and see its scores against every key.
+
+    Controls: the query token, "no projection" (X Xᵀ) vs "random projections" (Q Kᵀ), D_k, and the seed
+    of the random W_Q, W_K. The figure is :func:`utils.plotting.qkv.query_scores_figure`.
+
+    Args:
+        sentence: a key of :data:`utils.vocab.SENTENCES` or any text. Default: ``"pronoun"``.
+        d_model: E. Default: ``16``.
+        seed: the embedding table's seed. Default: ``0``.
+
+    Returns:
+        An ``ipywidgets.VBox``: the controls, then an ``Output`` with the figure.
+    """
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    from utils.plotting.qkv import query_scores_figure
+
+    tokens, x = toy_sentence(sentence, d_model, seed=seed)
+    start = tokens.index("it") if "it" in tokens else 0
+    query = w.Dropdown(options=[(f"{i}: {t}", i) for i, t in enumerate(tokens)], value=start,
+                       description="query token")
+    mode = w.ToggleButtons(options=[("no projection: X Xᵀ", False), ("random projections: Q Kᵀ", True)],
+                           value=False, description="scores")
+    d_k = w.SelectionSlider(options=list(D_K_CHOICES), value=8, description="D_k", disabled=True)
+    w_seed = w.IntSlider(value=0, min=0, max=9, description="W seed", disabled=True)
+    output = w.Output()
+
+    def redraw(_change=None) -> None:
+        d_k.disabled = w_seed.disabled = not mode.value
+        result = explorer_scores(x, projected=mode.value, d_k=d_k.value, seed=2 * w_seed.value)
+        fig = query_scores_figure(tokens, result["scores"], query.value,
+                                  title=_title(tokens, result, query.value, mode.value, d_k.value))
+        output.outputs = (_png_output(fig),)  # set directly: works in a kernel, in tests and headless
+        plt.close(fig)
+
+    for control in (query, mode, d_k, w_seed):
+        control.observe(redraw, names="value")
+    redraw()
+    return w.VBox([w.HBox([query, mode]), w.HBox([d_k, w_seed]), output])
+
+
+def ch1_quiz() -> Quiz:
+    """The closing quiz of chapter 1: shapes, nn.Linear, symmetry, and how the scores grow with L."""
+    return Quiz([
+        Choice(
+            "x has shape (N, L, E) = (2, 5, 16) and W_K has shape (16, 8). What is the shape of K = x @ W_K?",
+            ["(2, 5, 8)", "(2, 8, 5)", "(5, 8)", "(2, 5, 16)"],
+            answer=0,
+            feedback=[
+                "Right: @ contracts E and leaves the batch and length dims alone.",
+                "The token axis L stays where it was; only the last dim changes from E to D_k.",
+                "The batch dimension N = 2 is kept: matmul broadcasts over leading dims.",
+                "E = 16 is the input size; after the projection the last dim is D_k = 8.",
+            ],
+            explanation="Every token is projected on its own, with the same W_K.",
+        ),
+        Choice(
+            "lin = nn.Linear(16, 8). Which expression equals lin(x) for x of shape (L, 16)?",
+            ["x @ lin.weight + lin.bias", "x @ lin.weight.T + lin.bias", "x @ lin.weight.T",
+             "lin.weight @ x + lin.bias"],
+            answer=1,
+            feedback=[
+                "lin.weight has shape (8, 16), (out, in): x @ lin.weight does not even multiply.",
+                "Right: nn.Linear stores W transposed, (out, in), and adds a bias.",
+                "Close, but nn.Linear adds a bias unless you pass bias=False.",
+                "That is the column-vector convention: with x of shape (L, 16) the shapes do not line up.",
+            ],
+            explanation="So W_Q of the maths is lin.weight.T, and the projection has a bias too.",
+        ),
+        Choice(
+            "Without projections the scores are S = X Xᵀ. Which statement is true?",
+            ["S[i, j] = S[j, i] for every pair, and a token's score with itself is usually its largest",
+             "S is symmetric only if the sentence is a palindrome",
+             "S[i, i] is always exactly the largest entry of row i",
+             "S is a probability matrix: its rows sum to 1"],
+            answer=0,
+            feedback=[
+                "Right: x_i · x_j = x_j · x_i, and x_i · x_i = |x_i|² is large for long random vectors.",
+                "The order of the tokens does not matter: the dot product itself is symmetric.",
+                "Usually, not always: a longer vector x_j can beat |x_i|² (the Myth check shows it).",
+                "Those are the weights after the softmax; the scores are raw dot products of any sign.",
+            ],
+            explanation="Separate W_Q and W_K break both: 'it' can score 'animal' higher than 'animal' scores 'it'.",
+        ),
+        Choice(
+            "With projections, scores[i, j] = (x_i W_Q) · (x_j W_K). When is scores[i, j] == scores[j, i] for all x?",
+            ["Always: a dot product is symmetric", "When W_Q W_Kᵀ is a symmetric matrix, e.g. W_Q = W_K",
+             "Never", "Only when D_k = E"],
+            answer=1,
+            feedback=[
+                "The dot product is symmetric, but it compares x_i W_Q with x_j W_K: two different maps.",
+                "Right: scores = X (W_Q W_Kᵀ) Xᵀ, which is symmetric exactly when W_Q W_Kᵀ is.",
+                "It can be: tie W_K to W_Q and the scores are symmetric again.",
+                "D_k changes the shapes, not the symmetry.",
+            ],
+            explanation="Two separate matrices let a query ask for something different from what a key offers.",
+        ),
+        Numeric(
+            "A batch of N = 4 sentences, each with L = S = 10 tokens. How many scores does Q Kᵀ hold in all?",
+            answer=400,
+            explanation="(N, L, S) = (4, 10, 10): the scores grow with the square of the length.",
+            hint="One score per (sentence, query, key) triple.",
+        ),
+    ], title="Chapter 1 quiz")
