@@ -1,3 +1,173 @@
-"""Explorers for the chapter on multihead. See utils/widgets/__init__.py."""
+"""Explorer and quiz for chapter 3, "Multi-head attention".
 
-__all__: list[str] = []
+:func:`head_explorer_state` computes what the explorer draws (pure, tested by pytest);
+:func:`head_explorer` wires it to ipywidgets; :func:`ch3_quiz` returns the chapter's quiz.
+"""
+
+from __future__ import annotations
+
+import io
+
+import torch
+
+from utils.plotting.multihead import apple_example, head_token_figure
+from utils.widgets.quiz import Choice, Numeric, Quiz
+
+__all__ = ["head_explorer_state", "head_explorer", "head_count_options", "ch3_quiz"]
+
+
+def head_count_options(d_model: int) -> list[int]:
+    """The numbers of heads H that divide ``d_model``: the only ones the explorer offers.
+
+    >>> head_count_options(12)
+    [1, 2, 3, 4, 6, 12]
+    """
+    return [h for h in range(1, d_model + 1) if d_model % h == 0]
+
+
+def head_explorer_state(num_heads: int = 3, head: int = 0, token: int = 5) -> dict:
+    """What the explorer shows for the apple sentence: per-head weights and the chosen row.
+
+    Args:
+        num_heads: H, a divisor of 12.
+        head: which head, 0-based; clipped into ``[0, H)``.
+        token: which query token, 0-based.
+
+    Returns:
+        dict with ``tokens`` (L), ``weights`` (H, L, L), ``head`` (clipped), ``token``, ``row`` (L,),
+        ``top`` (the token it attends to most) and ``head_dim`` D.
+
+    >>> state = head_explorer_state(3, head=1, token=5)
+    >>> state["tokens"][state["token"]], state["top"]
+    ('apple', 'red')
+    """
+    if num_heads not in head_count_options(12):
+        raise ValueError(f"num_heads = {num_heads} must divide d_model = 12; pick one of {head_count_options(12)}")
+    tokens, x, module = apple_example(num_heads)
+    with torch.no_grad():
+        _, weights = module(x)  # (1, H, L, L)
+    weights = weights[0]  # (H, L, L)
+    head = max(0, min(head, num_heads - 1))
+    if not 0 <= token < len(tokens):
+        raise ValueError(f"token must be in [0, {len(tokens)}), got {token}")
+    row = weights[head, token]  # (L,)
+    return {
+        "tokens": tokens,
+        "weights": weights,
+        "head": head,
+        "token": token,
+        "row": row,
+        "top": tokens[int(row.argmax())],
+        "head_dim": 12 // num_heads,
+    }
+
+
+def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
+    """An explorer over the apple sentence: choose H (divisors of 12), a head and a query token.
+
+    The left panel is the chosen head's attention map; the right one the chosen token's weights as bars.
+    Returns an ``ipywidgets.VBox``; its last child is the ``Output`` that holds the figure.
+    """
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import Image
+
+    tokens = list(head_explorer_state(num_heads)["tokens"])
+    heads = w.Dropdown(options=head_count_options(12), value=num_heads, description="heads H")
+    which = w.IntSlider(value=head + 1, min=1, max=num_heads, description="head")
+    query = w.Dropdown(options=[(t, i) for i, t in enumerate(tokens)], value=token, description="query token")
+    info = w.HTML()
+    out = w.Output()
+
+    def redraw(_change=None) -> None:
+        which.max = heads.value
+        state = head_explorer_state(heads.value, which.value - 1, query.value)
+        info.value = (f"E = 12, H = {heads.value}, D = {state['head_dim']}: '{state['tokens'][state['token']]}' "
+                      f"attends most to '{state['top']}' in head {state['head'] + 1}")
+        fig = head_token_figure(state["weights"], state["tokens"], state["head"], state["token"])
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=80)
+        plt.close(fig)
+        out.outputs = ()  # append_display_data works with or without a running kernel (tests)
+        out.append_display_data(Image(data=buffer.getvalue(), format="png"))
+
+    for control in (heads, which, query):
+        control.observe(redraw, names="value")
+    redraw()
+    return w.VBox([w.HBox([heads, which, query]), info, out])
+
+
+def ch3_quiz() -> Quiz:
+    """The chapter 3 quiz: heads and cost, the `.contiguous()` myth, torch's weights and masks."""
+    return Quiz(
+        [
+            Choice(
+                "With d_model = 512 and D = d_model / H, you go from H = 8 heads to H = 16. "
+                "What happens to the number of parameters of the attention layer?",
+                ["It doubles", "It halves", "It stays the same", "It grows by sqrt(2)"],
+                answer=2,
+                feedback=[
+                    "No: each head gets half as many dimensions (D = 32 instead of 64), so the total is unchanged.",
+                    "No: the projections are still (E, E) matrices; only how their columns are grouped changes.",
+                    "Yes: W_Q, W_K, W_V and W_O are (E, E) whatever H is; H only decides how the E columns are cut.",
+                    "No: nothing in the layer's size depends on sqrt(H).",
+                ],
+                explanation="Heads are a way of slicing the same (E, E) projections, not extra parameters.",
+            ),
+            Choice(
+                "After `out.transpose(1, 2)` you call `.view(N, L, E)` without `.contiguous()`. What happens?",
+                [
+                    "Training runs but the loss becomes NaN",
+                    "PyTorch raises a RuntimeError about size and stride",
+                    "The values are silently scrambled",
+                    "It works, only a little slower",
+                ],
+                answer=1,
+                feedback=[
+                    "That is a popular story, but we ran it: `.view` refuses to run at all, so no loss is computed.",
+                    "Yes: `.view` cannot describe the transposed memory layout with one set of strides, so it "
+                    "raises and suggests `.reshape`.",
+                    "The silent bug is a different one: reshaping (N, H, L, D) to (N, L, E) *without* the transpose.",
+                    "It does not run: `.view` never copies, so it raises when strides do not fit.",
+                ],
+                explanation="Use `.reshape` (copies only when needed) or `.contiguous().view`.",
+            ),
+            Choice(
+                "`nn.MultiheadAttention(512, 8, batch_first=True)(x, x, x)` with x of shape (N, L, 512) "
+                "returns weights of which shape by default?",
+                ["(N, 8, L, L)", "(N, L, L)", "(8, L, L)", "(N, L, 512)"],
+                answer=1,
+                feedback=[
+                    "That is what you get with `average_attn_weights=False` (and what our module returns).",
+                    "Yes: by default torch averages the weights over the heads, which hides what each head does.",
+                    "No: the batch axis is kept; it is the heads axis that is averaged away.",
+                    "That is the shape of the output, not of the weights.",
+                ],
+                explanation="Pass `average_attn_weights=False` to see each head.",
+            ),
+            Choice(
+                "You pass our causal mask (True = may attend) as `attn_mask` to `nn.MultiheadAttention`. What happens?",
+                [
+                    "It works: both use the same convention",
+                    "It raises a dtype error",
+                    "Each token may only see later tokens; the last token has none left and its row is NaN",
+                    "Torch ignores boolean masks",
+                ],
+                answer=2,
+                feedback=[
+                    "No: in nn.MultiheadAttention a boolean True means *blocked*, the opposite of F.scaled_dot_product_attention.",
+                    "No: a boolean mask is accepted; it is just read the opposite way.",
+                    "Yes: torch reads True as blocked, so the mask is inverted; convert with `to_torch_mask` (or `~mask`).",
+                    "No: it uses it, inverted from what you meant.",
+                ],
+                explanation="Convert at the boundary: `to_torch_mask(mask)` for torch, `from_torch_mask(...)` back.",
+            ),
+            Numeric(
+                "BERT-base has d_model = 768 and 12 heads. What is the head dimension D?",
+                answer=64,
+                explanation="D = 768 / 12 = 64, the same D as the original Transformer (512 / 8).",
+                hint="D = d_model / H.",
+            ),
+        ],
+        title="Chapter 3 quiz: multi-head attention",
+    )

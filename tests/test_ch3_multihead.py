@@ -1,0 +1,307 @@
+"""Chapter 3 (multi-head attention): exercises, figures, head similarity, explorer and quiz."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.testing import assert_close
+
+from utils.attention import MultiHeadAttention, causal_mask, merge_heads, split_heads
+from utils.exercises import get
+from utils.exercises.base import check, compare
+from utils.exercises.multihead import EXERCISES, reference_multi_head_attention
+from utils.plotting import multihead as plots
+from utils.widgets import multihead as widgets
+
+IDS = ["ch3.split_heads", "ch3.merge_heads", "ch3.multi_head_attention"]
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+# --- exercises ------------------------------------------------------------------------------------
+
+
+def test_ids_points_registered():
+    assert [e.id for e in EXERCISES] == IDS
+    assert [e.points for e in EXERCISES] == [1, 1, 3]
+    for e in EXERCISES:
+        assert get(e.id) is e
+        assert len(e.mistakes) >= 2
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_split_merge_references_match_utils(seed):
+    split, merge = get("ch3.split_heads"), get("ch3.merge_heads")
+    for case in split.cases(seed):
+        assert_close(split.reference(**case), split_heads(case["x"], case["num_heads"]), rtol=0, atol=0)
+        # merging undoes splitting
+        assert_close(merge.reference(split.reference(**case)), case["x"], rtol=0, atol=0)
+    for case in merge.cases(seed):
+        assert_close(merge.reference(**case), merge_heads(case["x"]), rtol=0, atol=0)
+
+
+def _torch_mha_from_weights(w_q, w_k, w_v, w_o, num_heads):
+    E = w_q.shape[0]
+    m = nn.MultiheadAttention(E, num_heads, bias=False, batch_first=True)
+    with torch.no_grad():
+        m.in_proj_weight.copy_(torch.cat([w_q.T, w_k.T, w_v.T]))  # nn stores W.T
+        m.out_proj.weight.copy_(w_o.T)
+    return m.eval()
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_functional_reference_matches_torch(seed):
+    ex = get("ch3.multi_head_attention")
+    cases = ex.cases(seed)
+    assert {type(c["mask"]).__name__ for c in cases} == {"NoneType", "Tensor"}
+    for case in cases:
+        m = _torch_mha_from_weights(case["w_q"], case["w_k"], case["w_v"], case["w_o"], case["num_heads"])
+        mask = case["mask"]
+        x = case["x"]
+        kwargs = {}
+        if mask is not None and mask.dim() == 2:
+            kwargs["attn_mask"] = ~mask  # torch: True = blocked
+        elif mask is not None:
+            kwargs["key_padding_mask"] = ~mask[:, 0, 0, :]
+        expected = m(x, x, x, need_weights=False, **kwargs)[0]
+        assert_close(ex.reference(**case), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_case_shapes_are_varied():
+    for ex in EXERCISES:
+        cases = ex.cases(0)
+        assert 4 <= len(cases) <= 6
+        shapes = [tuple(c["x"].shape) for c in cases]
+        assert len(set(shapes)) >= 4
+        assert any(1 in s for s in shapes)  # an edge shape (length, batch, heads or D of 1)
+        assert ex.cases(0)[0]["x"].equal(cases[0]["x"]) and not ex.cases(1)[-1]["x"].equal(cases[-1]["x"])
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_reference_passes_and_each_mistake_fails(exercise):
+    assert check(exercise, exercise.reference, quiet=True).passed
+    cases = exercise.cases(0)
+    for mistake in exercise.mistakes:
+        differs = False
+        for case in cases:
+            try:
+                wrong = mistake.fn(**case)
+            except RuntimeError:
+                differs = True
+                break
+            if compare(wrong, exercise.reference(**case), exercise.atol, exercise.rtol) is not None:
+                differs = True
+                break
+        assert differs, mistake.name
+        verdict = check(exercise, mistake.fn, quiet=True)
+        assert not verdict.passed
+        assert mistake.diagnosis in verdict.message, (mistake.name, verdict.message)
+
+
+def test_forbidden_torch_builtins_are_refused():
+    ex = get("ch3.multi_head_attention")
+
+    def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        N, L, E = x.shape
+        q = (x @ w_q).view(N, L, num_heads, -1).transpose(1, 2)
+        k = (x @ w_k).view(N, L, num_heads, -1).transpose(1, 2)
+        v = (x @ w_v).view(N, L, num_heads, -1).transpose(1, 2)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return out.transpose(1, 2).reshape(N, L, E) @ w_o
+
+    verdict = check(ex, multi_head_attention, quiet=True)
+    assert verdict.status == "forbidden"
+
+
+# --- head similarity ------------------------------------------------------------------------------
+
+
+def test_head_similarity_js_matches_kl_div():
+    torch.manual_seed(0)
+    w = torch.rand(2, 3, 4, 5).softmax(-1).double()
+    sim = plots.head_similarity(w)
+    expected = torch.empty(3, 3, dtype=torch.float64)
+    for i in range(3):
+        for j in range(3):
+            p, q = w[:, i], w[:, j]
+            m = (p + q) / 2
+            js = 0.5 * F.kl_div(m.log(), p, reduction="none").sum(-1) + 0.5 * F.kl_div(m.log(), q, reduction="none").sum(-1)
+            expected[i, j] = (1 - js / math.log(2)).mean()
+    assert_close(sim, expected)
+    assert_close(sim, sim.T)
+    assert_close(sim.diagonal(), torch.ones(3, dtype=torch.float64))
+
+
+def test_head_similarity_cosine_and_extremes():
+    torch.manual_seed(1)
+    w = torch.rand(2, 2, 3, 4).softmax(-1)
+    sim = plots.head_similarity(w, metric="cosine")
+    assert_close(sim[0, 1], F.cosine_similarity(w[:, 0], w[:, 1], dim=-1).mean())
+    identical = w[:, :1].expand(2, 4, 3, 4)
+    assert_close(plots.head_similarity(identical), torch.ones(4, 4))
+    disjoint = torch.zeros(1, 2, 1, 2)
+    disjoint[0, 0, 0, 0] = disjoint[0, 1, 0, 1] = 1.0
+    assert_close(plots.head_similarity(disjoint)[0, 1], torch.tensor(0.0))
+
+
+def test_head_similarity_skips_fully_masked_rows_and_checks_input():
+    w = torch.rand(1, 2, 3, 4).softmax(-1)
+    w[0, :, 2] = 0.0  # a fully-masked query row
+    sim = plots.head_similarity(w)
+    assert torch.isfinite(sim).all()
+    assert_close(sim, plots.head_similarity(w[:, :, :2]))
+    with pytest.raises(ValueError, match=r"\(N, H, L, S\)"):
+        plots.head_similarity(torch.rand(2, 3, 4))
+    with pytest.raises(ValueError, match="metric"):
+        plots.head_similarity(w, metric="l2")
+
+
+# --- the apple example ----------------------------------------------------------------------------
+
+
+def test_apple_example_heads_find_their_relation():
+    tokens, x, module = plots.apple_example(3)
+    _, weights = module(x)  # (1, 3, L, L)
+    top = weights[0].argmax(-1)  # (H, L)
+    at = tokens.index
+    assert tokens[top[0, at("apple")]] == "eats"
+    assert tokens[top[1, at("apple")]] == "red"
+    assert tokens[top[2, at("girl")]] == "eats"
+    # one head must split apple's attention between the two relations
+    _, single = plots.apple_example(1)[2](x)
+    row = single[0, 0, at("apple")]
+    assert_close(row[at("eats")], row[at("red")])
+    assert row[at("eats")] < 0.5
+
+
+def test_apple_example_matches_torch_module():
+    tokens, x, module = plots.apple_example(3)
+    torch_mha = nn.MultiheadAttention(12, 3, bias=False, batch_first=True)
+    with torch.no_grad():
+        torch_mha.in_proj_weight.copy_(torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight]))
+        torch_mha.out_proj.weight.copy_(module.out_proj.weight)
+    out, weights = torch_mha(x, x, x, average_attn_weights=False)
+    ours_out, ours_weights = module(x)
+    assert_close(ours_out, out)
+    assert_close(ours_weights, weights)
+
+
+# --- figures --------------------------------------------------------------------------------------
+
+
+def test_head_split_figure():
+    fig = plots.head_split_figure(torch.arange(12.0), 3, token="apple")
+    ax = fig.axes[0]
+    assert "H = 3" in ax.get_title() and "D = 4" in ax.get_title() and "'apple'" in ax.get_title()
+    assert ax.get_xlabel().startswith("feature index") and ax.get_ylabel() == "token"
+    assert [t.get_text() for t in ax.texts] == ["head 1", "head 2", "head 3"]
+    assert ax.images[0].get_array().shape == (1, 12)
+    with pytest.raises(ValueError, match="divide"):
+        plots.head_split_figure(torch.arange(12.0), 5)
+
+
+def test_head_maps_figure():
+    tokens, x, module = plots.apple_example(3)
+    weights = module(x)[1][0].detach()
+    fig = plots.head_maps_figure(weights, tokens)
+    heads = [ax for ax in fig.axes if ax.get_title().startswith("Head")]
+    assert [ax.get_title() for ax in heads] == ["Head 1", "Head 2", "Head 3"]
+    assert [t.get_text() for t in heads[0].get_yticklabels()] == tokens
+    assert heads[0].get_ylabel() == "query (L)" and heads[0].get_xlabel() == "key (S)"
+    assert_close(torch.as_tensor(heads[1].images[0].get_array().data), weights[1])
+    assert fig._suptitle.get_text()
+    with pytest.raises(ValueError, match="labels"):
+        plots.head_maps_figure(weights, tokens[:3])
+
+
+def test_head_token_figure():
+    state = widgets.head_explorer_state(3, head=1, token=5)
+    fig = plots.head_token_figure(state["weights"], state["tokens"], state["head"], state["token"])
+    heat, bars = fig.axes[:2]  # then the colorbar
+    assert heat.get_title() == "Head 2 of 3: all queries"
+    assert "'apple' looks mostly at 'red'" in bars.get_title()
+    heights = torch.tensor([p.get_height() for p in bars.patches], dtype=torch.float32)
+    assert_close(heights, state["row"].float())
+    assert heat.get_xlabel() == "key (attended to)" and bars.get_ylabel() == "weight"
+
+
+def test_head_similarity_figure():
+    sim = torch.tensor([[1.0, 0.5], [0.5, 1.0]])
+    fig = plots.head_similarity_figure(sim)
+    ax = fig.axes[0]
+    assert "mean off-diagonal 0.50" in ax.get_title()
+    assert ax.get_xlabel() == "head" and ax.get_ylabel() == "head"
+    assert [t.get_text() for t in ax.texts] == ["1.00", "0.50", "0.50", "1.00"]
+
+
+def test_speed_ratio_figure():
+    rows = [{"name": "fast path", "mode": "forward", "ratio": 0.9, "ratio_min": 0.8, "ratio_max": 1.0},
+            {"name": "explicit path", "mode": "forward", "ratio": 1.2, "ratio_min": 1.1, "ratio_max": 1.4}]
+    fig = plots.speed_ratio_figure(rows)
+    ax = fig.axes[0]
+    assert [p.get_height() for p in ax.patches] == [0.9, 1.2]
+    assert ax.get_ylabel() == "time / built-in time" and "built-in" in ax.get_title()
+
+
+# --- explorer and quiz ----------------------------------------------------------------------------
+
+
+def test_explorer_state():
+    assert widgets.head_count_options(12) == [1, 2, 3, 4, 6, 12]
+    state = widgets.head_explorer_state(3, head=0, token=5)
+    assert state["weights"].shape == (3, 7, 7) and state["head_dim"] == 4 and state["top"] == "eats"
+    assert_close(state["weights"].sum(-1), torch.ones(3, 7))
+    assert widgets.head_explorer_state(1, head=2, token=5)["head"] == 0  # clipped to H
+    with pytest.raises(ValueError, match="divide"):
+        widgets.head_explorer_state(5)
+
+
+def test_explorer_widget_redraws():
+    box = widgets.head_explorer()
+    heads, which, query = box.children[0].children
+    info, out = box.children[1], box.children[2]
+    assert heads.description and which.description and query.description
+    assert list(heads.options) == [1, 2, 3, 4, 6, 12]
+    before_info, before = info.value, out.outputs
+    assert len(before) == 1 and "image/png" in before[0]["data"]
+    heads.value = 1
+    assert which.max == 1
+    assert info.value != before_info and "H = 1" in info.value
+    assert len(out.outputs) == 1 and out.outputs[0]["data"]["image/png"] != before[0]["data"]["image/png"]
+    query.value = 4
+    assert "'red'" in info.value
+
+
+def test_quiz():
+    quiz = widgets.ch3_quiz()
+    assert len(quiz.questions) >= 3
+    answers = [q.answer for q in quiz.questions]
+    assert quiz.score(answers) == len(quiz.questions)
+    for q in quiz.questions:
+        if hasattr(q, "options"):
+            assert len(q.feedback) == len(q.options) and all(q.feedback)
+    assert quiz.widget is not None
+
+
+def test_quiz_claims_hold():
+    """The quiz's answers are facts we can check here."""
+    counts = {sum(p.numel() for p in MultiHeadAttention(512, h).parameters()) for h in (8, 16)}
+    assert len(counts) == 1
+    x = torch.randn(2, 3, 8)
+    with pytest.raises(RuntimeError, match="view"):
+        x.view(2, 3, 2, 4).transpose(1, 2).view(2, 3, 8)
+    m = nn.MultiheadAttention(16, 4, batch_first=True)
+    y = torch.randn(2, 5, 16)
+    assert m(y, y, y)[1].shape == (2, 5, 5)
+    out = m(y, y, y, attn_mask=causal_mask(5))[0]
+    assert torch.isnan(out[:, -1]).all() and torch.isfinite(out[:, :-1]).all()
+    assert reference_multi_head_attention is not None
