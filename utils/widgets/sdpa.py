@@ -1,3 +1,153 @@
-"""Explorers for the chapter on sdpa. See utils/widgets/__init__.py."""
+"""Explorer and quiz for chapter 2, scaled dot-product attention and masks.
 
-__all__: list[str] = []
+The explorer is split in two: :func:`explorer_state` computes what is drawn (pure, tested by pytest),
+:func:`scale_explorer` wires it to sliders and an ``Output`` widget.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from utils.plotting.sdpa import explorer_figure
+from utils.widgets.quiz import Choice, Quiz
+
+__all__ = ["explorer_state", "scale_explorer", "ch2_quiz", "DK_OPTIONS"]
+
+DK_OPTIONS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
+
+
+def explorer_state(d_k: int, temperature: float = 1.0, scaled: bool = True, *, length: int = 12,
+                   seed: int = 0) -> dict:
+    """Scores and softmax weights for random unit-variance queries and keys of dimension ``d_k``.
+
+    Args:
+        d_k: the query/key dimension D.
+        temperature: the scores are divided by it before the softmax. Default: ``1.0``.
+        scaled: divide the scores by ``sqrt(d_k)`` too. Default: ``True``.
+        length: the number of queries L and keys S. Default: ``12``.
+        seed: the same seed gives the same q and k for every setting. Default: ``0``.
+
+    Returns:
+        A dict with ``scores`` (L, S), ``row`` (S,) the weights of query 0, ``max_weight``, ``entropy``
+        (nats) of that row, ``max_entropy`` (``log S``, a uniform row), ``score_std``, ``keys`` (labels)
+        and the settings.
+
+    >>> s = explorer_state(512, scaled=False)
+    >>> s["max_weight"] > 0.9, explorer_state(512)["max_weight"] < 0.9
+    (True, True)
+    """
+    if d_k < 1 or temperature <= 0:
+        raise ValueError(f"d_k must be >= 1 and temperature > 0, got d_k={d_k}, temperature={temperature}")
+    gen = torch.Generator().manual_seed(seed)
+    q = torch.randn(length, 1024, generator=gen)[:, :d_k]  # (L, D): the same first D coords for every D
+    k = torch.randn(length, 1024, generator=gen)[:, :d_k]  # (S, D)
+    scores = q @ k.T  # (L, S)
+    if scaled:
+        scores = scores / math.sqrt(d_k)
+    scores = scores / temperature
+    row = scores[0].softmax(-1)  # (S,)
+    entropy = -(row * row.clamp_min(1e-30).log()).sum().item()
+    return {
+        "scores": scores, "row": row, "max_weight": row.max().item(), "entropy": entropy,
+        "max_entropy": math.log(length), "score_std": scores.std().item(),
+        "keys": [f"k{j}" for j in range(length)], "d_k": d_k, "temperature": temperature, "scaled": scaled,
+    }
+
+
+def scale_explorer():
+    """Sliders for D and the temperature and a scaling toggle, redrawing the score histogram and one row.
+
+    Returns:
+        An ``ipywidgets.VBox``: the controls, then an ``Output`` with the figure.
+    """
+    import io
+
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import Image
+
+    d_k = w.SelectionSlider(options=list(DK_OPTIONS), value=64, description="d_k (D)")
+    temperature = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05, description="temperature")
+    scaled = w.ToggleButton(value=True, description="scale by 1/√D", icon="check")
+    output = w.Output()
+
+    def redraw(_change=None) -> None:
+        fig = explorer_figure(explorer_state(d_k.value, temperature.value, scaled.value))
+        png = io.BytesIO()
+        fig.savefig(png, format="png", dpi=80)
+        plt.close(fig)
+        output.outputs = ()  # works in a kernel and in tests alike, unlike clear_output()
+        output.append_display_data(Image(data=png.getvalue(), format="png"))
+
+    for control in (d_k, temperature, scaled):
+        control.observe(redraw, names="value")
+    redraw()
+    return w.VBox([w.HBox([d_k, temperature, scaled]), output])
+
+
+def ch2_quiz() -> Quiz:
+    """Three questions on the scale, the masks and the softmax."""
+    return Quiz([
+        Choice(
+            "q and k have 256 independent entries, each with mean 0 and variance 1. What is the standard "
+            "deviation of q·k?",
+            ["1", "16", "256", "It depends on the sequence length"],
+            answer=1,
+            feedback=[
+                "That is the std *after* dividing by √256 = 16.",
+                "Yes: the variance is the sum of 256 unit variances, so std = √256 = 16.",
+                "256 is the variance; the std is its square root.",
+                "The dot product of one q with one k never sees the sequence length.",
+            ],
+            explanation="Dividing by √d_k brings it back to 1 whatever d_k is.",
+        ),
+        Choice(
+            "You pass the boolean causal mask from this chapter (True = may attend) unchanged as attn_mask "
+            "to nn.MultiheadAttention. What happens?",
+            ["The same result as F.scaled_dot_product_attention",
+             "An error about the mask's dtype",
+             "It runs, but each query attends only to the future and the last row is all NaN",
+             "It runs and ignores the mask"],
+            answer=2,
+            feedback=[
+                "No: nn.MultiheadAttention reads True as *blocked*, the opposite of SDPA.",
+                "No error is raised: a bool mask is accepted, just read the other way round.",
+                "Right: the mask is inverted, so query i sees only keys after i, and the last query sees "
+                "nothing at all, which the softmax turns into NaN.",
+                "The mask is used, read as True = blocked.",
+            ],
+            explanation="Convert at the boundary (~mask, or utils.attention.to_torch_mask).",
+        ),
+        Choice(
+            "Why does the reference use -inf (or torch.finfo(dtype).min) rather than -1e9 to mask scores?",
+            ["-1e9 is slower",
+             "-1e9 does not fit in float16: masked_fill raises, and a float mask becomes -inf anyway",
+             "-inf is what makes rows sum to 1",
+             "There is no difference in any dtype"],
+            answer=1,
+            feedback=[
+                "Speed is the same; the problem is range.",
+                "Yes: float16 tops out near 65504. Written as -inf on purpose, with a softmax that handles a "
+                "fully-masked row, the mask is exact in every dtype.",
+                "Any very negative value gives rows summing to 1 when one key is allowed; the difference is "
+                "what the dtype can hold.",
+                "In float16 there is: we ran it in this chapter.",
+            ],
+        ),
+        Choice(
+            "In model.eval(), what does dropout on the attention weights do?",
+            ["Nothing: the weights pass through unchanged",
+             "It zeroes the same fraction of weights as in training",
+             "It divides the weights by (1 - p)",
+             "It renormalises each row to sum to 1"],
+            answer=0,
+            feedback=[
+                "Right: dropout is the identity in eval mode, so outputs become deterministic.",
+                "That is training mode; eval turns it off.",
+                "The 1/(1 - p) rescaling happens in training, to the weights it keeps.",
+                "Dropout never renormalises rows; in training a row no longer sums to exactly 1.",
+            ],
+        ),
+    ], title="Chapter 2 quiz")
