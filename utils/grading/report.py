@@ -1,0 +1,109 @@
+"""The grader's outputs: ``results.csv``, ``grades.csv``, ``feedback/<student>.md`` and the summary.
+
+Every file is written atomically (a temporary file in the same folder, then ``os.replace``), so a
+crash never leaves a half-written grades file. Every CSV text cell is escaped against formula
+injection: a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading
+``'`` so that spreadsheets show it as text.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from utils.grading.serialize import safe_name
+
+RESULTS_HEADER = ("student", "exercise", "points", "max_points", "status", "feedback")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def escape_cell(value: object) -> object:
+    """``'=HYPERLINK(...)`` instead of ``=HYPERLINK(...)``; numbers pass unchanged."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _csv(rows: Sequence[Sequence[object]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    for row in rows:
+        writer.writerow([escape_cell(v) for v in row])
+    return buffer.getvalue()
+
+
+def results_csv(rows: Sequence) -> str:
+    return _csv([RESULTS_HEADER] + [
+        (r.student, r.exercise, r.points, r.max_points, r.status, r.feedback) for r in rows])
+
+
+def grades_csv(rows: Sequence, students: Sequence[str], exercise_ids: Sequence[str]) -> str:
+    table = {(r.student, r.exercise): r for r in rows}
+    lines: list[Sequence[object]] = [("student", *exercise_ids, "total", "max_total")]
+    for student in students:
+        points = [table[(student, e)].points for e in exercise_ids]
+        maxima = [table[(student, e)].max_points for e in exercise_ids]
+        lines.append((student, *points, sum(points), sum(maxima)))
+    return _csv(lines)
+
+
+def _md(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
+
+
+def feedback_md(student: str, rows: Sequence) -> str:
+    mine = [r for r in rows if r.student == student]
+    total, maximum = sum(r.points for r in mine), sum(r.max_points for r in mine)
+    icon = {"passed": "✅"}
+    lines = [f"# Feedback for {_md(student)}", "", f"**Total: {total} / {maximum} points**", "",
+             "| exercise | points | status | what to do |", "|---|---|---|---|"]
+    for r in mine:
+        lines.append(f"| `{r.exercise}` | {r.points} / {r.max_points} | {icon.get(r.status, '❌')} {r.status} "
+                     f"| {_md(r.feedback)} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_all(out_dir: Path, rows: Sequence, students: Sequence[str], exercise_ids: Sequence[str]) -> None:
+    atomic_write(out_dir / "results.csv", results_csv(rows))
+    atomic_write(out_dir / "grades.csv", grades_csv(rows, students, exercise_ids))
+    used: set[str] = set()
+    for student in students:
+        name = safe_name(student)
+        while name in used:  # two folder names that sanitize to the same file name
+            name += "_"
+        used.add(name)
+        atomic_write(out_dir / "feedback" / f"{name}.md", feedback_md(student, rows))
+
+
+def summary_table(rows: Sequence, exercise_ids: Sequence[str]) -> str:
+    """Per exercise: how many students got each status, and the mean points."""
+    statuses = ("passed", "failed", "error", "timeout", "memory", "forbidden", "missing", "invalid")
+    header = ["exercise", *statuses, "mean"]
+    body = []
+    for exercise_id in exercise_ids:
+        mine = [r for r in rows if r.exercise == exercise_id]
+        counts = [sum(r.status == s for r in mine) for s in statuses]
+        mean = sum(r.points for r in mine) / len(mine) if mine else 0.0
+        maximum = mine[0].max_points if mine else 0
+        body.append([exercise_id, *map(str, counts), f"{mean:.2f}/{maximum}"])
+    widths = [max(len(str(x)) for x in column) for column in zip(header, *body)]
+    fmt = "  ".join(f"{{:<{w}}}" if i == 0 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    return "\n".join([fmt.format(*header), *(fmt.format(*line) for line in body)])

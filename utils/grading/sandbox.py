@@ -1,0 +1,286 @@
+"""Start, watch and kill sandboxed worker processes (trusted side).
+
+**Isolation**, strongest first; :func:`isolation` probes once per grader process, says on stderr which
+one it uses, and falls back to the next when one does not work on this machine:
+
+1. ``pidns+uid``: ``unshare --pid --fork --kill-child --mount-proc`` (a PID namespace with its own
+   ``/proc``: killing its first process kills every descendant, including ``setsid()`` children and
+   fork chains) and, as root, ``setpriv`` to an unprivileged uid of its own per job slot
+   (``--no-new-privs``, no groups), so learner code cannot write the output directory, other
+   students' folders or the grader's files, cannot ``ptrace`` the grader, and ``RLIMIT_NPROC`` holds.
+2. ``pidns+uid+read``: the same, keeping only ``CAP_DAC_READ_SEARCH`` (read-only access everywhere),
+   for a Python the unprivileged uid cannot reach (pyenv under ``/root``, mode 0700). Writes are still
+   denied, but learner code can read files it should not (e.g. the reference solutions).
+3. ``pidns``: the PID namespace only (as root when ``setpriv`` is missing; or ``--map-root-user``
+   when the grader is not root). Learner code runs with the grader's uid.
+4. ``session``: a new session; the grader kills the process group and every process carrying this
+   sandbox's marker in its environment. A child that ``setsid()`` s *and* re-executes with a clean
+   environment can escape this level.
+
+**Limits** (set by the worker on itself after importing torch, before any learner code runs): address
+space, CPU seconds, file size, number of processes (not enforced for uid 0) and no core dumps. The
+wall-clock timeout is enforced here: it kills the whole process group with ``SIGKILL``.
+
+**Output**: the worker's stdout and stderr go to a pipe that a thread drains, keeping only the first
+:data:`OUTPUT_CAP` bytes, so a 100 MB print costs a moment, never memory.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OUTPUT_CAP = 16 * 1024
+UID_BASE = 64000
+"""Job slot ``k`` runs learner code as uid/gid ``UID_BASE + k`` (no passwd entry needed)."""
+
+_BOOTSTRAP = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from utils.grading.worker import main; raise SystemExit(main(sys.argv[1:]))"
+)
+
+
+@dataclass(frozen=True)
+class Isolation:
+    level: str  # pidns+uid | pidns+uid+read | pidns | session
+    prefix: tuple[str, ...]  # unshare ... (without setpriv)
+    drop: str  # "" | "uid" | "uid+read"
+
+    def command(self, slot: int) -> list[str]:
+        cmd = list(self.prefix)
+        if self.drop:
+            uid = str(UID_BASE + slot)
+            cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs"]
+            if self.drop == "uid+read":
+                cmd += ["--inh-caps=-all,+dac_read_search", "--ambient-caps=+dac_read_search"]
+            else:
+                cmd += ["--inh-caps=-all"]
+        return cmd
+
+    @property
+    def uid(self) -> bool:
+        return bool(self.drop)
+
+    def describe(self) -> str:
+        return {
+            "pidns+uid": "PID namespace + unprivileged uid per job",
+            "pidns+uid+read": "PID namespace + unprivileged uid per job keeping read access "
+                              "(the Python interpreter is not reachable by an unprivileged user)",
+            "pidns": "PID namespace, learner code runs as the grader's user",
+            "session": "process session only (no PID namespace): a setsid() child that also clears its "
+                       "environment may outlive its exercise",
+        }[self.level]
+
+
+_ISOLATION: Isolation | None = None
+_LOCK = threading.Lock()
+
+
+def _package_root() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _probe(isolation: Isolation) -> bool:
+    code = "import os, torch, utils.exercises.base; open('probe', 'w').write(str(os.getpid()))"
+    tmp = Path(os.environ.get("TMPDIR", "/tmp"))
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="grader-probe-", dir=tmp))
+    try:
+        if isolation.uid:
+            os.chown(folder, UID_BASE, UID_BASE)
+        cmd = isolation.command(0) + [sys.executable, "-I", "-c",
+                                      f"import sys; sys.path.insert(0, {_package_root()!r}); {code}"]
+        result = subprocess.run(cmd, cwd=folder, env=_env(folder, "probe"), capture_output=True, timeout=120,
+                                check=False)
+        if result.returncode != 0 or not (folder / "probe").exists():
+            return False
+        pid = (folder / "probe").read_text()
+        return isolation.level == "session" or pid == "1"
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def candidates() -> list[Isolation]:
+    root = os.geteuid() == 0
+    levels = []
+    if shutil.which("unshare"):
+        base = ("unshare", "--pid", "--fork", "--kill-child") + (() if root else ("--map-root-user",))
+        prefix = base + ("--mount-proc",)
+        if root and shutil.which("setpriv"):
+            levels += [Isolation("pidns+uid", prefix, "uid"), Isolation("pidns+uid+read", prefix, "uid+read")]
+        levels += [Isolation("pidns", prefix, ""), Isolation("pidns", base, "")]
+    levels.append(Isolation("session", (), ""))
+    return levels
+
+
+def isolation(announce: bool = True) -> Isolation:
+    """The strongest isolation that works here, probed once per process and announced once on stderr."""
+    global _ISOLATION
+    with _LOCK:
+        if _ISOLATION is None:
+            options = candidates()
+            chosen = next((option for option in options if _probe(option)), options[-1])
+            best = options[0]
+            if announce:
+                note = "" if chosen is best else f" (fallback: {best.level} does not work on this machine)"
+                print(f"grader isolation: {chosen.describe()}{note}", file=sys.stderr)
+            _ISOLATION = chosen
+        return _ISOLATION
+
+
+def _env(home: Path, marker: str) -> dict[str, str]:
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "TMPDIR": str(home),
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        "GRADER_SANDBOX": marker,
+    }
+
+
+@dataclass
+class Worker:
+    """One running worker: the process, its status pipe and its capped output."""
+
+    proc: subprocess.Popen
+    status_fd: int
+    marker: str
+    isolation: Isolation
+    output: bytearray = field(default_factory=bytearray)
+    _buffer: bytes = b""
+    _drain: threading.Thread | None = None
+
+    @classmethod
+    def start(cls, jobdir: Path, workdir: Path, start: int, slot: int, iso: Isolation) -> Worker:
+        read_fd, write_fd = os.pipe()
+        marker = f"{os.getpid()}-{jobdir.name}-{start}-{time.monotonic_ns()}"
+        cmd = iso.command(slot) + [sys.executable, "-I", "-c", _BOOTSTRAP, _package_root(),
+                                   str(jobdir), str(write_fd), str(start)]
+        try:
+            proc = subprocess.Popen(
+                cmd, cwd=workdir, env=_env(workdir, marker), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+                start_new_session=True, close_fds=True,
+            )
+        finally:
+            os.close(write_fd)
+        worker = cls(proc, read_fd, marker, iso)
+        worker._drain = threading.Thread(target=worker._drain_output, daemon=True)
+        worker._drain.start()
+        return worker
+
+    def _drain_output(self) -> None:
+        stream = self.proc.stdout
+        assert stream is not None
+        while True:
+            chunk = stream.read1(65536)
+            if not chunk:
+                break
+            room = OUTPUT_CAP - len(self.output)
+            if room > 0:
+                self.output += chunk[:room]
+
+    def next_line(self, deadline: float) -> str | None:
+        """The next status line before ``deadline`` (monotonic), ``""`` at EOF, ``None`` on timeout."""
+        while b"\n" not in self._buffer:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self.status_fd], [], [], remaining)
+            if not ready:
+                return None
+            chunk = os.read(self.status_fd, 4096)
+            if not chunk:
+                return ""
+            self._buffer += chunk
+            if len(self._buffer) > 65536:  # garbage on the status pipe: treat as dead
+                return ""
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return line.decode("ascii", "replace").strip()
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started; wait for it. Safe to call twice."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.isolation.level == "session":
+            kill_marked(self.marker)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        if self._drain is not None:
+            self._drain.join(timeout=5)
+        if self.status_fd >= 0:
+            os.close(self.status_fd)
+            self.status_fd = -1
+
+    def exit_description(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        if code < 0:
+            return f"killed by signal {signal.Signals(-code).name}"
+        return f"exited with status {code}"
+
+
+def sweep(worker: Worker) -> None:
+    """Kill every process the worker started (not the worker itself): called after each exercise, so
+    that no learner process outlives its exercise even while the worker goes on to the next one."""
+    if worker.isolation.level == "session":
+        kill_marked(worker.marker, spare=worker.proc.pid)
+        return
+    try:
+        with open(f"/proc/{worker.proc.pid}/task/{worker.proc.pid}/children", encoding="ascii") as children:
+            inner = int(children.read().split()[0])
+        namespace = os.readlink(f"/proc/{inner}/ns/pid")
+    except (OSError, ValueError, IndexError):
+        return
+    for _ in range(5):
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == inner:
+                continue
+            try:
+                if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
+                    os.kill(int(entry), signal.SIGKILL)
+                    found = True
+            except OSError:
+                continue
+        if not found:
+            break
+
+
+def kill_marked(marker: str, spare: int = -1) -> None:
+    """Fallback sweep: SIGKILL every process whose environment carries ``GRADER_SANDBOX=marker``."""
+    needle = f"GRADER_SANDBOX={marker}".encode()
+    for _ in range(3):
+        found = False
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == spare:
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as env:
+                    if needle in env.read().split(b"\0"):
+                        os.kill(int(entry), signal.SIGKILL)
+                        found = True
+            except OSError:
+                continue
+        if not found:
+            break

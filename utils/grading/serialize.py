@@ -1,0 +1,275 @@
+"""Values across the trust boundary: JSON plus ``.npy`` files, never pickle.
+
+Both sides use this module: the trusted grader writes the inputs (cases) with :func:`dump`, the
+sandboxed worker writes the learner's raw outputs with :func:`dump`, and the trusted grader reads them
+back with :func:`load`, which treats every byte as hostile:
+
+* ``.npy`` files are read with ``allow_pickle=False``, must be plain numeric/bool arrays of a known
+  dtype, have a bounded size, and live directly in the value's folder (no path tricks);
+* JSON nesting, list lengths, string lengths and integers are bounded;
+* anything the worker could not encode (an object with a lying ``__eq__``, a numpy array, a module)
+  comes back as an :class:`Opaque` stand-in that is never equal to anything and only carries the
+  type's name, so :func:`utils.exercises.base.describe` can say what the learner returned.
+
+Encoded values (``enc``): ``{"t": "none"}``, ``{"t": "bool"|"int"|"str", "v": ...}``,
+``{"t": "float", "v": "repr"}`` (so NaN and inf survive JSON), ``{"t": "tuple", "v": [enc, ...]}``,
+``{"t": "tensor", "f": "3.npy", "dtype": "float32"}`` and ``{"t": "other", "type": "Name"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+MAX_NPY_BYTES = 64 * 2**20
+"""Largest single array the trusted side accepts from the sandbox."""
+MAX_JSON_BYTES = 4 * 2**20
+MAX_DEPTH = 4
+MAX_ITEMS = 64
+MAX_STR = 2000
+
+# torch dtype name -> (torch dtype, numpy dtype stored on disk). bfloat16 travels as its raw uint16 bits.
+DTYPES: dict[str, tuple[torch.dtype, np.dtype]] = {
+    "float64": (torch.float64, np.dtype("<f8")),
+    "float32": (torch.float32, np.dtype("<f4")),
+    "float16": (torch.float16, np.dtype("<f2")),
+    "bfloat16": (torch.bfloat16, np.dtype("<u2")),
+    "int64": (torch.int64, np.dtype("<i8")),
+    "int32": (torch.int32, np.dtype("<i4")),
+    "int16": (torch.int16, np.dtype("<i2")),
+    "int8": (torch.int8, np.dtype("i1")),
+    "uint8": (torch.uint8, np.dtype("u1")),
+    "bool": (torch.bool, np.dtype("?")),
+}
+_NPY_NAME = re.compile(r"^[0-9]{1,6}\.npy$")
+_TYPE_NAME = re.compile(r"[^A-Za-z0-9_]")
+
+
+class Opaque:
+    """Stand-in for a value the sandbox could not encode. Equal to nothing, not even itself."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} object>"
+
+
+def opaque(type_name: str) -> Opaque:
+    """An :class:`Opaque` whose ``type(...).__name__`` is ``type_name`` (sanitized)."""
+    name = _TYPE_NAME.sub("_", str(type_name))[:60] or "object"
+    if not name[0].isalpha():
+        name = "T" + name
+    return type(name, (Opaque,), {"__slots__": ()})()
+
+
+class DecodeError(ValueError):
+    """The sandbox's files are malformed: the grader reports an error for that exercise."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Writing (both sides)
+# --------------------------------------------------------------------------------------------------
+
+
+class _Writer:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.count = 0
+
+    def encode(self, value: Any, depth: int = 0) -> dict[str, Any]:
+        if value is None:
+            return {"t": "none"}
+        if isinstance(value, bool):
+            return {"t": "bool", "v": bool(value)}
+        if isinstance(value, int):
+            number = int(value)
+            if abs(number) > 2**62:
+                return {"t": "other", "type": "huge_int"}
+            return {"t": "int", "v": number}
+        if isinstance(value, float):
+            return {"t": "float", "v": repr(float(value))}
+        if isinstance(value, str):
+            return {"t": "str", "v": str(value)[:MAX_STR]}
+        if isinstance(value, torch.Tensor):
+            return self._tensor(value)
+        if isinstance(value, (tuple, list)) and depth < MAX_DEPTH and len(value) <= MAX_ITEMS:
+            return {"t": "tuple", "v": [self.encode(v, depth + 1) for v in value]}
+        return {"t": "other", "type": type(value).__name__}
+
+    def _tensor(self, value: torch.Tensor) -> dict[str, Any]:
+        tensor = torch.Tensor.detach(value).cpu()
+        dtype = str(tensor.dtype).replace("torch.", "")
+        if dtype not in DTYPES:
+            return {"t": "other", "type": f"tensor_{dtype}"}
+        if dtype == "bfloat16":
+            array = np.ascontiguousarray(tensor.view(torch.int16).numpy()).view(np.uint16)
+        else:
+            array = np.ascontiguousarray(tensor.numpy()).astype(DTYPES[dtype][1], copy=False)
+        name = f"{self.count}.npy"
+        self.count += 1
+        np.save(self.folder / name, array, allow_pickle=False)
+        return {"t": "tensor", "f": name, "dtype": dtype}
+
+
+def dump(value: Any, folder: Path) -> None:
+    """Write ``value`` (cases, outcomes: JSON-able structure with tensors inside) into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    writer = _Writer(folder)
+
+    def walk(item: Any) -> Any:
+        if isinstance(item, dict):
+            return {"t": "dict", "v": {str(k): walk(v) for k, v in item.items()}}
+        if isinstance(item, list) and item and isinstance(item[0], dict):
+            return {"t": "list", "v": [walk(v) for v in item]}
+        return writer.encode(item)
+
+    data = json.dumps(walk(value))
+    (folder / "value.json").write_text(data, encoding="utf-8")
+
+
+def dump_outcomes(outcomes: list[Any], folder: Path) -> None:
+    """Write :class:`utils.exercises.base.Outcome` s (worker side)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    writer = _Writer(folder)
+    records = []
+    for outcome in outcomes:
+        try:
+            encoded = writer.encode(outcome.output)
+        except Exception as exc:  # a hostile tensor subclass, a full disk: report, do not crash
+            encoded = {"t": "other", "type": type(exc).__name__}
+        records.append({
+            "output": encoded,
+            "error": list(outcome.error) if outcome.error else None,
+            "mutated": list(outcome.mutated),
+            "forbidden": outcome.forbidden,
+        })
+    (folder / "outcomes.json").write_text(json.dumps(records), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading (trusted side: everything is hostile)
+# --------------------------------------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        if path.is_symlink() or not path.is_file():
+            raise DecodeError(f"{path.name} is missing")
+        if path.stat().st_size > MAX_JSON_BYTES:
+            raise DecodeError(f"{path.name} is too large")
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise DecodeError(f"{path.name} is unreadable: {type(exc).__name__}") from None
+
+
+def _load_tensor(folder: Path, enc: dict[str, Any]) -> torch.Tensor:
+    name, dtype = enc.get("f"), enc.get("dtype")
+    if not isinstance(name, str) or not _NPY_NAME.match(name) or dtype not in DTYPES:
+        raise DecodeError("bad tensor entry")
+    path = folder / name
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_NPY_BYTES:
+        raise DecodeError(f"tensor file {name} is missing or too large")
+    try:
+        array = np.load(path, allow_pickle=False)
+    except Exception as exc:  # malformed header, pickled object array, truncated file
+        raise DecodeError(f"tensor file {name} is unreadable: {type(exc).__name__}") from None
+    torch_dtype, np_dtype = DTYPES[dtype]
+    if not isinstance(array, np.ndarray) or array.dtype != np_dtype:
+        raise DecodeError(f"tensor file {name} has an unexpected dtype")
+    array = np.array(array, copy=True)
+    if dtype == "bfloat16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
+def decode(folder: Path, enc: Any, depth: int = 0) -> Any:
+    if not isinstance(enc, dict) or depth > MAX_DEPTH + 2:
+        raise DecodeError("bad value")
+    kind, value = enc.get("t"), enc.get("v")
+    if kind == "none":
+        return None
+    if kind == "bool" and isinstance(value, bool):
+        return value
+    if kind == "int" and isinstance(value, int) and not isinstance(value, bool) and abs(value) <= 2**62:
+        return value
+    if kind == "float" and isinstance(value, str) and len(value) < 40:
+        try:
+            return float(value)
+        except ValueError:
+            raise DecodeError("bad float") from None
+    if kind == "str" and isinstance(value, str):
+        return value[:MAX_STR]
+    if kind == "tensor":
+        return _load_tensor(folder, enc)
+    if kind == "tuple" and isinstance(value, list) and len(value) <= MAX_ITEMS:
+        return tuple(decode(folder, v, depth + 1) for v in value)
+    if kind == "dict" and isinstance(value, dict) and len(value) <= MAX_ITEMS:
+        return {str(k)[:100]: decode(folder, v, depth + 1) for k, v in value.items()}
+    if kind == "list" and isinstance(value, list) and len(value) <= 4096:
+        return [decode(folder, v, depth + 1) for v in value]
+    if kind == "other":
+        return opaque(str(enc.get("type", "object")))
+    raise DecodeError(f"bad value of kind {str(kind)[:20]!r}")
+
+
+def load(folder: Path) -> Any:
+    """Read a value written by :func:`dump` (trusted inputs; used by the worker)."""
+    return decode(folder, _read_json(folder / "value.json"))
+
+
+def load_outcomes(folder: Path, case_keys: list[str]) -> list[Any]:
+    """Read the worker's outcomes as :class:`utils.exercises.base.Outcome` s, validating every field.
+
+    Raises :class:`DecodeError` when the files are malformed.
+    """
+    from utils.exercises.base import Outcome
+
+    records = _read_json(folder / "outcomes.json")
+    if not isinstance(records, list) or len(records) > 4096:
+        raise DecodeError("outcomes.json is not a list")
+    outcomes = []
+    for record in records:
+        if not isinstance(record, dict):
+            raise DecodeError("bad outcome")
+        error = record.get("error")
+        if error is not None:
+            if not (isinstance(error, list) and len(error) == 2 and all(isinstance(e, str) for e in error)):
+                raise DecodeError("bad error entry")
+            error = (error[0][:100], " ".join(error[1].split())[:300])
+        mutated = record.get("mutated") or []
+        if not isinstance(mutated, list):
+            raise DecodeError("bad mutated entry")
+        mutated = [m for m in mutated if isinstance(m, str) and m in case_keys]
+        forbidden = record.get("forbidden")
+        if forbidden is not None and not isinstance(forbidden, str):
+            raise DecodeError("bad forbidden entry")
+        outcomes.append(Outcome(
+            output=decode(folder, record.get("output")),
+            error=error,
+            mutated=mutated,
+            forbidden=forbidden[:200] if forbidden else None,
+        ))
+    return outcomes
+
+
+def safe_name(text: str) -> str:
+    """A file-system-safe version of a student or exercise name."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "_", text).strip(".") or "_"
+    return cleaned[:100]
+
+
+__all__ = ["DecodeError", "Opaque", "decode", "dump", "dump_outcomes", "load", "load_outcomes", "opaque",
+           "safe_name"]
