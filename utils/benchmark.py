@@ -115,6 +115,8 @@ def attention_benchmark(*, batch: int = 8, length: int = 512, d_model: int = 512
     fastest setting), holding the same weights. With ``encoder=True`` a last row compares
     :class:`~utils.layers.TransformerEncoderLayer` with ``nn.TransformerEncoderLayer`` (eval, ``no_grad``).
 
+    ``threads`` sets ``torch.set_num_threads`` for the measurement only; the previous value is restored.
+
     Returns:
         A list of dicts with ``name``, ``mode``, ``baseline``, ``ratio`` (median of candidate / baseline),
         ``ratio_min``, ``ratio_max``, ``baseline_ms`` and ``repeats``.
@@ -123,10 +125,19 @@ def attention_benchmark(*, batch: int = 8, length: int = 512, d_model: int = 512
     >>> [r["name"] for r in rows][:2], all(r["ratio"] > 0 for r in rows)
     (['fast path', 'explicit path'], True)
     """
-    from utils.attention import MultiHeadAttention
-
+    previous_threads = torch.get_num_threads()
     if threads is not None:
         torch.set_num_threads(threads)
+    try:
+        return _attention_rows(batch, length, d_model, num_heads, repeats, warmup, encoder, seed)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _attention_rows(batch: int, length: int, d_model: int, num_heads: int, repeats: int, warmup: int,
+                    encoder: bool, seed: int) -> list[dict]:
+    from utils.attention import MultiHeadAttention
+
     gen = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, length, d_model, generator=gen)  # (N, L, E)
     torch.manual_seed(seed)
