@@ -1,0 +1,30 @@
+"""Shared fixtures for the unit tests of ``utils``."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+# assert_close tolerances suited to each dtype: (atol, rtol)
+TOLERANCES = {
+    torch.float64: {"atol": 1e-10, "rtol": 1e-8},
+    torch.float32: {"atol": 2e-5, "rtol": 1e-4},
+    torch.float16: {"atol": 2e-3, "rtol": 2e-3},
+    torch.bfloat16: {"atol": 2e-2, "rtol": 2e-2},
+}
+
+
+@pytest.fixture
+def tol():
+    """``tol(dtype, scale=1.0)`` -> keyword arguments for ``torch.testing.assert_close``."""
+
+    def _tol(dtype: torch.dtype, scale: float = 1.0) -> dict[str, float]:
+        return {key: value * scale for key, value in TOLERANCES[dtype].items()}
+
+    return _tol
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    """Seed torch before every test, so that results do not depend on the order tests run in."""
+    torch.manual_seed(0)
