@@ -1,0 +1,189 @@
+"""Adversarial submissions: each is graded correctly and the rest of the batch is unaffected.
+
+One batch (toy course, --timeout 4, two jobs) holds an honest student and one student per attack; the
+attack sits in ``ch1.add_one`` (or where it belongs), so the attacker's other exercises must still pass.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import grader_fixtures as gf
+import pytest
+
+from utils.grading import cli, sandbox
+
+TIMEOUT = 4
+SLEEP = TIMEOUT + 2  # the escaping children sleep past the timeout, then write a file
+
+
+def add_one(body: str) -> dict[str, str]:
+    """A submission whose ``add_one`` runs ``body`` first, then returns the right answer."""
+    indented = "\n".join("    " + line for line in body.strip().splitlines())
+    return {"ch1.add_one": f"def add_one(x):\n{indented}\n    return x + 1\n"}
+
+
+@pytest.fixture(scope="module")
+def attacks(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("attacks")
+    drop = Path(tempfile.mkdtemp(prefix="grader-attack-"))  # writable by the sandbox's uid, unlike tmp
+    os.chmod(drop, 0o1777)
+    out = tmp / "out"
+    out.mkdir()  # exists, as after an earlier run: as root, the writer below could write into it
+    subs = tmp / "subs"
+    victim = subs / "honest"
+    students = {
+        "honest": gf.toy_submission(),
+        "loop": {"ch1.add_one": "def add_one(x):\n    while True:\n        pass\n"},
+        "membomb": {"ch1.add_one": (
+            "def add_one(x):\n    hog = []\n    while True:\n        hog.append(bytearray(2**28))\n")},
+        "sysexit": add_one("import sys\nsys.exit(0)"),
+        "osexit": add_one("import os\nos._exit(3)"),
+        "monkeypatch": {"ch1.add_one": (
+            "torch.allclose = lambda *a, **k: True\n"
+            "torch.testing.assert_close = lambda *a, **k: None\n"
+            "torch.equal = lambda *a, **k: True\n"
+            "def add_one(x):\n    return torch.zeros_like(x)\n")},
+        "cheater": {  # one attack per exercise
+            "ch1.total": (
+                "class Anything:\n    def __eq__(self, other):\n        return True\n"
+                "    def __ne__(self, other):\n        return False\n"
+                "def total(x):\n    return Anything()\n"),
+            "ch1.attend": "def attend(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n",
+            "ch1.add_one": "def add_one(x):\n    return torch.tensor([[1.5, 2.5], [0.5, 3.0]])\n",
+        },
+        "runtime_forbidden": {"ch1.attend": (
+            "def attend(q, k, v):\n    fn = getattr(F, 'scaled_dot_' + 'product_attention')\n"
+            "    return fn(q, k, v)\n")},
+        "writer": add_one(
+            f"for target in ({str(out / 'pwned.txt')!r}, {str(victim / 'pwned.txt')!r}, "
+            f"{str(out)!r} + '/results.csv'):\n"
+            "    try:\n        open(target, 'w').write('=1+1')\n    except OSError:\n        pass"),
+        "bigprint": add_one("print('x' * 100_000_000)"),
+        "escaper": add_one(  # a forked child in add_one, a setsid() grandchild in total
+            f"import os, time\nopen({str(drop / 'canary')!r}, 'w').write('fork')\n"
+            f"if os.fork() == 0:\n    time.sleep({SLEEP})\n    open({str(drop / 'forked')!r}, 'w').write('x')\n"
+            "    os._exit(0)") | {"ch1.total": (
+            "import os, time\n"
+            "def total(x):\n"
+            f"    if os.fork() == 0:\n        os.setsid()\n        if os.fork() == 0:\n            time.sleep({SLEEP})\n"
+            f"            open({str(drop / 'setsid')!r}, 'w').write('x')\n        os._exit(0)\n"
+            "    return float(x.double().sum())\n")},
+    }
+    for name, overrides in students.items():
+        nb = overrides if name == "honest" else gf.toy_submission(overrides)
+        gf.student(subs, name, {"chapter.ipynb": nb})
+    gf.student(subs, "broken_json", {"01_toy.ipynb": '{"cells": [ this is not json'})
+    gf.student(subs, "duplicated", {"a.ipynb": gf.toy_submission(),
+                                   "b.ipynb": gf.notebook([("ch1.add_one", gf.TOY_SOLUTIONS["ch1.add_one"])])})
+    course = gf.make_toy_course(tmp / "course")
+    started = time.monotonic()
+    summary = cli.grade(subs, out, jobs=2, timeout=TIMEOUT, seed=1, course_root=course,
+                        registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+    elapsed = time.monotonic() - started
+    time.sleep(max(0.0, SLEEP + 2 - elapsed))  # let any surviving child wake up and write
+    with open(out / "results.csv", newline="", encoding="utf-8") as handle:
+        rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
+    yield {"rows": rows, "drop": drop, "out": out, "victim": victim, "summary": summary}
+    shutil.rmtree(drop, ignore_errors=True)
+
+
+def status(attacks, student, exercise="ch1.add_one"):
+    return attacks["rows"][(student, exercise)]
+
+
+def others_pass(attacks, student, attacked=("ch1.add_one",)):
+    for eid in gf.TOY_POINTS:
+        if eid not in attacked:
+            assert status(attacks, student, eid)["status"] == "passed", (student, eid)
+
+
+def test_honest_student_is_unaffected(attacks):
+    assert attacks["summary"]["totals"]["honest"] == 6
+    assert all(status(attacks, "honest", eid)["status"] == "passed" for eid in gf.TOY_POINTS)
+
+
+def test_infinite_loop_times_out_alone(attacks):
+    row = status(attacks, "loop")
+    assert row["status"] == "timeout" and row["points"] == "0"
+    others_pass(attacks, "loop")
+
+
+def test_memory_bomb_is_memory(attacks):
+    assert status(attacks, "membomb")["status"] == "memory"
+    others_pass(attacks, "membomb")
+
+
+def test_sys_exit_and_os_exit_are_errors(attacks):
+    row = status(attacks, "sysexit")
+    assert row["status"] == "error" and "sys.exit" in row["feedback"]
+    row = status(attacks, "osexit")
+    assert row["status"] == "error" and "exit" in row["feedback"]
+    others_pass(attacks, "sysexit")
+    others_pass(attacks, "osexit")  # the worker died and was restarted for the next exercises
+
+
+def test_monkeypatching_torch_comparisons_does_not_pass(attacks):
+    row = status(attacks, "monkeypatch")
+    assert row["status"] == "failed" and "you returned the input unchanged" not in row["feedback"]
+    assert "differs" in row["feedback"]
+    others_pass(attacks, "monkeypatch")
+
+
+def test_lying_eq_does_not_pass(attacks):
+    row = status(attacks, "cheater", "ch1.total")
+    assert row["status"] == "failed" and "should be a number, got Anything" in row["feedback"]
+
+
+def test_forbidden_calls_static_and_at_run_time(attacks):
+    for student in ("cheater", "runtime_forbidden"):
+        row = status(attacks, student, "ch1.attend")
+        assert row["status"] == "forbidden", row
+        assert "scaled_dot_product_attention" in row["feedback"]
+    others_pass(attacks, "runtime_forbidden", ("ch1.attend",))
+
+
+def test_writing_to_the_output_or_another_student_folder_fails(attacks):
+    if not sandbox.isolation().uid:
+        pytest.skip(f"isolation {sandbox.isolation().level} runs learner code as the grader's user")
+    assert not (attacks["out"] / "pwned.txt").exists()
+    assert not (attacks["victim"] / "pwned.txt").exists()
+    assert "=1+1" not in (attacks["out"] / "results.csv").read_text()
+    assert status(attacks, "writer")["status"] == "passed"  # its writes failed, its answer is right
+
+
+def test_huge_print_is_harmless(attacks):
+    assert status(attacks, "bigprint")["status"] == "passed"
+    others_pass(attacks, "bigprint")
+
+
+def test_invalid_json_notebook_is_invalid_with_a_reason(attacks):
+    for eid in gf.TOY_POINTS:
+        row = status(attacks, "broken_json", eid)
+        assert row["status"] == "invalid" and "not valid JSON" in row["feedback"]
+
+
+def test_duplicated_exercise_cell_is_missing(attacks):
+    row = status(attacks, "duplicated")
+    assert row["status"] == "missing" and "a.ipynb, b.ipynb" in row["feedback"]
+    others_pass(attacks, "duplicated")
+
+
+def test_forked_and_setsid_children_die_with_their_exercise(attacks):
+    drop = attacks["drop"]
+    assert (drop / "canary").exists(), "the sandbox could not write the drop folder: this test proves nothing"
+    assert not (drop / "forked").exists()
+    assert not (drop / "setsid").exists()
+    assert status(attacks, "escaper")["status"] == "passed"
+    assert status(attacks, "escaper", "ch1.total")["status"] == "passed"
+    assert status(attacks, "escaper", "ch1.attend")["status"] == "passed"
+
+
+def test_hard_coded_outputs_fail(attacks):
+    row = status(attacks, "cheater")  # the visible example's answer, whatever the input
+    assert row["status"] == "failed" and row["points"] == "0"
