@@ -23,6 +23,7 @@ import ast
 import contextlib
 import importlib
 import inspect
+import linecache
 import math
 import random
 import textwrap
@@ -138,10 +139,14 @@ def clone_case(case: Case) -> Case:
 
 
 @contextlib.contextmanager
-def forbid(names: Sequence[str]) -> Iterator[None]:
+def forbid(names: Sequence[str]) -> Iterator[list[str]]:
     """Replace each dotted name (``"torch.nn.MultiheadAttention"``) by a function that raises
-    :class:`ForbiddenCall`, for the duration of the block. Unknown names are ignored."""
+    :class:`ForbiddenCall`, for the duration of the block. Unknown names are ignored.
+
+    Yields the list of forbidden names called inside the block, so a call is noticed even when the
+    caller swallows the :class:`ForbiddenCall` (``try: ... except Exception: ...``)."""
     saved = []
+    called: list[str] = []
     try:
         for dotted in names:
             module_name, _, attr = dotted.rpartition(".")
@@ -153,11 +158,12 @@ def forbid(names: Sequence[str]) -> Iterator[None]:
                 continue
 
             def _blocked(*args: Any, _name: str = dotted, **kwargs: Any) -> Any:
+                called.append(_name)
                 raise ForbiddenCall(_name)
 
             saved.append((owner, attr, getattr(owner, attr)))
             setattr(owner, attr, _blocked)
-        yield
+        yield called
     finally:
         for owner, attr, original in reversed(saved):
             setattr(owner, attr, original)
@@ -172,8 +178,9 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
     for case in cases:
         args = clone_case(case)
         outcome = Outcome()
+        called: list[str] = []
         try:
-            with forbid(forbidden):
+            with forbid(forbidden) as called:
                 outcome.output = fn(**args)
         except ForbiddenCall as exc:
             outcome.forbidden = str(exc)
@@ -183,6 +190,8 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
             break
         except Exception as exc:  # the learner's code may raise anything; we report it
             outcome.error = (type(exc).__name__, _one_line(str(exc)))
+        if called and not outcome.forbidden:  # the learner caught our ForbiddenCall and carried on
+            outcome.forbidden = called[0]
         outcome.mutated = [
             k for k, v in case.items() if isinstance(v, torch.Tensor) and not _same(v, args[k])
         ]
@@ -200,10 +209,23 @@ def _both_nan_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _detach(value: Any) -> Any:
+    """A plain copy of an output to compare: tensors become plain CPU ``torch.Tensor`` s (a subclass
+    could lie through ``__torch_function__`` or an overridden method), numbers and strings their exact
+    built-in type (a subclass could lie through ``__eq__`` or ``__float__``), lists tuples."""
     if isinstance(value, torch.Tensor):
-        return value.detach().cpu()
+        with torch._C.DisableTorchFunctionSubclass():
+            plain = torch.Tensor.cpu(torch.Tensor.detach(value))
+        return plain.as_subclass(torch.Tensor) if type(plain) is not torch.Tensor else plain
     if isinstance(value, (tuple, list)):
         return tuple(_detach(v) for v in value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int.__int__(value)
+    if isinstance(value, float):
+        return float.__float__(value)
+    if isinstance(value, str):
+        return str.__str__(value)
     return value
 
 
@@ -228,6 +250,7 @@ def describe(value: Any) -> str:
 
 def compare(got: Any, expected: Any, atol: float, rtol: float, where: str = "output") -> str | None:
     """Return None when ``got`` matches ``expected``, else a one-line reason naming ``where``."""
+    got = _detach(got)
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)):
             return f"{where} should be a tuple of {len(expected)} ({', '.join(map(describe, expected))}), got {describe(got)}"
@@ -267,7 +290,8 @@ def compare(got: Any, expected: Any, atol: float, rtol: float, where: str = "out
         if not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
             return f"{where} is {got}, expected {expected}"
         return None
-    if got != expected:
+    # Exact types first: an object of another class could claim equality through its __eq__.
+    if type(got) is not type(expected) or got != expected:
         return f"{where} is {got!r}, expected {expected!r}"
     return None
 
@@ -306,6 +330,8 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
             return Verdict(False, "failed", f"{mistake.diagnosis} (case {index + 1}: {shapes})")
         hint = f" Hint: {exercise.hint}" if exercise.hint else ""
         return Verdict(False, "failed", f"{reason} (case {index + 1}: {shapes}).{hint}")
+    if len(outcomes) < len(cases):  # e.g. the grader's sandbox died part-way: never pass on part
+        return Verdict(False, "error", f"your function ran on only {len(outcomes)} of {len(cases)} cases")
     return Verdict(True, "passed", f"{exercise.func_name} matches the reference on {len(cases)} random cases")
 
 
@@ -423,7 +449,12 @@ def load_function(source: str, func_name: str) -> Callable[..., Any]:
     Only for trusted sources (the course's own notebooks); the grader does this inside its sandbox.
     """
     namespace: dict[str, Any] = {"__name__": "__exercise__"}
-    exec(compile(PREAMBLE + source, f"<exercise {func_name}>", "exec"), namespace)  # noqa: S102
+    filename = f"<exercise {func_name}>"
+    text = PREAMBLE + source
+    # Register the source so that inspect.getsource works on the function: check's static
+    # forbidden-name test needs it.
+    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
+    exec(compile(text, filename, "exec"), namespace)  # noqa: S102
     fn = namespace.get(func_name)
     if not callable(fn):
         raise LookupError(f"the exercise cell does not define a function named {func_name!r}")

@@ -1,0 +1,223 @@
+"""Unit tests of the exercise contract (utils/exercises/base.py) on a tiny fake exercise."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from utils.exercises.base import (
+    FAIL,
+    PASS,
+    Exercise,
+    Mistake,
+    Outcome,
+    check,
+    compare,
+    forbidden_in_source,
+    judge,
+    load_function,
+    run_cases,
+)
+
+
+def _softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    # exp/sum rather than torch.softmax: the static check flags any `.softmax` attribute, because the
+    # exercise forbids F.softmax (the learner functions below must not trip it by accident).
+    e = torch.exp(x - x.amax(dim, keepdim=True))
+    return e / e.sum(dim, keepdim=True)
+
+
+def _ref_softmax_rows(x: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x, dim=-1)
+
+
+def _cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
+    shapes = [(1, 1), (3, 4), (rng.randint(2, 5), rng.randint(2, 6)), (2, 3, 5)]
+    return [{"x": torch.randn(*s, generator=gen)} for s in shapes]
+
+
+WRONG_DIM = Mistake("wrong_dim", lambda x: _softmax(x, dim=0), "softmax over the wrong dim: use dim=-1")
+NO_EXP = Mistake("no_exp", lambda x: x / x.sum(-1, keepdim=True), "you normalised without exponentiating first")
+
+EXERCISE = Exercise(
+    id="ch9.softmax_rows",
+    reference=_ref_softmax_rows,
+    make_cases=_cases,
+    points=2,
+    mistakes=(WRONG_DIM, NO_EXP),
+    forbidden=("torch.nn.functional.softmax",),
+)
+
+
+def _line(fn, capsys, exercise: Exercise = EXERCISE) -> str:
+    verdict = check(exercise, fn)
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert len(lines) == 1, f"check must print exactly one line, got {out!r}"
+    assert lines[0] == verdict.line
+    return lines[0]
+
+
+def test_correct_function_passes(capsys):
+    line = _line(lambda x: torch.exp(x) / torch.exp(x).sum(-1, keepdim=True), capsys)
+    assert line.startswith(PASS) and "softmax_rows" in line
+
+
+def test_not_implemented(capsys):
+    def stub(x):
+        raise NotImplementedError
+
+    assert _line(stub, capsys).startswith(f"{FAIL} not implemented yet")
+
+
+def test_shape_mismatch_names_expected_and_got(capsys):
+    line = _line(lambda x: _softmax(x).sum(-1), capsys)
+    assert line.startswith(FAIL)
+    assert "has shape (1,), expected (1, 1)" in line
+
+
+def test_nan_is_reported(capsys):
+    line = _line(lambda x: _softmax(x) * float("nan"), capsys)
+    assert line.startswith(FAIL) and "NaN" in line
+
+
+def test_in_place_mutation_is_reported(capsys):
+    def mutating(x):
+        x.exp_()
+        return x / x.sum(-1, keepdim=True)
+
+    line = _line(mutating, capsys)
+    assert line.startswith(FAIL) and "changed its input x in place" in line
+
+
+@pytest.mark.parametrize("mistake", EXERCISE.mistakes, ids=lambda m: m.name)
+def test_mistakes_get_their_diagnosis(mistake, capsys):
+    line = _line(mistake.fn, capsys)
+    assert line.startswith(FAIL) and mistake.diagnosis in line
+
+
+def test_generic_mismatch_has_location(capsys):
+    line = _line(lambda x: _softmax(x) + 0.1, capsys)
+    assert line.startswith(FAIL) and "max abs error" in line and "case 1" in line
+
+
+def test_forbidden_static_ast(capsys):
+    source = "def softmax_rows(x):\n    return F.softmax(x, dim=-1)\n"
+    fn = load_function(source, "softmax_rows")
+    line = _line(fn, capsys)
+    # "uses": found statically in the source (load_function keeps it for inspect), before any call
+    assert line == f"{FAIL} your function uses torch.nn.functional.softmax; this exercise asks you to implement it yourself"
+    assert forbidden_in_source(source, EXERCISE.forbidden) == "torch.nn.functional.softmax"
+    assert forbidden_in_source("def f(x):\n    return x.exp()\n", EXERCISE.forbidden) is None
+
+
+def test_forbidden_at_run_time_even_when_hidden_from_the_ast():
+    # getattr with a computed name defeats the static check; the run-time patch still catches it.
+    def sneaky(x):
+        return getattr(F, "soft" + "max")(x, dim=-1)
+
+    cases = EXERCISE.cases(0)
+    outcomes = run_cases(sneaky, cases, EXERCISE.forbidden)
+    verdict = judge(EXERCISE, cases, outcomes)
+    assert verdict.status == "forbidden" and "torch.nn.functional.softmax" in verdict.message
+    assert F.softmax is not None and F.softmax(torch.zeros(2), dim=0).sum() == 1  # restored afterwards
+
+
+def test_forbidden_call_cannot_be_swallowed():
+    def swallowing(x):
+        try:
+            return getattr(F, "soft" + "max")(x, dim=-1)  # hidden from the static check
+        except Exception:
+            return torch.exp(x) / torch.exp(x).sum(-1, keepdim=True)
+
+    cases = EXERCISE.cases(0)
+    verdict = judge(EXERCISE, cases, run_cases(swallowing, cases, EXERCISE.forbidden))
+    assert not verdict.passed and verdict.status == "forbidden"
+
+
+class _LyingEq:
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    __hash__ = object.__hash__
+
+
+class _LyingTensor(torch.Tensor):
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.allclose, torch.equal, torch.Tensor.allclose):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+class _LyingFloat(float):
+    def __float__(self):
+        return 0.5
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = float.__hash__
+
+
+def test_lying_objects_cannot_pass(capsys):
+    assert _line(lambda x: _LyingEq(), capsys).startswith(FAIL)
+    assert _line(lambda x: torch.zeros_like(x).as_subclass(_LyingTensor), capsys).startswith(FAIL)
+    # generic values and numbers: compare() must not trust the learner's __eq__ / __float__
+    assert compare(_LyingEq(), "expected", 1e-5, 1e-4) is not None
+    assert compare(_LyingEq(), None, 1e-5, 1e-4) is not None
+    assert compare(_LyingFloat(3.0), 0.5, 1e-5, 1e-4) is not None
+    assert compare(0.5, 0.5, 1e-5, 1e-4) is None
+
+
+def test_tuple_length_is_reported():
+    expected = (torch.zeros(2), torch.zeros(3))
+    reason = compare((torch.zeros(2),) * 3, expected, 1e-5, 1e-4)
+    assert reason == "output should be a tuple of 2, got a tuple of 3"
+    assert "should be a tuple of 2" in compare(torch.zeros(2), expected, 1e-5, 1e-4)
+    assert compare((torch.zeros(2), torch.zeros(3)), expected, 1e-5, 1e-4) is None
+    assert "output[1] has shape (4,), expected (3,)" == compare((torch.zeros(2), torch.zeros(4)), expected, 1e-5, 1e-4)
+
+
+def test_partial_outcomes_never_pass():
+    cases = EXERCISE.cases(0)
+    full = run_cases(_ref_softmax_rows, cases)
+    assert judge(EXERCISE, cases, full).passed
+    verdict = judge(EXERCISE, cases, full[:1])
+    assert not verdict.passed and "only 1 of" in verdict.message
+    assert not judge(EXERCISE, cases, []).passed
+
+
+def test_error_is_reported_with_inputs(capsys):
+    def broken(x):
+        return x @ torch.zeros(1000, 2)
+
+    line = _line(broken, capsys)
+    assert line.startswith(f"{FAIL} your function raised RuntimeError") and "x(1, 1)" in line
+
+
+def test_not_callable(capsys):
+    assert _line(42, capsys).startswith(FAIL)
+
+
+def test_cases_are_seeded():
+    a, b = EXERCISE.cases(3), EXERCISE.cases(3)
+    assert all(torch.equal(x["x"], y["x"]) for x, y in zip(a, b))
+
+
+def test_outcome_is_plain_data():
+    (outcome,) = run_cases(lambda x: x.clone().requires_grad_(), [{"x": torch.ones(2)}])
+    assert isinstance(outcome, Outcome) and not outcome.output.requires_grad and outcome.error is None
+
+
+def test_load_function():
+    fn = load_function("def f(x):\n    return math.sqrt(x) + torch.tensor(1.0).item()\n", "f")
+    assert fn(4.0) == 3.0
+    with pytest.raises(LookupError, match="'g'"):
+        load_function("def f(x):\n    return x\n", "g")

@@ -1,0 +1,114 @@
+"""Execute a notebook with nbclient and measure it: wall time and the kernel's peak memory.
+
+Used by ``python -m utils.build --execute`` (to store a solution's outputs) and by the budget tests
+(``tests/test_notebook_budgets.py``): every solution must run in under 60 s with a kernel peak RSS
+under 1 GiB, because Binder gives 1-2 GB.
+
+The kernel runs like Jupyter runs it: its working directory is the notebook's folder. Its environment
+is made deterministic (``PYTHONHASHSEED=0``, the inline matplotlib backend), so outputs stored by
+``--execute`` match what nbval sees.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+__all__ = ["CELL_TIMEOUT_S", "RunResult", "deterministic_env", "execute_notebook", "peak_rss_bytes"]
+
+CELL_TIMEOUT_S = 300
+"""Seconds any one cell may run before the execution fails."""
+
+
+@dataclass
+class RunResult:
+    """What :func:`execute_notebook` measured.
+
+    ``peak_rss_bytes`` is the kernel's ``VmHWM`` read just before shutdown, or None where ``/proc``
+    is not available (not Linux).
+    """
+
+    notebook: nbformat.NotebookNode
+    wall_s: float
+    peak_rss_bytes: int | None
+
+    @property
+    def peak_rss_mib(self) -> float | None:
+        return None if self.peak_rss_bytes is None else self.peak_rss_bytes / 2**20
+
+
+def deterministic_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a kernel gets: ``base`` (default ``os.environ``) with ``PYTHONHASHSEED=0`` and
+    the inline matplotlib backend, so that set iteration order and figure output are the same on
+    every run."""
+    env = dict(os.environ if base is None else base)
+    env["PYTHONHASHSEED"] = "0"
+    env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
+    return env
+
+
+def peak_rss_bytes(pid: int) -> int | None:
+    """The peak resident set size (``VmHWM``) of process ``pid`` in bytes, or None if unknown."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmHWM:"):
+            value, unit = line.split()[1:3]
+            return int(value) * {"kB": 1024, "mB": 2**20}.get(unit, 1)
+    return None
+
+
+def _kernel_pid(client: NotebookClient) -> int | None:
+    km = client.km
+    provisioner = getattr(km, "provisioner", None)
+    process = getattr(provisioner, "process", None) or getattr(km, "kernel", None)
+    return getattr(process, "pid", None)
+
+
+def execute_notebook(
+    path: str | Path,
+    *,
+    timeout: int = CELL_TIMEOUT_S,
+    kernel_name: str = "python3",
+    env: dict[str, str] | None = None,
+) -> RunResult:
+    """Execute the notebook at ``path`` top to bottom and return it with its measurements.
+
+    The file is not changed. Cells tagged ``raises-exception`` may raise; any other error raises
+    ``nbclient.exceptions.CellExecutionError`` naming the cell.
+
+    Args:
+        path: the ``.ipynb`` file; the kernel's working directory is its folder.
+        timeout: seconds per cell.
+        kernel_name: the kernel spec to start.
+        env: the kernel's environment (default: :func:`deterministic_env`).
+    """
+    path = Path(path).resolve()
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name=kernel_name,
+        record_timing=False,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
+    client.reset_execution_trackers()
+    start = time.perf_counter()
+    peak = None
+    with client.setup_kernel(env=deterministic_env() if env is None else env):
+        info = client.wait_for_reply(client.kc.kernel_info())
+        if info is not None and "language_info" in info["content"]:
+            nb.metadata["language_info"] = info["content"]["language_info"]
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+        pid = _kernel_pid(client)
+        peak = peak_rss_bytes(pid) if pid is not None else None
+        client.set_widgets_metadata()
+    return RunResult(notebook=nb, wall_s=time.perf_counter() - start, peak_rss_bytes=peak)
