@@ -122,7 +122,7 @@ def test_odd_d_model_cases_exist():
 
 def test_points_and_ids():
     assert [(e.id, e.points) for e in EXERCISES] == [
-        ("ch4.sinusoidal_encoding", 2), ("ch4.add_positional_encoding", 1), ("ch4.relative_shift_matrix", 3)]
+        ("ch4.sinusoidal_encoding", 2), ("ch4.relative_shift_matrix", 3), ("ch4.add_positional_encoding", 1)]
 
 
 def test_forbidden_reference_is_refused():
