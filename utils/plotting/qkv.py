@@ -78,7 +78,7 @@ def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear) -> Figur
     bias = linear.bias.detach() if linear.bias is not None else torch.zeros(d)
     low = float(min(weight.min(), stored.min(), bias.min()))
     high = float(max(weight.max(), stored.max(), bias.max()))
-    fig, axes = plt.subplots(1, 3, figsize=(11, 4.2), gridspec_kw={"width_ratios": [d, e, 1.2]})
+    fig, axes = plt.subplots(1, 3, figsize=(11, 4.4), gridspec_kw={"width_ratios": [d, e, 1.2]}, layout="constrained")
     panels = [
         (to_numpy(weight), f"W: (E, D) = ({e}, {d})", "output feature (D)", "input feature (E)"),
         (to_numpy(stored), f"linear.weight: (D, E) = ({d}, {e})", "input feature (E)", "output feature (D)"),
@@ -91,7 +91,7 @@ def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear) -> Figur
         ax.set_ylabel(ylabel)
         ax.set_yticks(range(array.shape[0]))
         ax.set_xticks(range(array.shape[1]) if array.shape[1] > 1 else [])
-    fig.colorbar(image, ax=list(axes), fraction=0.03, pad=0.02)
+    fig.colorbar(image, ax=list(axes), fraction=0.03)
     fig.suptitle("nn.Linear keeps W transposed, (D, E), and adds a bias: lin(x) = x @ lin.weight.T + lin.bias")
     return fig
 
