@@ -221,3 +221,25 @@ def test_load_function():
     assert fn(4.0) == 3.0
     with pytest.raises(LookupError, match="'g'"):
         load_function("def f(x):\n    return x\n", "g")
+
+
+def test_forbid_skips_bare_package_names_at_run_time_but_source_check_catches_them():
+    from utils.exercises.base import forbid, forbidden_in_source
+
+    with forbid(["utils", "torch.nn.functional.softmax"]) as called:
+        import torch.nn.functional as F
+
+        try:
+            F.softmax(torch.zeros(2), dim=0)
+        except Exception:
+            pass
+    assert called == ["torch.nn.functional.softmax"]
+    source = "def f(x):\n    from utils.attention import causal_mask\n    return causal_mask(3)\n"
+    assert forbidden_in_source(source, ["utils"]) == "utils.attention"
+
+
+def test_verdict_shows_nothing_extra_in_a_notebook():
+    from utils.exercises.base import Verdict
+
+    verdict = Verdict(True, "passed", "fine")
+    assert hasattr(verdict, "_ipython_display_") and verdict._ipython_display_() is None

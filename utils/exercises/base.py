@@ -129,6 +129,9 @@ class Verdict:
     def line(self) -> str:
         return f"{PASS if self.passed else FAIL} {self.message}"
 
+    def _ipython_display_(self) -> None:
+        """A check cell already printed :attr:`line`; show nothing more for the returned verdict."""
+
 
 class ForbiddenCall(Exception):
     """Raised inside the learner's function when it calls something the exercise forbids."""
@@ -150,6 +153,10 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
     try:
         for dotted in names:
             module_name, _, attr = dotted.rpartition(".")
+            if not module_name:
+                # A bare package ("utils") cannot be patched out at run time; the static check
+                # (forbidden_in_source) catches any use of it in the learner's source.
+                continue
             try:
                 owner = importlib.import_module(module_name)
             except ImportError:

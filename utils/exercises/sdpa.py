@@ -112,8 +112,7 @@ SDPA = Exercise(
     forbidden=(
         "torch.nn.functional.scaled_dot_product_attention",
         "torch.nn.MultiheadAttention",
-        # The whole `utils` package should be forbidden here, but base.forbid() cannot yet patch a bare
-        # package name (importlib.import_module("") raises), so the reference function is named instead.
+        "utils",  # the course's own reference: caught in the source; run time also blocks the function below
         "utils.attention.scaled_dot_product_attention",
     ),
     hint="compute scores = q @ k.transpose(-2, -1) / sqrt(D), mask, softmax over dim=-1, then weights @ v",

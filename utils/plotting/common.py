@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib
-
-matplotlib.use("Agg", force=False)  # no display needed; notebooks still render inline
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+# No backend is chosen here: notebooks use the inline backend, tests and scripts set MPLBACKEND=Agg.
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
 
 __all__ = ["attention_heatmap", "attention_grid", "to_numpy", "CMAP"]
 
