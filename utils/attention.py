@@ -42,6 +42,7 @@ __all__ = [
     "split_heads",
     "merge_heads",
     "MultiHeadAttention",
+    "tiled_attention",
 ]
 
 
@@ -397,3 +398,6 @@ class MultiHeadAttention(nn.Module):
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}, head_dim={self.head_dim}, dropout={self.dropout}"
+
+
+from utils.tiled_attention import tiled_attention  # noqa: E402  (re-export; it imports this module)

@@ -1,3 +1,133 @@
-"""Figures for the chapter on at_scale. See utils/plotting/__init__.py."""
+"""Figures for chapter 6, attention at scale: the quadratic wall, sliding-window masks, receptive fields.
 
-__all__: list[str] = []
+Shape letters: N batch, H heads, L sequence length, D head dimension.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+
+from utils.plotting.common import CMAP, to_numpy
+
+__all__ = ["memory_scaling_figure", "window_mask_figure", "receptive_field_figure", "window_explorer_figure",
+           "online_softmax_figure"]
+
+_STYLE = {"naive": ("o", "tab:red"), "sdpa": ("s", "tab:blue"), "tiled": ("^", "tab:green")}
+_LABEL = {"naive": "naive (scores (L, L))", "sdpa": "F.scaled_dot_product_attention", "tiled": "tiled_attention"}
+
+
+def memory_scaling_figure(rows: Sequence[dict], *, heads: int = 8) -> Figure:
+    """Log-log peak memory (above the inputs) against L, from :func:`utils.benchmark.memory_benchmark` rows.
+
+    Skipped naive rows are drawn hollow at their predicted size; dotted guides show slopes 1 (O(L)) and
+    2 (O(L²)).
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for impl in ("naive", "sdpa", "tiled"):
+        measured = [r for r in rows if r["impl"] == impl and not r["skipped"]]
+        marker, color = _STYLE[impl]
+        if measured:
+            ax.plot([r["length"] for r in measured], [max(r["peak_mib"], 0.1) for r in measured],
+                    marker=marker, color=color, label=_LABEL[impl])
+        skipped = [r for r in rows if r["impl"] == impl and r["skipped"]]
+        if skipped:
+            ax.plot([r["length"] for r in skipped], [r["predicted_mib"] for r in skipped], marker=marker,
+                    color=color, linestyle="--", markerfacecolor="none", label=f"{impl}: predicted, not run")
+    lengths = sorted({r["length"] for r in rows})
+    if lengths:
+        last = lengths[-1]
+        top = max([r["peak_mib"] or 0.0 for r in rows if not r["skipped"]]
+                  + [r["predicted_mib"] or 0.0 for r in rows if r["skipped"]] + [1.0])
+        ax.plot(lengths, [top * (n / last) ** 2 for n in lengths], ":", color="gray", label="slope 2: O(L²)")
+        ax.plot(lengths, [top / 16 * n / last for n in lengths], "-.", color="gray", label="slope 1: O(L)")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length L (tokens)")
+    ax.set_ylabel("peak memory above the inputs (MiB)")
+    ax.set_title(f"Naive attention grows as L², tiled as L (H={heads}, float32)")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def window_mask_figure(mask: torch.Tensor, *, title: str = "Sliding-window mask: each query sees a band",
+                       ax=None) -> Figure:
+    """Draw a boolean (L, L) mask (True = may attend) with position tick labels."""
+    array = to_numpy(mask).astype(float)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(4.2, 4.0))
+    else:
+        fig = ax.figure
+    ax.imshow(array, cmap=CMAP, vmin=0, vmax=1, aspect="equal")
+    L = array.shape[0]
+    ticks = list(range(0, L, max(1, L // 8)))
+    ax.set_xticks(ticks, [f"t{j}" for j in ticks])
+    ax.set_yticks(ticks, [f"t{i}" for i in ticks])
+    ax.set_xlabel("key position (attended to)")
+    ax.set_ylabel("query position (attending)")
+    ax.set_title(title)
+    return fig
+
+
+def receptive_field_figure(field: torch.Tensor, *, query: int, ax=None) -> Figure:
+    """Draw which positions (columns) can reach ``query`` after 1..depth layers (rows)."""
+    array = to_numpy(field).astype(float)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(5.0, 2.8))
+    else:
+        fig = ax.figure
+    ax.imshow(array, cmap=CMAP, vmin=0, vmax=1, aspect="auto")
+    depth, L = array.shape
+    ticks = list(range(0, L, max(1, L // 8)))
+    ax.set_xticks(ticks, [f"t{j}" for j in ticks])
+    ax.set_yticks(range(depth), [f"layer {d + 1}" for d in range(depth)])
+    ax.set_xlabel("input position that can influence it")
+    ax.set_ylabel("after layer")
+    ax.set_title(f"Receptive field of t{query} widens with depth")
+    return fig
+
+
+def window_explorer_figure(state: dict) -> Figure:
+    """The explorer's figure: the mask (left) and the receptive field of one query by depth (right)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [1, 1.4]})
+    window_mask_figure(state["mask"], ax=left,
+                       title=f"window={state['window']}, global={state['num_global']}: "
+                             f"{state['fraction']:.0%} of (L, L) kept")
+    receptive_field_figure(state["field"], query=state["query"], ax=right)
+    fig.tight_layout()
+    return fig
+
+
+def online_softmax_figure(x: torch.Tensor, block_size: int) -> Figure:
+    """The running max and running sum of a 1-D online softmax after each block, with the exact values."""
+    from utils.tiled_attention import online_softmax_update
+
+    running_max, running_sum = torch.tensor(float("-inf")), torch.tensor(0.0)
+    maxes, sums, ends = [], [], []
+    for start in range(0, x.numel(), block_size):
+        running_max, running_sum = online_softmax_update(running_max, running_sum, x[start:start + block_size])
+        maxes.append(running_max.item())
+        sums.append(running_sum.item())
+        ends.append(min(start + block_size, x.numel()))
+    fig, (ax_x, ax_s) = plt.subplots(1, 2, figsize=(9, 3.4))
+    ax_x.bar(range(x.numel()), to_numpy(x), color="tab:gray", label="scores x")
+    ax_x.step([0, *ends], [maxes[0], *maxes], where="pre", color="tab:red", label="running max")
+    for end in ends[:-1]:
+        ax_x.axvline(end - 0.5, color="black", linewidth=0.8, linestyle=":")
+    ax_x.set_xlabel("position in the row")
+    ax_x.set_ylabel("score")
+    ax_x.set_title("The running max only ever goes up")
+    ax_x.legend(fontsize=8)
+    ax_s.plot(range(1, len(sums) + 1), sums, marker="o", color="tab:green", label="running sum")
+    ax_s.axhline(torch.exp(x - x.max()).sum().item(), color="black", linestyle="--", label="exact Σ exp(x - max)")
+    ax_s.set_xlabel("blocks seen")
+    ax_s.set_ylabel("Σ exp(x - running max)")
+    ax_s.set_title("After the last block the sum is exact")
+    ax_s.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,113 @@
+"""utils.benchmark memory and grader subcommands: structure, fresh-process measurements, the plot, and
+the CUDA report (only where a GPU is present). Tiny sizes: the real run is `python -m utils.benchmark memory`."""
+
+from __future__ import annotations
+
+import sys
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from utils import benchmark
+from utils.plotting.at_scale import memory_scaling_figure
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    plot = tmp_path_factory.mktemp("memory") / "memory.png"
+    import contextlib
+    import io
+
+    text = io.StringIO()
+    threads = torch.get_num_threads()
+    try:
+        with contextlib.redirect_stdout(text):
+            assert benchmark.main(["memory", "--quick", "--device", "cpu", "--threads", "1",
+                                   "--plot", str(plot)]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    return text.getvalue(), plot
+
+
+def test_cli_prints_environment_table_and_saves_plot(quick_run):
+    out, plot = quick_run
+    assert "torch " in out and "threads (torch.set_num_threads)" in out and "CPU:" in out
+    assert "H=8, D=64" in out
+    lines = [line for line in out.splitlines() if line.startswith(("naive", "sdpa", "tiled"))]
+    assert len(lines) == 6  # 3 implementations x L in (128, 256)
+    assert all("MiB" in line and "x" in line for line in lines)
+    assert plot.stat().st_size > 0
+
+
+def test_rows_ratios_and_naive_skip():
+    rows = benchmark.memory_benchmark((256,), impls=("sdpa", "naive"), heads=2, head_dim=8, threads=1,
+                                      naive_max_bytes=0)
+    sdpa, naive = rows
+    assert sdpa["impl"] == "sdpa" and not sdpa["skipped"] and sdpa["mem_ratio"] == pytest.approx(1.0)
+    assert sdpa["time_ratio"] == pytest.approx(1.0) and sdpa["seconds"] > 0 and sdpa["peak_mib"] >= 0
+    assert naive["skipped"] and naive["peak_mib"] is None
+    assert naive["predicted_mib"] == pytest.approx(benchmark.naive_bytes(256, 2) / 2**20)
+    assert "skipped (needs ~" in benchmark.format_memory_table(rows)
+
+
+def test_naive_memory_grows_quadratically_in_fresh_processes():
+    small = benchmark.measure_memory_subprocess("naive", 512, heads=8, threads=1)
+    large = benchmark.measure_memory_subprocess("naive", 2048, heads=8, threads=1)
+    predicted = benchmark.naive_bytes(2048, 8) / 2**20  # 256 MiB
+    assert 0.4 * predicted < large["peak_mib"] < 1.6 * predicted
+    assert large["peak_mib"] > 8 * small["peak_mib"]  # 4x the length, ~16x the memory
+
+
+def test_naive_attention_and_backend_name():
+    q, k, v = (torch.randn(1, 2, 6, 4) for _ in range(3))
+    torch.testing.assert_close(benchmark.naive_attention(q, k, v), torch.nn.functional.scaled_dot_product_attention(q, k, v))
+    assert isinstance(benchmark.sdpa_backend(q, k, v), str)
+
+
+def test_plot_from_rows():
+    rows = [
+        {"impl": "naive", "length": 1024, "peak_mib": 64.0, "skipped": False, "predicted_mib": 64.0},
+        {"impl": "naive", "length": 2048, "peak_mib": None, "skipped": True, "predicted_mib": 256.0},
+        {"impl": "sdpa", "length": 1024, "peak_mib": 1.0, "skipped": False, "predicted_mib": None},
+        {"impl": "tiled", "length": 1024, "peak_mib": 4.0, "skipped": False, "predicted_mib": None},
+    ]
+    fig = memory_scaling_figure(rows)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert "L" in ax.get_xlabel() and "MiB" in ax.get_ylabel() and "L²" in ax.get_title()
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert any("predicted" in label for label in labels) and "tiled_attention" in labels
+    plt.close(fig)
+
+
+def test_grader_subcommand_without_grading_package(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "utils.grading", None)  # import raises ImportError
+    assert benchmark.main(["grader"]) == 0
+    assert "not available" in capsys.readouterr().out
+
+
+def test_grader_table_format():
+    text = benchmark.format_grader_table([
+        {"name": "nbclient, top to bottom", "seconds": 10.0, "per_notebook": 5.0, "ratio": 1.0, "notebooks": 2,
+         "detail": "sequential"},
+        {"name": "utils.grading.grade", "seconds": 2.0, "per_notebook": 1.0, "ratio": 0.2, "notebooks": 2,
+         "detail": "jobs=2"},
+    ])
+    assert "0.20x" in text and "vs nbclient" in text.splitlines()[0]
+
+
+def test_parser_lists_the_three_subcommands():
+    assert benchmark._names() == ["attention", "memory", "grader"]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device; none is available here")
+def test_cuda_memory_report_names_the_backend():
+    rows = benchmark.memory_benchmark((1024, 4096), heads=8, head_dim=64, device="cuda")
+    by = {(r["impl"], r["length"]): r for r in rows}
+    assert by[("sdpa", 1024)]["backend"] not in ("", "unknown")
+    assert by[("sdpa", 1024)]["method"] == "torch.cuda.max_memory_allocated"
+    # naive holds (L, L) scores: 16x more memory at 4x the length; tiled stays linear
+    assert by[("naive", 4096)]["peak_mib"] > 8 * by[("naive", 1024)]["peak_mib"]
+    assert by[("tiled", 4096)]["peak_mib"] < by[("naive", 4096)]["peak_mib"] / 4

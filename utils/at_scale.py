@@ -1,0 +1,185 @@
+"""Chapter 6 helpers: sliding-window (local) masks with global tokens, receptive fields, and a tiny
+decoder that generates with or without a KV cache.
+
+Masks follow the package convention (``True`` = may attend). Shape letters: N batch, H heads, L query
+length, S key length (the cache length plus the new tokens), E model dimension, D head dimension.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from utils.attention import causal_mask, merge_heads, split_heads
+
+__all__ = ["sliding_window_mask", "global_tokens_mask", "receptive_field", "attend_with_cache", "TinyDecoder"]
+
+
+def sliding_window_mask(L: int, window: int, *, device: torch.device | str | None = None) -> torch.Tensor:
+    """Bool ``(L, L)``: query ``i`` may attend to key ``j`` when ``|i - j| <= window`` (Longformer's local band).
+
+    >>> sliding_window_mask(4, 1).int()
+    tensor([[1, 1, 0, 0],
+            [1, 1, 1, 0],
+            [0, 1, 1, 1],
+            [0, 0, 1, 1]], dtype=torch.int32)
+    """
+    positions = torch.arange(L, device=device)  # (L,)
+    return (positions[:, None] - positions[None, :]).abs() <= window  # (L, L)
+
+
+def global_tokens_mask(L: int, window: int, num_global: int = 0) -> torch.Tensor:
+    """:func:`sliding_window_mask` plus ``num_global`` global tokens (the first ones, like Longformer's [CLS]):
+    they attend to every position and every position attends to them. Bool ``(L, L)``.
+
+    >>> global_tokens_mask(4, 0, 1).int()
+    tensor([[1, 1, 1, 1],
+            [1, 1, 0, 0],
+            [1, 0, 1, 0],
+            [1, 0, 0, 1]], dtype=torch.int32)
+    """
+    mask = sliding_window_mask(L, window)  # (L, L)
+    mask[:num_global, :] = True  # global queries see everything
+    mask[:, :num_global] = True  # everyone sees the global keys
+    return mask
+
+
+def receptive_field(mask: torch.Tensor, depth: int) -> torch.Tensor:
+    """Which inputs can influence each position after 1..depth layers of attention with ``mask``.
+
+    Layer d's field is the boolean matrix power ``mask^d``: position i sees j if some path of d hops
+    through allowed (query, key) pairs leads from i to j.
+
+    Args:
+        mask: bool ``(L, L)``.
+        depth: number of stacked layers.
+
+    Returns:
+        bool ``(depth, L, L)``.
+
+    >>> receptive_field(sliding_window_mask(5, 1), 2)[1, 0].int()
+    tensor([1, 1, 1, 0, 0], dtype=torch.int32)
+    """
+    step = mask.to(torch.float32)  # (L, L)
+    reach = step.clone()  # (L, L): one layer
+    fields = [reach > 0]
+    for _ in range(depth - 1):
+        reach = ((reach @ step) > 0).to(torch.float32)  # (L, L) @ (L, L) -> (L, L): one more hop
+        fields.append(reach > 0)
+    return torch.stack(fields)  # (depth, L, L)
+
+
+def attend_with_cache(q_new: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
+                      k_cache: torch.Tensor | None, v_cache: torch.Tensor | None,
+                      ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Append the new keys/values to the cache and attend from the new queries to everything cached.
+
+    The new tokens are the *last* ones, so new query ``i`` may see all cached keys and new keys ``0..i``:
+    that is :func:`~utils.attention.causal_mask` ``(S, S)`` cut to its last ``L`` rows.
+
+    Args:
+        q_new: ``(N, H, L, D)``, usually ``L = 1`` while decoding (the whole prompt when prefilling).
+        k_new, v_new: ``(N, H, L, D)``.
+        k_cache, v_cache: ``(N, H, T, D)`` from the previous steps, or ``None`` at the first step.
+
+    Returns:
+        ``(output (N, H, L, D), k_cache (N, H, T + L, D), v_cache (N, H, T + L, D))``.
+    """
+    k_all = k_new if k_cache is None else torch.cat([k_cache, k_new], dim=-2)  # (N, H, S, D), S = T + L
+    v_all = v_new if v_cache is None else torch.cat([v_cache, v_new], dim=-2)  # (N, H, S, D)
+    L, S = q_new.shape[-2], k_all.shape[-2]
+    mask = causal_mask(S, device=q_new.device)[S - L:]  # (L, S): new query i is position S - L + i
+    output = F.scaled_dot_product_attention(q_new, k_all, v_all, attn_mask=mask)  # (N, H, L, D)
+    return output, k_all, v_all
+
+
+class _Block(nn.Module):
+    """Pre-norm decoder block: causal self-attention and an MLP, each with a residual connection."""
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__()
+        self.num_heads = num_heads
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.qkv = nn.Linear(d_model, 3 * d_model)
+        self.out = nn.Linear(d_model, d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+    def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
+        N, L, E = x.shape
+        q, k, v = self.qkv(self.norm1(x)).split(E, dim=-1)  # 3 x (N, L, E)
+        q, k, v = (split_heads(t, self.num_heads) for t in (q, k, v))  # (N, H, L, D)
+        if cache is None:  # no cache: every step recomputes K and V for the whole prefix
+            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(L, device=x.device))
+        else:
+            attended, cache["k"], cache["v"] = attend_with_cache(q, k, v, cache.get("k"), cache.get("v"))
+        x = x + self.out(merge_heads(attended))  # (N, L, E)
+        return x + self.mlp(self.norm2(x))  # (N, L, E)
+
+
+class TinyDecoder(nn.Module):
+    """A small random GPT-style decoder, just big enough to time generation with and without a KV cache.
+
+    >>> model = TinyDecoder(vocab_size=50, d_model=32, num_heads=4, num_layers=2, max_len=64).eval()
+    >>> prompt = torch.tensor([[1, 2, 3]])
+    >>> torch.equal(model.generate(prompt, 10, use_cache=True), model.generate(prompt, 10, use_cache=False))
+    True
+    """
+
+    def __init__(self, vocab_size: int = 256, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
+                 max_len: int = 512) -> None:
+        super().__init__()
+        self.token = nn.Embedding(vocab_size, d_model)
+        self.position = nn.Embedding(max_len, d_model)
+        self.blocks = nn.ModuleList(_Block(d_model, num_heads) for _ in range(num_layers))
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size)
+        self.max_len = max_len
+
+    def forward(self, tokens: torch.Tensor, caches: list[dict] | None = None, start: int = 0) -> torch.Tensor:
+        """``tokens (N, L)`` at positions ``start..start+L-1`` -> logits ``(N, L, vocab)``."""
+        N, L = tokens.shape
+        positions = torch.arange(start, start + L, device=tokens.device)  # (L,)
+        x = self.token(tokens) + self.position(positions)  # (N, L, E)
+        for i, block in enumerate(self.blocks):
+            x = block(x, None if caches is None else caches[i])  # (N, L, E)
+        return self.head(self.norm(x))  # (N, L, vocab)
+
+    @torch.no_grad()
+    def generate(self, prompt: torch.Tensor, new_tokens: int, *, use_cache: bool = True) -> torch.Tensor:
+        """Greedy decoding: ``prompt (N, P)`` -> ``(N, P + new_tokens)``.
+
+        Without a cache every step runs the whole sequence so far (``O(T²)`` work for T tokens); with it,
+        the prompt is run once (prefill) and each step runs one token against the cached K and V.
+        """
+        if prompt.shape[1] + new_tokens > self.max_len:
+            raise ValueError(f"prompt length {prompt.shape[1]} + new_tokens {new_tokens} exceeds max_len "
+                             f"{self.max_len}")
+        tokens = prompt  # (N, T)
+        if not use_cache:
+            for _ in range(new_tokens):
+                logits = self(tokens)  # (N, T, vocab): recomputes every position
+                tokens = torch.cat([tokens, logits[:, -1:].argmax(-1)], dim=1)  # (N, T + 1)
+            return tokens
+        caches: list[dict] = [{} for _ in self.blocks]
+        logits = self(tokens, caches)  # prefill: (N, P, vocab)
+        for _ in range(new_tokens):
+            next_token = logits[:, -1:].argmax(-1)  # (N, 1)
+            tokens = torch.cat([tokens, next_token], dim=1)  # (N, T + 1)
+            if tokens.shape[1] == prompt.shape[1] + new_tokens:
+                break
+            logits = self(next_token, caches, start=tokens.shape[1] - 1)  # (N, 1, vocab): one position only
+        return tokens
+
+
+def decode_flops_ratio(prompt_len: int, new_tokens: int) -> float:
+    """Tokens pushed through the model without a cache divided by with one (ignores attention's own L²).
+
+    >>> decode_flops_ratio(1, 3)
+    2.0
+    """
+    without = sum(prompt_len + t for t in range(new_tokens))  # step t runs P + t tokens
+    with_cache = prompt_len + new_tokens - 1
+    return without / with_cache if with_cache else math.nan

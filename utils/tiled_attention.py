@@ -1,0 +1,168 @@
+"""Tiled attention: FlashAttention's forward algorithm written out in readable PyTorch.
+
+Plain attention builds the scores ``(..., L, S)`` and needs memory that grows as ``L * S``. Tiled
+attention walks over *blocks of queries* and, inside each, over *blocks of keys and values*. It keeps
+three running quantities per query row, and never holds more than one ``(..., B, B)`` block of scores:
+
+* ``running_max`` ``(..., B, 1)``: the largest score seen so far (for a stable softmax);
+* ``running_sum`` ``(..., B, 1)``: the softmax denominator, relative to ``running_max``;
+* ``acc`` ``(..., B, Dv)``: the weighted sum of values, relative to ``running_max``.
+
+When a new block raises the maximum from ``m`` to ``m'``, everything accumulated so far is multiplied
+by ``exp(m - m')``: that is the *online softmax* (Milakov & Gimelshein 2018; Dao et al. 2022). The 1-D
+helpers :func:`online_softmax_update` and :func:`online_softmax` show it on a single row of numbers.
+
+This is a teaching implementation: the memory is ``O(L)``, but autograd through the Python loop stores
+every block it computed, so the *backward* needs ``O(L * S)`` memory again. FlashAttention avoids that
+with a custom backward that recomputes the blocks from the saved ``running_max`` and ``running_sum``.
+
+Shape letters: N batch, H heads, L query length, S key length, D query/key dim, Dv value dim, B block.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from utils._checks import check_mask, check_positive_int
+
+__all__ = ["online_softmax_update", "online_softmax", "tiled_attention"]
+
+
+def online_softmax_update(running_max: torch.Tensor, running_sum: torch.Tensor,
+                          block: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fold one block of scores into a running maximum and a running sum of exponentials.
+
+    After every block, ``running_sum == sum(exp(x - running_max))`` over all the scores seen so far.
+
+    Args:
+        running_max: ``(...,)`` the maximum so far; ``-inf`` before the first block.
+        running_sum: ``(...,)`` ``sum(exp(x - running_max))`` so far; ``0`` before the first block.
+        block: ``(..., B)`` the new scores.
+
+    Returns:
+        ``(new_max, new_sum)``, both ``(...,)``.
+
+    >>> m, s = online_softmax_update(torch.tensor(float("-inf")), torch.tensor(0.0), torch.tensor([1.0, 2.0]))
+    >>> m, s = online_softmax_update(m, s, torch.tensor([3.0]))
+    >>> torch.allclose(s, torch.tensor([1.0, 2.0, 3.0]).sub(3.0).exp().sum())
+    True
+    """
+    new_max = torch.maximum(running_max, block.amax(dim=-1))  # (...,)
+    shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # (...,): avoid -inf - -inf = nan
+    rescale = torch.exp(running_max - shift)  # (...,): old terms, now relative to the new max
+    new_sum = running_sum * rescale + torch.exp(block - shift[..., None]).sum(dim=-1)  # (...,)
+    return new_max, new_sum
+
+
+def online_softmax(x: torch.Tensor, block_size: int) -> torch.Tensor:
+    """Softmax over the last dim computed in two passes of blocks: the statistics, then the weights.
+
+    Equal to ``torch.softmax(x, dim=-1)``; the first pass reads each block once and keeps only
+    ``(...,)``-sized state.
+
+    >>> x = torch.randn(3, 10)
+    >>> torch.allclose(online_softmax(x, block_size=4), x.softmax(-1))
+    True
+    """
+    check_positive_int("block_size", block_size)
+    running_max = torch.full(x.shape[:-1], float("-inf"), dtype=x.dtype, device=x.device)  # (...,)
+    running_sum = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)  # (...,)
+    for start in range(0, x.shape[-1], block_size):
+        block = x[..., start:start + block_size]  # (..., B)
+        running_max, running_sum = online_softmax_update(running_max, running_sum, block)
+    return torch.exp(x - running_max[..., None]) / running_sum[..., None]  # (..., S)
+
+
+def _mask_block(mask: torch.Tensor | None, rows: slice, cols: slice) -> torch.Tensor | None:
+    """The part of a broadcastable ``(..., L, S)`` mask that covers ``rows`` x ``cols`` (size-1 dims kept)."""
+    if mask is None:
+        return None
+    if mask.dim() >= 2 and mask.shape[-2] != 1:
+        mask = mask[..., rows, :]  # (..., B, S or 1)
+    if mask.shape[-1] != 1:
+        mask = mask[..., cols]  # (..., B or 1, B)
+    return mask
+
+
+def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, block_size: int = 256,
+                    is_causal: bool = False, mask: torch.Tensor | None = None,
+                    scale: float | None = None) -> torch.Tensor:
+    r"""``softmax(Q K^T * scale + mask) V`` without ever building the ``(..., L, S)`` scores.
+
+    Queries are cut into blocks of ``block_size`` rows and keys/values into blocks of ``block_size``
+    rows; each query block keeps a running max, a running sum and an output accumulator (online softmax),
+    so the extra memory is ``O(B * B + L * Dv)``, not ``O(L * S)``. Scores and accumulators are float32
+    even for float16/bfloat16 inputs, as in FlashAttention. The result equals
+    ``F.scaled_dot_product_attention(query, key, value, attn_mask=mask, is_causal=is_causal, scale=scale)``.
+
+    Args:
+        query: ``(..., L, D)``.
+        key: ``(..., S, D)``.
+        value: ``(..., S, Dv)``.
+        block_size: rows per query block and per key block; need not divide L or S. Default: ``256``.
+        is_causal: query ``i`` sees keys ``0..i`` (top-left aligned, like torch); key blocks wholly in the
+            future are skipped. May be combined with ``mask``. Default: ``False``.
+        mask: bool (``True`` = may attend) or float (added), broadcastable to ``(..., L, S)``. Default: ``None``.
+        scale: factor on the scores. Default: ``None``, meaning ``1 / sqrt(D)``.
+
+    Returns:
+        ``(..., L, Dv)`` in the input's dtype. A query whose keys are all masked gets zeros.
+
+    >>> q, k, v = torch.randn(2, 4, 100, 8), torch.randn(2, 4, 70, 8), torch.randn(2, 4, 70, 8)
+    >>> out = tiled_attention(q, k, v, block_size=32)
+    >>> torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v), atol=1e-5)
+    True
+    """
+    from utils.attention import _check_qkv  # here, not at the top: utils.attention re-exports this module
+
+    scores_shape = _check_qkv(query, key, value)
+    check_positive_int("block_size", block_size)
+    if mask is not None:
+        check_mask(mask, scores_shape, dtype=query.dtype)
+    *batch, L, S = scores_shape
+    Dv = value.shape[-1]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    acc_dtype = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
+    out = torch.empty(*batch, L, Dv, dtype=query.dtype, device=query.device)  # (..., L, Dv)
+
+    for q_start in range(0, L, block_size):
+        rows = slice(q_start, min(q_start + block_size, L))
+        q_block = query[..., rows, :].to(acc_dtype) * scale  # (..., Bq, D), scaled once
+        Bq = q_block.shape[-2]
+        running_max = torch.full((*batch, Bq, 1), float("-inf"), dtype=acc_dtype, device=query.device)  # (..., Bq, 1)
+        running_sum = torch.zeros(*batch, Bq, 1, dtype=acc_dtype, device=query.device)  # (..., Bq, 1)
+        acc = torch.zeros(*batch, Bq, Dv, dtype=acc_dtype, device=query.device)  # (..., Bq, Dv)
+
+        # causal: the last query of this block is rows.stop - 1, so later key blocks are all in the future
+        k_stop = min(S, rows.stop) if is_causal else S
+        for k_start in range(0, k_stop, block_size):
+            cols = slice(k_start, min(k_start + block_size, S))
+            k_block = key[..., cols, :].to(acc_dtype)  # (..., Bk, D)
+            v_block = value[..., cols, :].to(acc_dtype)  # (..., Bk, Dv)
+            scores = q_block @ k_block.transpose(-2, -1)  # (..., Bq, D) @ (..., D, Bk) -> (..., Bq, Bk)
+
+            block_mask = _mask_block(mask, rows, cols)  # (..., Bq or 1, Bk or 1) or None
+            if block_mask is not None and block_mask.dtype == torch.bool:
+                scores = scores.masked_fill(~block_mask, float("-inf"))  # (..., Bq, Bk)
+            elif block_mask is not None:
+                scores = scores + block_mask.to(acc_dtype)  # (..., Bq, Bk)
+            if is_causal:
+                future = (torch.arange(cols.start, cols.stop, device=query.device)[None, :]
+                          > torch.arange(rows.start, rows.stop, device=query.device)[:, None])  # (Bq, Bk)
+                scores = scores.masked_fill(future, float("-inf"))  # (..., Bq, Bk)
+
+            # online softmax: raise the running max, rescale what was accumulated relative to the old one
+            new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))  # (..., Bq, 1)
+            shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # (..., Bq, 1): all-masked so far
+            rescale = torch.exp(running_max - shift)  # (..., Bq, 1), <= 1
+            weights = torch.exp(scores - shift)  # (..., Bq, Bk), unnormalised
+            running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)  # (..., Bq, 1)
+            acc = acc * rescale + weights @ v_block  # (..., Bq, Bk) @ (..., Bk, Dv) -> (..., Bq, Dv)
+            running_max = new_max  # (..., Bq, 1)
+
+        # normalise once at the end; a row that saw no key at all (sum 0) gets zeros, as torch does
+        denominator = torch.where(running_sum == 0, 1.0, running_sum)  # (..., Bq, 1)
+        out[..., rows, :] = (acc / denominator).to(query.dtype)  # (..., Bq, Dv)
+    return out
