@@ -1,3 +1,204 @@
-"""Figures for the chapter on transformer. See utils/plotting/__init__.py."""
+"""Figures for chapter 5, the full Transformer layer. See utils/plotting/__init__.py.
 
-__all__: list[str] = []
+* :func:`layer_diagrams`: post-LN and pre-LN layers side by side, boxes and arrows with shapes.
+* :func:`loss_curves`, :func:`grad_norms_figure`: the measured post-LN vs pre-LN comparison.
+* :func:`training_curves`: loss and held-out accuracy of the tiny model.
+* :func:`head_ablation_figure`, :func:`head_similarity_figure`: which heads do the work, and how alike they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch
+
+from utils.plotting.common import CMAP, to_numpy
+
+__all__ = ["layer_diagram_steps", "layer_diagrams", "loss_curves", "grad_norms_figure", "training_curves",
+           "head_ablation_figure", "head_similarity_figure"]
+
+_ACTIVATION_SHAPE = "(N, L, E)"
+_COLOURS = {"io": "#ffffff", "attn": "#f6d8a8", "ffn": "#bfe3f2", "norm": "#d9f0c8", "drop": "#eeeeee",
+            "add": "#ffffff"}
+
+
+def layer_diagram_steps(norm_first: bool) -> tuple[list[tuple[str, str]], list[tuple[int, int]]]:
+    """The boxes of one encoder layer from input to output, and its residual connections.
+
+    Returns:
+        ``(steps, residuals)``: ``steps`` is a list of ``(kind, label)`` from bottom (input) to top (output);
+        ``residuals`` lists ``(from_step, to_add_step)``: the skip path leaves the arrow *above* ``from_step``.
+
+    >>> steps, residuals = layer_diagram_steps(norm_first=False)
+    >>> [label for _, label in steps][:4], residuals
+    (['x (input)', 'multi-head\\nself-attention', 'dropout', '+'], [(0, 3), (4, 7)])
+    """
+    attention = [("attn", "multi-head\nself-attention"), ("drop", "dropout"), ("add", "+")]
+    ffn = [("ffn", "feed-forward: Linear E→F,\nReLU (N, L, F), Linear F→E"), ("drop", "dropout"), ("add", "+")]
+    if norm_first:
+        steps = [("io", "x (input)"), ("norm", "LayerNorm 1"), *attention, ("norm", "LayerNorm 2"), *ffn,
+                 ("io", "output")]
+        return steps, [(0, 4), (4, 8)]
+    steps = [("io", "x (input)"), *attention, ("norm", "LayerNorm 1"), *ffn, ("norm", "LayerNorm 2"),
+             ("io", "output")]
+    return steps, [(0, 3), (4, 7)]
+
+
+def _draw_layer(ax, norm_first: bool) -> None:
+    steps, residuals = layer_diagram_steps(norm_first)
+    gap, x_main, x_skip = 1.0, 0.6, 0.08
+    ys = [i * gap for i in range(len(steps))]
+    for (kind, label), y in zip(steps, ys):
+        if kind == "add":
+            ax.text(x_main, y, "+", ha="center", va="center", fontsize=12, zorder=4,
+                    bbox={"boxstyle": "circle,pad=0.25", "facecolor": "white", "edgecolor": "black"})
+            continue
+        width, height = (0.62, 0.5) if kind in ("attn", "ffn") else (0.5, 0.38)
+        ax.add_patch(FancyBboxPatch((x_main - width / 2, y - height / 2), width, height,
+                                    boxstyle="round,pad=0.02", facecolor=_COLOURS[kind], edgecolor="black",
+                                    zorder=3))
+        ax.text(x_main, y, label, ha="center", va="center", fontsize=7.5 if kind == "ffn" else 8.5, zorder=4)
+    # main path: one arrow between consecutive steps, labelled with the activation's shape
+    for i in range(len(steps) - 1):
+        ax.annotate("", xy=(x_main, ys[i + 1] - 0.22), xytext=(x_main, ys[i] + 0.22),
+                    arrowprops={"arrowstyle": "-|>", "color": "black", "lw": 1.0}, zorder=2)
+        ax.text(x_main + 0.05, (ys[i] + ys[i + 1]) / 2, _ACTIVATION_SHAPE, fontsize=6.5, va="center",
+                color="#333333")
+    # residual paths: leave the arrow above `start`, run on the left, enter the + from the side
+    for start, end in residuals:
+        y0, y1 = ys[start] + 0.32 * gap, ys[end]
+        ax.plot([x_main, x_skip, x_skip], [y0, y0, y1], color="#1f5f8b", lw=1.4, zorder=1)
+        ax.annotate("", xy=(x_main - 0.17, y1), xytext=(x_skip, y1),
+                    arrowprops={"arrowstyle": "-|>", "color": "#1f5f8b", "lw": 1.4}, zorder=2)
+        ax.text(x_skip - 0.02, (y0 + y1) / 2, f"residual {_ACTIVATION_SHAPE}", rotation=90, fontsize=6.5,
+                ha="right", va="center", color="#1f5f8b")
+    ax.set_xlim(-0.1, 1.05)
+    ax.set_ylim(-0.5, ys[-1] + 0.5)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_ylabel("data flows upwards")
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+
+
+def layer_diagrams() -> Figure:
+    """Post-LN (the original paper) and pre-LN encoder layers side by side, with the shape at every arrow.
+
+    >>> fig = layer_diagrams()
+    >>> [ax.get_title().split(":")[0] for ax in fig.axes]
+    ['Post-LN (norm_first=False)', 'Pre-LN (norm_first=True)']
+    """
+    fig, axes = plt.subplots(1, 2, figsize=(9, 7.5))
+    for ax, norm_first in zip(axes, (False, True)):
+        _draw_layer(ax, norm_first)
+    axes[0].set_title("Post-LN (norm_first=False):\nnorm(x + sublayer(x)); the output is normalised", fontsize=9)
+    axes[1].set_title("Pre-LN (norm_first=True):\nx + sublayer(norm(x)); a clean residual path", fontsize=9)
+    fig.suptitle("Same boxes, different place for LayerNorm: where the residual path gets normalised")
+    fig.tight_layout()
+    return fig
+
+
+def loss_curves(losses: Mapping[str, Sequence[float]], *, title: str = "Training loss") -> Figure:
+    """Plot one loss curve per run (a NaN/inf loss ends its curve). ``losses``: label -> per-step losses."""
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    colours = plt.get_cmap(CMAP)(torch.linspace(0.0, 0.8, max(len(losses), 1)).tolist())
+    for colour, (label, values) in zip(colours, losses.items()):
+        ax.plot(range(1, len(values) + 1), list(values), label=label, color=colour, lw=1.4)
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("cross-entropy loss")
+    ax.set_title(title)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def grad_norms_figure(norms: Mapping[str, torch.Tensor], *,
+                      title: str = "Gradient norm per layer at initialisation") -> Figure:
+    """Grouped bars: the gradient norm of each layer's parameters, one group per layer, one bar per model."""
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    width = 0.8 / max(len(norms), 1)
+    colours = plt.get_cmap(CMAP)(torch.linspace(0.0, 0.8, max(len(norms), 1)).tolist())
+    for k, (colour, (label, values)) in enumerate(zip(colours, norms.items())):
+        values = to_numpy(values)
+        ax.bar([i + 1 + (k - (len(norms) - 1) / 2) * width for i in range(len(values))], values, width,
+               label=label, color=colour)
+    num_layers = max(len(to_numpy(v)) for v in norms.values())
+    ax.set_xticks(range(1, num_layers + 1), [f"layer {i}" for i in range(1, num_layers + 1)])
+    ax.set_xlabel("encoder layer (1 = nearest the input)")
+    ax.set_ylabel("‖gradient‖ of the layer's parameters")
+    ax.set_title(title)
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+def training_curves(history, *, chance: float | None = None) -> Figure:
+    """Loss per step (left) and held-out accuracy (right) of a :class:`utils.training.History`."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4))
+    left.plot(range(1, len(history.loss) + 1), history.loss, color=plt.get_cmap(CMAP)(0.2), lw=1.2)
+    left.set_xlabel("optimiser step")
+    left.set_ylabel("cross-entropy loss")
+    left.set_title("Training loss")
+    left.grid(alpha=0.3)
+    right.plot(history.eval_steps, history.eval_accuracy, marker="o", color=plt.get_cmap(CMAP)(0.6),
+               label="held-out noun pairs")
+    if chance is not None:
+        right.axhline(chance, color="grey", ls="--", lw=1, label=f"best guess without attention ({chance:.0%})")
+    right.set_ylim(0, 1.05)
+    right.set_xlabel("optimiser step")
+    right.set_ylabel("accuracy at the pronoun")
+    right.set_title("Held-out accuracy")
+    right.legend(loc="lower right", fontsize=8)
+    right.grid(alpha=0.3)
+    fig.suptitle("The tiny model learns the agreement rule within a few dozen steps")
+    fig.tight_layout()
+    return fig
+
+
+def head_ablation_figure(ablated: torch.Tensor, baseline: float) -> Figure:
+    """Held-out accuracy with each head switched off, ``ablated`` ``(num_layers, H)``, against ``baseline``."""
+    values = to_numpy(ablated)
+    fig, ax = plt.subplots(figsize=(1.6 + 1.2 * values.shape[1], 0.9 + 0.8 * values.shape[0]))
+    image = ax.imshow(values, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
+    for i in range(values.shape[0]):
+        for j in range(values.shape[1]):
+            ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center",
+                    color="black" if values[i, j] > 0.5 else "white")
+    ax.set_xticks(range(values.shape[1]), [f"head {j + 1}" for j in range(values.shape[1])])
+    ax.set_yticks(range(values.shape[0]), [f"layer {i + 1}" for i in range(values.shape[0])])
+    ax.set_xlabel("head switched off")
+    ax.set_ylabel("layer")
+    ax.set_title(f"Accuracy with one head off (all on: {baseline:.2f});\ndark = the head the model needs",
+                 fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    return fig
+
+
+def head_similarity_figure(similarity: torch.Tensor) -> Figure:
+    """One ``(H, H)`` similarity matrix per layer, ``similarity`` ``(num_layers, H, H)``."""
+    similarity = torch.as_tensor(similarity)
+    if similarity.dim() != 3 or similarity.shape[1] != similarity.shape[2]:
+        raise ValueError(f"similarity: expected (num_layers, H, H), got shape {tuple(similarity.shape)}")
+    values = to_numpy(similarity)
+    fig, axes = plt.subplots(1, values.shape[0], figsize=(2.8 * values.shape[0], 2.8), squeeze=False)
+    for i, ax in enumerate(axes[0]):
+        H = values.shape[-1]
+        ax.imshow(values[i], cmap=CMAP, vmin=0.0, vmax=1.0)
+        for a in range(H):
+            for b in range(H):
+                ax.text(b, a, f"{values[i, a, b]:.2f}", ha="center", va="center",
+                        color="black" if values[i, a, b] > 0.5 else "white")
+        labels = [f"head {h + 1}" for h in range(H)]
+        ax.set_xticks(range(H), labels)
+        ax.set_yticks(range(H), labels)
+        ax.set_xlabel("head")
+        ax.set_ylabel("head")
+        ax.set_title(f"Layer {i + 1}", fontsize=9)
+    fig.suptitle("Head redundancy: cosine similarity of attention maps (1 = identical)", fontsize=10)
+    fig.tight_layout()
+    return fig

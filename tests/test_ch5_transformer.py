@@ -1,0 +1,273 @@
+"""Tests of chapter 5's own modules: exercises, training helpers, figures, explorer and quiz."""
+
+import math
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+from torch import nn
+from torch.testing import assert_close
+
+from utils.exercises import transformer as ex
+from utils.exercises.base import check, compare
+from utils.layers import FeedForward, TransformerEncoder, TransformerEncoderLayer
+from utils.plotting import transformer as plots
+from utils.tasks import NOUNS, VOCAB, pronoun_task
+from utils.training import accuracy, grad_norms_per_layer, head_ablation, head_similarity, train
+from utils.widgets.transformer import attention_explorer, attention_view, ch5_quiz
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def _tiny_model(num_layers=2, norm_first=True, seed=0):
+    torch.manual_seed(seed)
+    return TransformerEncoder(len(VOCAB), 16, 2, num_layers, 32, len(NOUNS), norm_first=norm_first)
+
+
+# ------------------------------------------------------------------ exercises
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_feed_forward_reference_matches_the_reference_module(seed):
+    for case in ex.FEED_FORWARD.cases(seed):
+        E, hidden = case["w1"].shape
+        module = FeedForward(E, hidden)
+        with torch.no_grad():
+            module.linear1.weight.copy_(case["w1"].T)
+            module.linear1.bias.copy_(case["b1"])
+            module.linear2.weight.copy_(case["w2"].T)
+            module.linear2.bias.copy_(case["b2"])
+            x = case["x"] if case["x"].dim() == 3 else case["x"].reshape(1, -1, E)
+            assert_close(ex.FEED_FORWARD.reference(**case).reshape(x.shape), module(x))
+
+
+def _torch_layer(case, norm_first):
+    """nn.TransformerEncoderLayer holding the case's tensors (eval mode, zero attention biases)."""
+    E, hidden = case["w1"].shape
+    layer = nn.TransformerEncoderLayer(E, case["num_heads"], hidden, dropout=0.0, batch_first=True,
+                                       norm_first=norm_first).eval()
+    with torch.no_grad():
+        layer.self_attn.in_proj_weight.copy_(torch.cat([case["w_q"].T, case["w_k"].T, case["w_v"].T]))
+        layer.self_attn.in_proj_bias.zero_()
+        layer.self_attn.out_proj.weight.copy_(case["w_o"].T)
+        layer.self_attn.out_proj.bias.zero_()
+        layer.linear1.weight.copy_(case["w1"].T)
+        layer.linear1.bias.copy_(case["b1"])
+        layer.linear2.weight.copy_(case["w2"].T)
+        layer.linear2.bias.copy_(case["b2"])
+        for norm, i in ((layer.norm1, 1), (layer.norm2, 2)):
+            norm.weight.copy_(case[f"ln{i}_weight"])
+            norm.bias.copy_(case[f"ln{i}_bias"])
+    return layer
+
+
+@pytest.mark.parametrize("exercise,norm_first", [(ex.ENCODER_POST_LN, False), (ex.ENCODER_PRE_LN, True)])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_encoder_references_match_torch_and_the_written_out_layer(exercise, norm_first, seed):
+    written_out = ex._variant("pre" if norm_first else "post")
+    for case in exercise.cases(seed):
+        expected = exercise.reference(**case)
+        with torch.no_grad():
+            assert_close(expected, _torch_layer(case, norm_first)(case["x"]), atol=1e-5, rtol=1e-5)
+        assert_close(written_out(**case), expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("exercise", ex.EXERCISES, ids=lambda e: e.id)
+def test_every_mistake_differs_from_the_reference_and_is_diagnosed(exercise):
+    cases = exercise.cases(0)
+    for mistake in exercise.mistakes:
+        differs = [compare(mistake.fn(**c), exercise.reference(**c), exercise.atol, exercise.rtol) is not None
+                   for c in cases]
+        assert any(differs), mistake.name
+        verdict = check(exercise, mistake.fn, quiet=True)
+        assert not verdict.passed and mistake.diagnosis in verdict.message
+
+
+@pytest.mark.parametrize("exercise", ex.EXERCISES, ids=lambda e: e.id)
+def test_reference_passes_and_cases_are_varied(exercise):
+    assert check(exercise, exercise.reference, quiet=True).passed
+    cases = exercise.cases(0)
+    assert 4 <= len(cases) <= 6
+    shapes = {tuple(c["x"].shape) for c in cases}
+    assert len(shapes) == len(cases)
+    assert any(s[-2] == 1 for s in shapes)  # a single token
+    assert ex.ENCODER_POST_LN.points == ex.ENCODER_PRE_LN.points == 3 and ex.FEED_FORWARD.points == 1
+
+
+def test_encoder_exercises_forbid_the_ready_made_layers():
+    for exercise in (ex.ENCODER_POST_LN, ex.ENCODER_PRE_LN):
+        assert "torch.nn.functional.scaled_dot_product_attention" in exercise.forbidden
+        assert "torch.nn.TransformerEncoderLayer" in exercise.forbidden
+
+        def cheat(x, w_q, w_k, w_v, w_o, w1, b1, w2, b2, ln1_weight, ln1_bias, ln2_weight, ln2_bias, num_heads):
+            q = k = v = x.unsqueeze(1)
+            return torch.nn.functional.scaled_dot_product_attention(q, k, v).squeeze(1)
+
+        assert check(exercise, cheat, quiet=True).status == "forbidden"
+
+
+# ------------------------------------------------------------------ training helpers
+
+
+def test_training_is_deterministic_and_learns():
+    data, held_out = pronoun_task(800, seed=1, split="train"), pronoun_task(200, seed=2, split="test")
+    results = []
+    for _ in range(2):
+        model = _tiny_model()
+        history = train(model, data, steps=30, batch_size=32, lr=3e-3, eval_data=held_out, eval_every=10,
+                        progress=False)
+        results.append((history.loss, history.eval_accuracy, accuracy(model, held_out)))
+    assert results[0] == results[1]
+    loss, eval_acc, _ = results[0]
+    assert len(loss) == 30 and len(eval_acc) == 3
+    assert loss[-1] < loss[0]
+
+
+def test_train_stops_on_a_non_finite_loss():
+    model = _tiny_model()
+    with torch.no_grad():
+        model.head.weight.fill_(float("nan"))
+    history = train(model, pronoun_task(64), steps=10, progress=False)
+    assert len(history.loss) == 1 and math.isnan(history.loss[0])
+
+
+def test_grad_norms_per_layer_match_a_manual_computation():
+    model, data = _tiny_model(num_layers=3, norm_first=False), pronoun_task(32)
+    norms = grad_norms_per_layer(model, data)
+    assert norms.shape == (3,)
+    assert all(p.grad is None for p in model.parameters())  # the helper leaves no gradients behind
+    model.eval()
+    from utils.training import batch_loss
+
+    batch_loss(model, data).backward()
+    manual = torch.stack([torch.cat([p.grad.flatten() for p in layer.parameters()]).norm() for layer in model.layers])
+    assert_close(norms, manual)
+
+
+def test_head_ablation_restores_the_model_and_measures_each_head():
+    model, data = _tiny_model(), pronoun_task(64)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ablated = head_ablation(model, data)
+    assert ablated.shape == (2, 2)
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k])
+
+
+def test_head_similarity_is_cosine_similarity():
+    weights = torch.rand(3, 4, 5, 6).softmax(-1)
+    sim = head_similarity(weights)
+    i, j = 1, 3
+    expected = torch.stack([torch.nn.functional.cosine_similarity(weights[n, i].flatten(), weights[n, j].flatten(), dim=0)
+                            for n in range(3)]).mean()
+    assert_close(sim[i, j], expected)
+    assert_close(sim, sim.T)
+    assert_close(head_similarity(weights[:, [0, 0]]), torch.ones(2, 2))
+    with pytest.raises(ValueError):
+        head_similarity(torch.rand(4, 5, 6))
+
+
+# ------------------------------------------------------------------ figures
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_layer_diagram_steps_follow_the_reference_layer(norm_first):
+    steps, residuals = plots.layer_diagram_steps(norm_first)
+    labels = [label for _, label in steps]
+    norms = [i for i, (kind, _) in enumerate(steps) if kind == "norm"]
+    adds = [i for i, (kind, _) in enumerate(steps) if kind == "add"]
+    assert [end for _, end in residuals] == adds
+    if norm_first:  # norm before each sublayer, the residual bypasses it
+        assert all(steps[i + 1][0] in ("attn", "ffn") for i in norms)
+        assert residuals[0][0] < norms[0]
+    else:  # norm right after each +
+        assert [i - 1 for i in norms] == adds
+    assert labels[0] == "x (input)" and labels[-1] == "output"
+
+
+def test_layer_diagrams_figure():
+    fig = plots.layer_diagrams()
+    assert len(fig.axes) == 2
+    assert "Post-LN" in fig.axes[0].get_title() and "Pre-LN" in fig.axes[1].get_title()
+    for ax in fig.axes:
+        texts = [t.get_text() for t in ax.texts]
+        steps, residuals = plots.layer_diagram_steps("Pre" in ax.get_title())
+        assert sum("(N, L, E)" in t for t in texts) == len(steps) - 1 + len(residuals)  # every arrow
+        assert sum(t.startswith("LayerNorm") for t in texts) == 2
+        assert ax.get_ylabel()
+
+
+def test_loss_curves_and_grad_norms_figures():
+    fig = plots.loss_curves({"post-LN": [3.0, 2.9, 2.8], "pre-LN": [3.0, 1.0]}, title="t")
+    ax = fig.axes[0]
+    assert ax.get_title() == "t" and ax.get_xlabel() and ax.get_ylabel()
+    assert [list(line.get_ydata()) for line in ax.lines] == [[3.0, 2.9, 2.8], [3.0, 1.0]]
+    fig = plots.grad_norms_figure({"post-LN": torch.tensor([1.0, 2.0]), "pre-LN": torch.tensor([0.5, 0.5])})
+    ax = fig.axes[0]
+    assert len(ax.patches) == 4 and [t.get_text() for t in ax.get_xticklabels()] == ["layer 1", "layer 2"]
+    assert sorted(p.get_height() for p in ax.patches) == [0.5, 0.5, 1.0, 2.0]
+
+
+def test_training_curves_ablation_and_similarity_figures():
+    from utils.training import History
+
+    history = History(loss=[3.0, 2.0, 1.0], eval_steps=[2, 3], eval_accuracy=[0.5, 0.9])
+    fig = plots.training_curves(history, chance=0.25)
+    assert len(fig.axes) == 2
+    assert list(fig.axes[1].lines[0].get_ydata()) == [0.5, 0.9]
+    assert all(ax.get_xlabel() and ax.get_ylabel() and ax.get_title() for ax in fig.axes)
+    fig = plots.head_ablation_figure(torch.tensor([[1.0, 0.5], [0.9, 0.2]]), 1.0)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["1.00", "0.50", "0.90", "0.20"]
+    assert fig.axes[0].get_xlabel() and "one head off" in fig.axes[0].get_title()
+    fig = plots.head_similarity_figure(torch.eye(2).expand(3, 2, 2))
+    assert len(fig.axes) == 3 and fig.axes[2].get_title() == "Layer 3"
+    with pytest.raises(ValueError):
+        plots.head_similarity_figure(torch.eye(2))
+
+
+# ------------------------------------------------------------------ explorer and quiz
+
+
+def test_attention_view_picks_the_right_map():
+    model, data = _tiny_model().eval(), pronoun_task(5, seed=3)
+    view = attention_view(model, data, 2, 1, 0)
+    L = int(data.lengths[2])
+    _, maps = model(data.tokens[2:3, :L], return_attention=True)
+    assert_close(view.weights, maps[1][0, 0])  # padding only ever follows the sentence, so trimming is exact
+    assert view.tokens == data.words(2) and view.pronoun_pos == int(data.pronoun_pos[2])
+    assert_close(view.weights.sum(-1), torch.ones(L))
+    with pytest.raises(ValueError):
+        attention_view(model, data, 0, 5, 0)
+
+
+def test_attention_explorer_redraws_when_a_control_changes():
+    model, data = _tiny_model().eval(), pronoun_task(10, seed=3)
+    box = attention_explorer(model, data, num_examples=5)
+    sentence, layer, head = box.children[0].children
+    caption, output = box.children[1], box.children[2]
+    assert sentence.description and layer.description and head.description
+    assert sentence.max == 4
+    before_caption, before = caption.value, output.outputs
+    sentence.value = 3
+    assert caption.value != before_caption and output.outputs and output.outputs != before
+    head.value = 1
+    assert output.outputs
+
+
+def test_quiz_has_feedback_for_every_option():
+    quiz = ch5_quiz()
+    assert len(quiz.questions) >= 3
+    for q in quiz.questions:
+        assert len(q.feedback) == len(q.options)
+        assert q.grade(q.answer)[0]
+        assert not any(q.grade(i)[0] for i in range(len(q.options)) if i != q.answer)
+    assert quiz.score([q.answer for q in quiz.questions]) == len(quiz.questions)
+
+
+def test_quiz_parameter_share_matches_the_layer():
+    layer = TransformerEncoderLayer(512, 8, 2048)
+    share = sum(p.numel() for p in layer.feed_forward.parameters()) / sum(p.numel() for p in layer.parameters())
+    assert abs(share - 2 / 3) < 0.01  # the quiz's "about 2/3"
