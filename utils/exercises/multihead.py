@@ -17,10 +17,11 @@ from utils.exercises.base import Exercise, Mistake
 
 __all__ = ["EXERCISES", "reference_multi_head_attention"]
 
-# The reference module itself calls utils.attention's split_heads, merge_heads and
-# scaled_dot_product_attention, so only the class is blocked at run time (the reference holds its own
-# handle to it). A bare "utils" cannot be listed yet: base.forbid() cannot import a name without a dot.
-_NO_UTILS = ("utils.attention.MultiHeadAttention",)
+# The learner implements what the course's reference provides, so the bare package "utils" is forbidden:
+# the static source check catches any use of it (forbid() skips bare names at run time). The reference
+# module itself calls utils.attention's split_heads, merge_heads and scaled_dot_product_attention, so at
+# run time only the class is blocked (the reference holds its own handle to it).
+_NO_UTILS = ("utils", "utils.attention.MultiHeadAttention")
 
 
 def _shapes(rng: random.Random) -> list[tuple[int, int, int, int]]:
@@ -206,6 +207,7 @@ EXERCISES = [
                 "split the last axis as (H, D), heads first: x.view(N, L, H, D).",
             ),
         ],
+        forbidden=("utils",),
         hint="x.view(N, L, H, D) then .transpose(1, 2).",
     ),
     Exercise(
@@ -231,6 +233,7 @@ EXERCISES = [
                 "axes 1 and 2.",
             ),
         ],
+        forbidden=("utils",),
         hint="x.transpose(1, 2) is (N, L, H, D); then reshape to (N, L, H * D).",
     ),
     Exercise(

@@ -122,7 +122,7 @@ SINUSOIDAL = Exercise(
             "whose last column is a sine",
         ),
     ],
-    forbidden=["utils.positional.sinusoidal_encoding", "utils.positional.PositionalEncoding"],
+    forbidden=["utils", "utils.positional.sinusoidal_encoding", "utils.positional.PositionalEncoding"],
     atol=1e-4,
     rtol=1e-4,
     hint="compute the angle p / 10000^(2i / d_model) once for each pair, then fill columns 0::2 and 1::2.",
@@ -192,7 +192,7 @@ ADD = Exercise(
             "(1, max_len, E) table): slice the rows, pe[:L]",
         ),
     ],
-    forbidden=["utils.positional.PositionalEncoding", "utils.positional.sinusoidal_encoding"],
+    forbidden=["utils", "utils.positional.PositionalEncoding", "utils.positional.sinusoidal_encoding"],
     hint="x is (N, L, E) and pe is (max_len, E); (L, E) broadcasts over N.",
 )
 
@@ -261,7 +261,7 @@ SHIFT = Exercise(
             "Every pair turns by its own angle k * w_i with w_i = 10000^(-2i / d_model), not by k radians",
         ),
     ],
-    forbidden=["utils.exercises.positional.relative_shift_matrix_reference"],
+    forbidden=["utils", "utils.exercises.positional.relative_shift_matrix_reference"],
     atol=1e-5,
     rtol=1e-4,
     hint="expand sin((p + k) w) and cos((p + k) w) with the angle-addition formulas; put one 2 x 2 block "
