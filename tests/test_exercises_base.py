@@ -243,3 +243,34 @@ def test_verdict_shows_nothing_extra_in_a_notebook():
 
     verdict = Verdict(True, "passed", "fine")
     assert hasattr(verdict, "_ipython_display_") and verdict._ipython_display_() is None
+
+
+def test_an_alias_of_a_forbidden_function_is_caught_through_globals():
+    from utils.exercises.base import forbidden_in_globals
+    from utils.positional import sinusoidal_encoding as table  # noqa: F401  (the alias under test)
+
+    namespace = {"table": table, "torch": torch}
+    exec("def f(length, d_model):\n    return table(length, d_model)\n", namespace)
+    assert forbidden_in_globals(namespace["f"], ["utils"]) == "utils.positional.sinusoidal_encoding"
+    exec("def g(q):\n    return sdpa(q, q, q)\n", namespace | {"sdpa": F.scaled_dot_product_attention})
+    namespace["sdpa"] = F.scaled_dot_product_attention
+    exec("def g(q):\n    return sdpa(q, q, q)\n", namespace)
+    assert (forbidden_in_globals(namespace["g"], ["torch.nn.functional.scaled_dot_product_attention"])
+            == "torch.nn.functional.scaled_dot_product_attention")
+    exec("def h(x):\n    return torch.softmax(x, -1)\n", namespace)
+    assert forbidden_in_globals(namespace["h"], ["utils", "torch.nn.functional.scaled_dot_product_attention"]) is None
+
+
+def test_check_reports_an_aliased_reference_as_forbidden(capsys):
+    from utils.exercises import get
+    from utils.exercises.base import check
+    from utils.positional import sinusoidal_encoding as table
+
+    exercise = get("ch4.sinusoidal_encoding")
+
+    def sinusoidal_encoding(length, d_model):
+        return table(length, d_model)
+
+    verdict = check(exercise, sinusoidal_encoding)
+    assert verdict.status == "forbidden" and "utils.positional" in verdict.message
+    assert capsys.readouterr().out.startswith("❌")

@@ -416,7 +416,7 @@ def check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = 0, quiet: b
     if not callable(fn):
         verdict = Verdict(False, "error", f"expected your function {exercise.func_name}, got {describe(fn)}")
     else:
-        name = _static_forbidden(fn, exercise.forbidden)
+        name = _static_forbidden(fn, exercise.forbidden) or forbidden_in_globals(fn, exercise.forbidden)
         if name:
             verdict = Verdict(
                 False, "forbidden",
@@ -428,6 +428,58 @@ def check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = 0, quiet: b
     if not quiet:
         print(verdict.line)
     return verdict
+
+
+def forbidden_in_globals(fn: Callable[..., Any], forbidden: Sequence[str]) -> str | None:
+    """Return the forbidden name that ``fn`` reaches through a global or closure variable, or None.
+
+    This catches an alias the source check cannot see, e.g. ``from utils.positional import
+    sinusoidal_encoding as table`` in an earlier cell and ``return table(...)`` in the exercise.
+    Objects are matched by identity with the forbidden dotted names, and anything defined in a
+    forbidden bare package (``"utils"``) by its ``__module__``.
+    """
+    code = getattr(fn, "__code__", None)
+    if code is None or not forbidden:
+        return None
+    targets: dict[int, str] = {}
+    packages = {name for name in forbidden if "." not in name}
+    own_module = getattr(fn, "__module__", None) or ""
+    if own_module.split(".")[0] in packages:
+        return None  # the course's own references and mistakes (a learner's cell runs in __main__)
+    for dotted in forbidden:
+        module_name, _, attr = dotted.rpartition(".")
+        if not module_name:
+            continue
+        try:
+            owner = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        if hasattr(owner, attr):
+            targets[id(getattr(owner, attr))] = dotted
+    referenced = []
+    stack = [code]
+    while stack:  # names used by fn and by functions, lambdas and comprehensions nested in it
+        current = stack.pop()
+        referenced.extend(current.co_names)
+        stack.extend(c for c in current.co_consts if inspect.iscode(c))
+    values = [fn.__globals__[name] for name in referenced if name in getattr(fn, "__globals__", {})]
+    values += [cell.cell_contents for cell in (fn.__closure__ or ()) if _cell_filled(cell)]
+    for value in values:
+        if id(value) in targets:
+            return targets[id(value)]
+        module = value.__name__ if inspect.ismodule(value) else getattr(value, "__module__", None)
+        if isinstance(module, str) and module.split(".")[0] in packages:
+            name = getattr(value, "__qualname__", None)
+            return f"{module}.{name}" if name and not inspect.ismodule(value) else module
+    return None
+
+
+def _cell_filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018
+    except ValueError:
+        return False
+    return True
 
 
 def _static_forbidden(fn: Callable[..., Any], forbidden: Sequence[str]) -> str | None:
