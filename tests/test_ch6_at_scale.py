@@ -1,0 +1,143 @@
+"""Chapter 6 utils: exercise references against torch/utils, each Mistake differs, figures, explorer, quiz,
+window masks and the KV-cache decoder."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.testing import assert_close
+
+from utils import at_scale
+from utils.exercises import check
+from utils.exercises.at_scale import CACHE, EXERCISES, ONLINE, WINDOW
+from utils.plotting import at_scale as plots
+from utils.tiled_attention import online_softmax_update
+from utils.widgets import at_scale as widgets
+from utils.widgets.quiz import Quiz
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, tuple):
+        return all(_same(x, y) for x, y in zip(a, b)) and len(a) == len(b)
+    return a.shape == b.shape and a.dtype == b.dtype and torch.allclose(a.double(), b.double(), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_each_mistake_differs_from_reference(exercise, seed):
+    cases = exercise.cases(seed)
+    assert 4 <= len(cases) <= 6
+    for mistake in exercise.mistakes:
+        assert any(not _same(mistake.fn(**c), exercise.reference(**c)) for c in cases), mistake.name
+
+
+def test_points_and_ids():
+    assert [(e.id, e.points) for e in EXERCISES] == [
+        ("ch6.online_softmax_update", 2), ("ch6.sliding_window_mask", 1), ("ch6.attend_with_cache", 3)]
+    assert all(len(e.mistakes) >= 2 for e in EXERCISES)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_online_reference_matches_utils_and_softmax(seed):
+    for case in ONLINE.cases(seed):
+        assert _same(ONLINE.reference(**case), online_softmax_update(**case))
+    # folding every block of a row gives logsumexp
+    x = torch.randn(3, 11, generator=torch.Generator().manual_seed(seed))
+    m, s = torch.full((3,), float("-inf")), torch.zeros(3)
+    for start in range(0, 11, 4):
+        m, s = ONLINE.reference(m, s, x[:, start:start + 4])
+    assert_close(m + s.log(), torch.logsumexp(x, dim=-1))
+
+
+def test_window_reference_matches_utils():
+    for case in WINDOW.cases(0):
+        assert torch.equal(WINDOW.reference(**case), at_scale.sliding_window_mask(case["L"], case["window"]))
+
+
+def test_cache_reference_matches_sdpa_on_the_full_sequence():
+    for case in CACHE.cases(0):
+        out, k_all, v_all = CACHE.reference(**case)
+        assert_close(out, F.scaled_dot_product_attention(case["q_new"], k_all, v_all))
+        assert_close(k_all[..., -1:, :], case["k_new"])
+        ours = at_scale.attend_with_cache(**case)
+        for a, b in zip(ours, (out, k_all, v_all)):
+            assert_close(a, b)
+
+
+def test_attend_with_cache_prefill_equals_causal_attention():
+    q, k, v = torch.randn(3, 2, 4, 9, 8).unbind(0)  # (N, H, L, D)
+    out, k_cache, v_cache = at_scale.attend_with_cache(q[..., :5, :], k[..., :5, :], v[..., :5, :], None, None)
+    step, _, _ = at_scale.attend_with_cache(q[..., 5:, :], k[..., 5:, :], v[..., 5:, :], k_cache, v_cache)
+    full = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (N, H, L, D)
+    assert_close(torch.cat([out, step], dim=-2), full)
+
+
+def test_check_accepts_references(capsys):
+    check.online_softmax_update(ONLINE.reference)
+    check.sliding_window_mask(WINDOW.reference)
+    check.attend_with_cache(CACHE.reference)
+    assert capsys.readouterr().out.count("✅") == 3
+
+
+def test_global_tokens_and_receptive_field():
+    mask = at_scale.global_tokens_mask(10, 1, 2)
+    assert mask[:2].all() and mask[:, :2].all() and not mask[5, 8]
+    field = at_scale.receptive_field(at_scale.sliding_window_mask(10, 1), 3)
+    assert field.shape == (3, 10, 10) and field[2, 9].sum() == 4  # t9 reaches t6..t9 after 3 layers
+
+
+def test_tiny_decoder_cache_is_exact():
+    torch.manual_seed(0)
+    model = at_scale.TinyDecoder(vocab_size=40, d_model=32, num_heads=4, num_layers=2, max_len=40).eval()
+    prompt = torch.randint(0, 40, (2, 5))
+    assert torch.equal(model.generate(prompt, 20, use_cache=True), model.generate(prompt, 20, use_cache=False))
+    with pytest.raises(ValueError, match="max_len"):
+        model.generate(prompt, 100)
+
+
+def test_window_state_and_figure():
+    state = widgets.window_state(2, 0, 3, length=16)
+    assert state["reach"] == [3, 5, 7] and state["full_depth"] is None
+    assert state["fraction"] == pytest.approx(at_scale.sliding_window_mask(16, 2).float().mean().item())
+    assert widgets.window_state(2, 1, 3, length=16)["full_depth"] == 2
+    fig = plots.window_explorer_figure(state)
+    assert len([ax for ax in fig.axes if ax.get_title()]) == 2
+    assert "window=2" in fig.axes[0].get_title() and "depth" in fig.axes[1].get_title()
+    assert fig.axes[0].get_xlabel().startswith("key") and fig.axes[1].get_yticklabels()[0].get_text() == "layer 1"
+    plt.close(fig)
+    with pytest.raises(ValueError):
+        widgets.window_state(-1)
+
+
+def test_window_mask_and_online_softmax_figures():
+    fig = plots.window_mask_figure(at_scale.global_tokens_mask(8, 1, 1))
+    ax = fig.axes[0]
+    assert ax.get_xticklabels()[0].get_text() == "t0" and "query" in ax.get_ylabel()
+    assert ax.images[0].get_array().shape == (8, 8)
+    plt.close(fig)
+    x = torch.tensor([1.0, 3.0, 0.5, 2.0, 6.0])
+    fig = plots.online_softmax_figure(x, 2)
+    assert len(fig.axes) == 2 and "max" in fig.axes[0].get_title()
+    sums = fig.axes[1].get_lines()[0].get_ydata()
+    assert sums[-1] == pytest.approx(torch.exp(x - x.max()).sum().item(), rel=1e-5)
+    plt.close(fig)
+
+
+def test_explorer_redraws_on_change():
+    box = widgets.window_explorer(length=16)
+    window, num_global, depth = box.children[0].children
+    output = box.children[1]
+    assert window.description and num_global.description and depth.description
+    before = output.outputs
+    window.value = 4
+    assert output.outputs and output.outputs != before
+
+
+def test_quiz_has_feedback_for_every_option():
+    quiz = widgets.ch6_quiz()
+    assert isinstance(quiz, Quiz) and len(quiz.questions) >= 3
+    for q in quiz.questions:
+        assert len(q.feedback) == len(q.options)
+        assert q.grade(q.answer)[0]
