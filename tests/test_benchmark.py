@@ -77,4 +77,4 @@ def test_cli_rejects_few_repeats():
 def test_parser_has_subcommands_to_extend():
     parser = benchmark.build_parser()
     assert parser.parse_args(["attention", "--quick"]).run is not None
-    assert benchmark._names() == ["attention"]
+    assert benchmark._names() == ["attention", "memory", "grader"]
