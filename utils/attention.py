@@ -119,12 +119,16 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
         mask = combine_masks(mask, causal_mask(L, S, device=query.device))
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
 
-    scores = query @ key.transpose(-2, -1) * scale  # (..., L, D) @ (..., D, S) -> (..., L, S)
-    if mask is not None and mask.dtype == torch.bool:
-        scores = scores.masked_fill(~mask, float("-inf"))  # -inf is safe in float16, -1e9 is not
-    elif mask is not None:
-        scores = scores + mask
-    weights = _safe_softmax(scores)  # (..., L, S)
+    # Scaling q (L x D numbers) rather than the scores (L x S) is the same maths and cheaper.
+    scores = (query * scale) @ key.transpose(-2, -1)  # (..., L, D) @ (..., D, S) -> (..., L, S)
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)  # (..., L, S); no mask, so no row can be fully masked
+    else:
+        if mask.dtype == torch.bool:
+            scores = scores.masked_fill(~mask, float("-inf"))  # -inf is safe in float16, -1e9 is not
+        else:
+            scores = scores + mask
+        weights = _safe_softmax(scores)  # (..., L, S); all-masked rows -> 0, not NaN
     attended = F.dropout(weights, dropout_p) if training and dropout_p > 0 else weights
     output = attended @ value  # (..., L, S) @ (..., S, Dv) -> (..., L, Dv)
     return output, weights
