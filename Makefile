@@ -11,7 +11,7 @@ GRADES ?= grades
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: help setup lab test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html benchmark clean
+.PHONY: help setup lab test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
 
 help:
 	@echo "make lab        set up .venv (if needed) and start JupyterLab on the course"
@@ -19,7 +19,9 @@ help:
 	@echo "make quick      lint + fast unit tests (no notebook execution), for iterating"
 	@echo "make chapters   regenerate chapters/ from solutions/"
 	@echo "make grade SUBMISSIONS=dir   grade a class (see README, instructors)"
-	@echo "make html       static HTML edition in build/html"
+	@echo "make html       static HTML edition in build/html (offline: JavaScript from npm, see package.json)"
+	@echo "make browser    JupyterLab + offline HTML edition in headless Chromium (Playwright)"
+	@echo "make binder-test  build Binder's environment from binder/ in a fresh venv and run chapters/; simulate Colab"
 	@echo "make benchmark  python -m utils.benchmark (ratios against PyTorch built-ins)"
 
 # --- setup: one venv, exact pins from constraints.txt, the course package in editable mode -----------
@@ -31,11 +33,17 @@ $(STAMP): constraints.txt requirements.txt requirements-dev.txt pyproject.toml
 
 setup: $(STAMP)
 
+# The JavaScript the static HTML edition ships (widget embedder, RequireJS, MathJax), exact from the lock.
+NODE_STAMP := node_modules/.installed
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	@touch $@
+
 lab: setup
 	$(BIN)/python -m utils.lab
 
 # --- tests ----------------------------------------------------------------------------------------
-test: setup lint unit doctest nbval
+test: setup lint unit doctest nbval binder-test browser html
 	@echo "make test: all green"
 
 quick: setup lint
@@ -44,8 +52,9 @@ quick: setup lint
 lint: setup
 	$(BIN)/ruff check utils tests solutions chapters
 
+# The browser, Binder and Colab tests have targets of their own (below).
 unit: setup
-	$(PYTEST) -n $(JOBS)
+	$(PYTEST) -n $(JOBS) -m "not browser" --ignore=tests/test_binder_env.py --ignore=tests/test_colab_sim.py
 
 doctest: setup
 	$(PYTEST) -q -p no:cacheprovider --doctest-modules utils -o testpaths=utils
@@ -58,9 +67,21 @@ nbval-solutions: setup
 nbval-chapters: setup
 	$(PYTEST) -q -n $(JOBS) -p no:cacheprovider --nbval-lax chapters -o testpaths=chapters
 
+# Binder's environment built from binder/ as Binder would (Docker cannot run here), and Colab simulated:
+# each builds a fresh venv (pip: local wheels and cache), one per worker.
+binder-test: setup
+	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile tests/test_binder_env.py tests/test_colab_sim.py
+
+# Real JupyterLab in headless Chromium (/usr/bin/chromium), and the offline HTML edition.
+browser: setup $(NODE_STAMP)
+	$(PYTEST) -q -p no:cacheprovider -m browser tests/browser tests/test_html.py
+
 # --- course content -------------------------------------------------------------------------------
 chapters: setup
 	$(BIN)/python -m utils.build
+
+html: setup $(NODE_STAMP)
+	$(BIN)/python -m utils.html
 
 grade: setup
 	$(BIN)/python -m utils.grade $(SUBMISSIONS) --out $(GRADES)

@@ -1,0 +1,108 @@
+"""Helpers for the tests that build fresh Python environments (test_binder_env.py, test_colab_sim.py):
+copy the repository as a clone would hold it, run commands in an activated venv, execute a notebook
+on a kernel of that venv, and judge a student notebook's errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parent.parent
+CHECK_LINE = re.compile(r"^\s*check\.\w+\(\s*\w+\s*\)\s*$")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def repository_files(root: Path = REPO) -> list[str]:
+    """The files a clone would hold: tracked plus untracked-but-not-ignored (the working tree)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root, capture_output=True, check=True,
+    ).stdout.decode().split("\0")
+    return [name for name in listed if name and (root / name).is_file()]
+
+
+def copy_repository(target: Path, root: Path = REPO) -> Path:
+    for name in repository_files(root):
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / name, target / name)
+    return target
+
+
+def venv_env(venv: Path, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a shell in which ``venv`` is activated (and nothing of ours leaks in)."""
+    env = {k: v for k, v in (os.environ if base is None else base).items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["VIRTUAL_ENV"] = str(venv)
+    env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def run(command, *, cwd: Path, env: dict[str, str] | None = None, what: str) -> str:
+    """Run ``command``; fail the test with its output if it fails; return its stdout."""
+    result = subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        pytest.fail(f"{what} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}", pytrace=False)
+    return result.stdout
+
+
+def write_kernelspec(jupyter_path: Path, name: str, python: Path, display_name: str) -> None:
+    folder = jupyter_path / "kernels" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kernel.json").write_text(json.dumps({
+        "argv": [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": display_name, "language": "python",
+    }))
+
+
+def execute_student_notebook(path: Path, *, kernel_name: str, env: dict[str, str], cwd: Path | None = None):
+    """Execute ``path`` (errors allowed, judged afterwards); return ``(notebook, seconds)``. The
+    caller puts the kernel spec on ``JUPYTER_PATH``."""
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(
+        nb, timeout=300, kernel_name=kernel_name, allow_errors=True, record_timing=False,
+        resources={"metadata": {"path": str(cwd or path.parent)}},
+    )
+    start = time.perf_counter()
+    with client.setup_kernel(env=env):
+        for index, cell in enumerate(nb.cells):
+            client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
+    return nb, time.perf_counter() - start
+
+
+def unexpected_errors(nb) -> list[str]:
+    """Error outputs other than a fresh student notebook's (cells tagged ``raises-exception``, an
+    exercise's one-line ``check.f(f)`` while ``f`` is a stub)."""
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") != "error":
+                continue
+            if "raises-exception" in cell.metadata.get("tags", []):
+                continue
+            lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+            if len(lines) == 1 and CHECK_LINE.match(lines[0]):
+                continue
+            first = cell.source.splitlines()[0] if cell.source else ""
+            problems.append(f"cell {index} ({first!r}): {output.get('ename')}: {output.get('evalue', '')[:300]}")
+    return problems
+
+
+def setup_cell_errors(nb) -> list[str]:
+    return [f"{o.get('ename')}: {o.get('evalue', '')[:2000]}" for o in nb.cells[1].get("outputs", [])
+            if o.get("output_type") == "error"]
+
+
+def displayed_widgets(nb) -> int:
+    return sum(WIDGET_VIEW in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
