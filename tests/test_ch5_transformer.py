@@ -8,12 +8,14 @@ import torch
 from torch import nn
 from torch.testing import assert_close
 
+from utils.attention import padding_mask
 from utils.exercises import transformer as ex
 from utils.exercises.base import check, compare
 from utils.layers import FeedForward, TransformerEncoder, TransformerEncoderLayer
 from utils.plotting import transformer as plots
+from utils.plotting.multihead import head_similarity
 from utils.tasks import NOUNS, VOCAB, pronoun_task
-from utils.training import accuracy, grad_norms_per_layer, head_ablation, head_similarity, train
+from utils.training import accuracy, grad_norms_per_layer, head_ablation, train
 from utils.widgets.transformer import attention_explorer, attention_view, ch5_quiz
 
 
@@ -157,17 +159,32 @@ def test_head_ablation_restores_the_model_and_measures_each_head():
         assert torch.equal(v, before[k])
 
 
-def test_head_similarity_is_cosine_similarity():
-    weights = torch.rand(3, 4, 5, 6).softmax(-1)
-    sim = head_similarity(weights)
-    i, j = 1, 3
-    expected = torch.stack([torch.nn.functional.cosine_similarity(weights[n, i].flatten(), weights[n, j].flatten(), dim=0)
-                            for n in range(3)]).mean()
-    assert_close(sim[i, j], expected)
+def test_head_similarity_of_a_trained_model_skips_padding_rows():
+    """Chapter 5 applies chapter 3's head_similarity to padded held-out data, zeroing the padding query
+    rows (as the notebook does) so that only real words count."""
+    model, data = _tiny_model().eval(), pronoun_task(40, seed=5)
+    L = data.tokens.shape[1]
+    assert (data.lengths < L).any()  # some sentences are padded
+    mask = padding_mask(data.lengths, L)  # (N, 1, 1, L)
+    with torch.no_grad():
+        _, maps = model(data.tokens, mask=mask, return_attention=True)
+    real = mask.transpose(-1, -2)  # (N, 1, L, 1): True at real query rows
+    sim = head_similarity(maps[0] * real)  # (H, H)
+    assert sim.shape == (2, 2)
     assert_close(sim, sim.T)
-    assert_close(head_similarity(weights[:, [0, 0]]), torch.ones(2, 2))
-    with pytest.raises(ValueError):
-        head_similarity(torch.rand(4, 5, 6))
+    assert_close(sim.diagonal(), torch.ones(2))
+    assert 0.0 <= float(sim[0, 1]) < 1.0
+    # the same number, computed sentence by sentence on the real rows only
+    expected = []
+    for n in range(len(data)):
+        p, q = maps[0][n, 0, :data.lengths[n], :].double(), maps[0][n, 1, :data.lengths[n], :].double()
+        m = (p + q) / 2
+        kl_p = torch.where(p > 0, p * (p.log() - m.log()), 0.0).sum(-1)  # (length,)
+        kl_q = torch.where(q > 0, q * (q.log() - m.log()), 0.0).sum(-1)
+        expected.append(1 - (kl_p + kl_q) / (2 * math.log(2)))  # 1 - JS in bits, per real row
+    assert_close(sim[0, 1].double(), torch.cat(expected).mean(), atol=1e-6, rtol=1e-6)
+    # padding rows do change the value when they are not zeroed
+    assert not torch.allclose(head_similarity(maps[0]), sim)
 
 
 # ------------------------------------------------------------------ figures
@@ -224,6 +241,7 @@ def test_training_curves_ablation_and_similarity_figures():
     assert fig.axes[0].get_xlabel() and "one head off" in fig.axes[0].get_title()
     fig = plots.head_similarity_figure(torch.eye(2).expand(3, 2, 2))
     assert len(fig.axes) == 3 and fig.axes[2].get_title() == "Layer 3"
+    assert "1 - JS divergence" in fig._suptitle.get_text()
     with pytest.raises(ValueError):
         plots.head_similarity_figure(torch.eye(2))
 

@@ -4,7 +4,8 @@
 * :func:`accuracy` — accuracy on the labelled positions of held-out data.
 * :func:`grad_norms_per_layer` — the gradient norm of each encoder layer's parameters on one batch.
 * :func:`head_ablation` — accuracy with each attention head switched off in turn.
-* :func:`head_similarity` — how alike the heads' attention maps are (head redundancy).
+
+Head redundancy is measured with chapter 3's :func:`utils.plotting.multihead.head_similarity`.
 
 Shape letters: N batch, L length, C classes, H heads.
 """
@@ -21,8 +22,7 @@ from torch import nn
 from utils.attention import padding_mask
 from utils.tasks import IGNORE, PronounData
 
-__all__ = ["History", "train", "accuracy", "predict", "grad_norms_per_layer", "head_ablation", "head_similarity",
-           "batch_loss"]
+__all__ = ["History", "train", "accuracy", "predict", "grad_norms_per_layer", "head_ablation", "batch_loss"]
 
 
 @dataclass
@@ -166,23 +166,3 @@ def head_ablation(model: nn.Module, data: PronounData) -> torch.Tensor:
         rows.append(row)
     return torch.tensor(rows)  # (num_layers, H)
 
-
-def head_similarity(weights: torch.Tensor) -> torch.Tensor:
-    """How alike the heads' attention maps are: mean cosine similarity of the flattened maps, ``(H, H)``.
-
-    Args:
-        weights: ``(N, H, L, S)`` attention weights of one layer.
-
-    Returns:
-        ``(H, H)``: entry ``(i, j)`` is the cosine similarity between head i's and head j's ``(L, S)`` map,
-        averaged over the N examples. The diagonal is 1; values near 1 off the diagonal mean redundant heads.
-
-    >>> w = torch.rand(2, 3, 4, 4).softmax(-1)
-    >>> sim = head_similarity(w)
-    >>> sim.shape, torch.allclose(sim.diagonal(), torch.ones(3))
-    (torch.Size([3, 3]), True)
-    """
-    if weights.dim() != 4:
-        raise ValueError(f"weights: expected (N, H, L, S), got shape {tuple(weights.shape)}")
-    flat = F.normalize(weights.flatten(2).double(), dim=-1)  # (N, H, L*S)
-    return (flat @ flat.transpose(1, 2)).mean(dim=0).to(weights.dtype)  # (N, H, H) -> (H, H)

@@ -23,11 +23,14 @@ from utils.layers import TransformerEncoderLayer
 
 __all__ = ["EXERCISES", "layer_from_tensors"]
 
-# The ready-made layers are named one by one. Not the bare package "utils": the wrong answers below live
-# in this module and call its helpers, which the static check would then flag. Not the smaller helpers the
-# reference layer itself calls (utils.layers.FeedForward, utils.attention.scaled_dot_product_attention):
-# patching them would break the reference while forbid() is active.
+# The bare package "utils" is caught statically in the learner's source and, through the globals check,
+# in what the learner's function reaches (that check skips functions defined inside utils, so the wrong
+# answers below may call this module's helpers). The ready-made layers are also named one by one, so that
+# they are patched out at run time. Not the smaller helpers the reference layer itself calls
+# (utils.layers.FeedForward, utils.attention.scaled_dot_product_attention): patching them would break the
+# reference while forbid() is active.
 _NO_UTILS = (
+    "utils",
     "utils.layers.TransformerEncoderLayer",
     "utils.attention.MultiHeadAttention",
 )

@@ -179,8 +179,12 @@ def head_ablation_figure(ablated: torch.Tensor, baseline: float) -> Figure:
     return fig
 
 
-def head_similarity_figure(similarity: torch.Tensor) -> Figure:
-    """One ``(H, H)`` similarity matrix per layer, ``similarity`` ``(num_layers, H, H)``."""
+def head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 - JS divergence") -> Figure:
+    """One ``(H, H)`` similarity matrix per layer, ``similarity`` ``(num_layers, H, H)``.
+
+    The matrices come from chapter 3's :func:`utils.plotting.multihead.head_similarity` (by default
+    ``1 - JS divergence`` of the heads' attention rows); ``metric`` names the measure in the title.
+    """
     similarity = torch.as_tensor(similarity)
     if similarity.dim() != 3 or similarity.shape[1] != similarity.shape[2]:
         raise ValueError(f"similarity: expected (num_layers, H, H), got shape {tuple(similarity.shape)}")
@@ -199,6 +203,6 @@ def head_similarity_figure(similarity: torch.Tensor) -> Figure:
         ax.set_xlabel("head")
         ax.set_ylabel("head")
         ax.set_title(f"Layer {i + 1}", fontsize=9)
-    fig.suptitle("Head redundancy: cosine similarity of attention maps (1 = identical)", fontsize=10)
+    fig.suptitle(f"Head redundancy: {metric} of attention rows (1 = identical)", fontsize=10)
     fig.tight_layout()
     return fig
