@@ -91,8 +91,8 @@ class PronounData:
 def is_test_pair(referent: str, other: str) -> bool:
     """Whether the pair (noun referred to, the other noun) is kept for ``split="test"``.
 
-    >>> is_test_pair("king", "cup"), is_test_pair("cup", "king")
-    (False, True)
+    >>> is_test_pair("boy", "uncle"), is_test_pair("uncle", "boy")
+    (True, False)
     """
     return (NOUNS.index(referent) + 2 * NOUNS.index(other)) % 5 == 0
 

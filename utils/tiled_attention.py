@@ -144,20 +144,25 @@ def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
             scores = q_block @ k_block.transpose(-2, -1)  # (..., Bq, D) @ (..., D, Bk) -> (..., Bq, Bk)
 
             block_mask = _mask_block(mask, rows, cols)  # (..., Bq or 1, Bk or 1) or None
+            # The score block is a fresh tensor (a matmul's backward needs its inputs, not its output),
+            # so masking edits it in place: fewer passes over the (Bq, Bk) block, no extra temporaries.
             if block_mask is not None and block_mask.dtype == torch.bool:
-                scores = scores.masked_fill(~block_mask, float("-inf"))  # (..., Bq, Bk)
+                scores.masked_fill_(~block_mask, float("-inf"))  # (..., Bq, Bk)
             elif block_mask is not None:
-                scores = scores + block_mask.to(acc_dtype)  # (..., Bq, Bk)
-            if is_causal:
+                scores.add_(block_mask.to(acc_dtype))  # (..., Bq, Bk)
+            if is_causal and cols.stop > rows.start + 1:  # only key blocks that reach past the diagonal
                 future = (torch.arange(cols.start, cols.stop, device=query.device)[None, :]
                           > torch.arange(rows.start, rows.stop, device=query.device)[:, None])  # (Bq, Bk)
-                scores = scores.masked_fill(future, float("-inf"))  # (..., Bq, Bk)
+                scores.masked_fill_(future, float("-inf"))  # (..., Bq, Bk)
 
             # online softmax: raise the running max, rescale what was accumulated relative to the old one
             new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))  # (..., Bq, 1)
             shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # (..., Bq, 1): all-masked so far
             rescale = torch.exp(running_max - shift)  # (..., Bq, 1), <= 1
-            weights = torch.exp(scores - shift)  # (..., Bq, Bk), unnormalised
+            if scores.requires_grad:  # amax's backward needs the scores as they were
+                weights = torch.exp(scores - shift)  # (..., Bq, Bk), unnormalised
+            else:  # no graph to keep: reuse the block's memory
+                weights = scores.sub_(shift).exp_()  # (..., Bq, Bk), unnormalised
             running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)  # (..., Bq, 1)
             acc = acc * rescale + weights @ v_block  # (..., Bq, Bk) @ (..., Bk, Dv) -> (..., Bq, Dv)
             running_max = new_max  # (..., Bq, 1)
