@@ -62,10 +62,10 @@ doctest: setup
 nbval: nbval-solutions nbval-chapters
 
 nbval-solutions: setup
-	$(PYTEST) -q -n $(JOBS) -p no:cacheprovider --nbval solutions --nbval-sanitize-with tests/nbval_sanitize.cfg -o testpaths=solutions
+	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider --nbval solutions --nbval-sanitize-with tests/nbval_sanitize.cfg -o testpaths=solutions
 
 nbval-chapters: setup
-	$(PYTEST) -q -n $(JOBS) -p no:cacheprovider --nbval-lax chapters -o testpaths=chapters
+	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider --nbval-lax chapters -o testpaths=chapters
 
 # Binder's environment built from binder/ as Binder would (Docker cannot run here), and Colab simulated:
 # each builds a fresh venv (pip: local wheels and cache), one per worker.
