@@ -142,6 +142,19 @@ def clone_case(case: Case) -> Case:
     return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in case.items()}
 
 
+def _resolve(dotted: str) -> tuple[Any, str] | None:
+    """``(owner, attribute)`` for ``"package.module.attribute"``, or None when it does not exist here
+    (or is a bare package name, which has no owner to patch)."""
+    module_name, _, attr = dotted.rpartition(".")
+    if not module_name:
+        return None
+    try:
+        owner = importlib.import_module(module_name)
+    except ImportError:
+        return None
+    return (owner, attr) if hasattr(owner, attr) else None
+
+
 @contextlib.contextmanager
 def forbid(names: Sequence[str]) -> Iterator[list[str]]:
     """Replace each dotted name (``"torch.nn.MultiheadAttention"``) by a function that raises
@@ -153,17 +166,12 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
     called: list[str] = []
     try:
         for dotted in names:
-            module_name, _, attr = dotted.rpartition(".")
-            if not module_name:
-                # A bare package ("utils") cannot be patched out at run time; the static check
-                # (forbidden_in_source) catches any use of it in the learner's source.
+            # A bare package ("utils") cannot be patched out at run time (_resolve gives None); the
+            # static check (forbidden_in_source) catches any use of it in the learner's source.
+            resolved = _resolve(dotted)
+            if resolved is None:
                 continue
-            try:
-                owner = importlib.import_module(module_name)
-            except ImportError:
-                continue
-            if not hasattr(owner, attr):
-                continue
+            owner, attr = resolved
 
             def _blocked(*args: Any, _name: str = dotted, **kwargs: Any) -> Any:
                 called.append(_name)
@@ -448,15 +456,9 @@ def forbidden_in_globals(fn: Callable[..., Any], forbidden: Sequence[str]) -> st
     if own_module.split(".")[0] in packages | {_COURSE_PACKAGE}:
         return None  # the course's own references and mistakes (a learner's cell runs in __main__)
     for dotted in forbidden:
-        module_name, _, attr = dotted.rpartition(".")
-        if not module_name:
-            continue
-        try:
-            owner = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        if hasattr(owner, attr):
-            targets[id(getattr(owner, attr))] = dotted
+        resolved = _resolve(dotted)
+        if resolved is not None:
+            targets[id(getattr(*resolved))] = dotted
     referenced = []
     stack = [code]
     while stack:  # names used by fn and by functions, lambdas and comprehensions nested in it
