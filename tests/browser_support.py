@@ -8,6 +8,8 @@ connections).
 
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 import shutil
 from contextlib import contextmanager
@@ -34,25 +36,34 @@ def require_chromium() -> None:
         pytest.fail(f"{CHROMIUM} is missing: `apt-get install chromium` (.ci/run does)", pytrace=False)
 
 
+@functools.cache
+def _playwright():
+    """One Playwright driver per test process: its sync API runs an event loop, and a second
+    ``sync_playwright()`` started while the first is alive (the JupyterLab tests keep theirs for the
+    session) fails with "using Playwright Sync API inside the asyncio loop"."""
+    from playwright.sync_api import sync_playwright
+
+    driver = sync_playwright().start()
+    atexit.register(driver.stop)
+    return driver
+
+
 @contextmanager
 def chromium_context(profile_dir: Path, **context_options):
     """A Playwright browser context on Debian's Chromium with a fresh ``--user-data-dir``."""
-    from playwright.sync_api import sync_playwright
-
     require_chromium()
-    with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(profile_dir),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 900},
-            **context_options,
-        )
-        try:
-            yield context
-        finally:
-            context.close()
+    context = _playwright().chromium.launch_persistent_context(
+        str(profile_dir),
+        executable_path=CHROMIUM,
+        headless=True,
+        args=CHROMIUM_ARGS,
+        viewport={"width": 1280, "height": 900},
+        **context_options,
+    )
+    try:
+        yield context
+    finally:
+        context.close()
 
 
 def keep_artifact(path: Path, name: str | None = None) -> Path:
