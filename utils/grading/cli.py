@@ -61,7 +61,7 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(the_plan.units), desc="grading", unit="notebook", file=sys.stderr)
+        bar = tqdm(total=len(the_plan.units), desc="grading", unit="student", file=sys.stderr)
     try:
         rows = engine.run_plan(the_plan, settings, jobs, progress=bar.update if bar else None)
     finally:
@@ -116,6 +116,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print(report.summary_table(summary["rows"], summary["exercises"]))
     print(f"\n{len(summary['students'])} students, {len(summary['exercises'])} exercises, "
-          f"{summary['units']} notebooks in {summary['seconds']:.1f} s; wrote {args.out}/results.csv, "
+          f"{summary['units']} students' notebooks in {summary['seconds']:.1f} s; wrote {args.out}/results.csv, "
           f"grades.csv, feedback/")
     return 0

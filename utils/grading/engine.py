@@ -1,14 +1,14 @@
 """Grade a class: find the exercise cells, run them in sandboxed workers, judge in this process.
 
-**Design for speed.** One sandboxed worker per (student, notebook): it imports torch once, then runs
-all of that notebook's exercise cells one after the other, each under its own wall-clock timeout
-watched from here. When an exercise kills its worker (timeout, ``os._exit``, a crash), the worker is
+**Design for speed.** One sandboxed worker per student: it imports torch once, then runs all of that
+student's exercise cells (every notebook, in course order) one after the other, each under its own
+wall-clock timeout watched from here. When an exercise kills its worker (timeout, ``os._exit``, a crash), the worker is
 restarted from the next exercise, so one bad exercise costs only itself. Between exercises this
 process kills every other process in the worker's PID namespace, so no learner process outlives its
 exercise. Units run ``--jobs`` at a time (default: the number of cores), each worker on one thread.
 We chose this over a pre-imported template that forks per exercise: it is simpler (no fork of a
-threaded process, no shared memory between students) and costs one torch import (about a second)
-per notebook, not per exercise.
+threaded process, no shared memory between students) and costs one torch import (about 1.5 s)
+per student, not per notebook or exercise. Students run ``--jobs`` at a time.
 
 **Trust.** The worker writes only raw outputs; :func:`utils.exercises.base.judge` compares them with the
 reference in this process, on inputs drawn here from a seed derived from ``--seed``, the exercise and
@@ -119,7 +119,7 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
 
 
 # --------------------------------------------------------------------------------------------------
-# Running one unit (student, notebook) in sandboxed workers
+# Running one unit (all of a student's exercise cells) in sandboxed workers
 # --------------------------------------------------------------------------------------------------
 
 
@@ -259,7 +259,7 @@ class Plan:
     students: list[str]
     exercises: list[course_mod.CourseExercise]
     decided: dict[tuple[str, str], Row]
-    units: list[tuple[str, str, list[Task]]]  # (student, file, tasks)
+    units: list[tuple[str, str, list[Task]]]  # (student, files, tasks): one unit per student
 
 
 def plan(submissions_dir: Path, course_root: Path, registry: Mapping[str, Any]) -> Plan:
@@ -271,7 +271,9 @@ def plan(submissions_dir: Path, course_root: Path, registry: Mapping[str, Any]) 
         submission = course_mod.read_submission(folder)
         rows, student_units = plan_student(submission, exercises)
         decided.update({(folder.name, exercise_id): row for exercise_id, row in rows.items()})
-        units += [(folder.name, file, tasks) for file, tasks in sorted(student_units.items())]
+        if student_units:  # one worker per student: one torch import, whatever the number of notebooks
+            files = sorted(student_units)
+            units.append((folder.name, ", ".join(files), [t for f in files for t in student_units[f]]))
     return Plan([f.name for f in students], exercises, decided, units)
 
 
