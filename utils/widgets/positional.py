@@ -71,7 +71,7 @@ def explorer_data(kind: str, position: int, dimension: int, *, length: int = 48,
         "column": table[:, dimension],
         "offsets": torch.arange(length) - position,
         "similarity": similarity,
-        "similarity_title": f"similarity to p = {position}: {note}",
+        "similarity_title": f"similarity to p = {position}\n({note})",  # two lines: fits the panel
     }
 
 
