@@ -4,6 +4,7 @@ Explorers draw with :mod:`utils.plotting` into an ``Output`` widget; they need n
 """
 
 from utils.widgets.at_scale import *  # noqa: F403
+from utils.widgets.common import *  # noqa: F403
 from utils.widgets.multihead import *  # noqa: F403
 from utils.widgets.positional import *  # noqa: F403
 from utils.widgets.qkv import *  # noqa: F403

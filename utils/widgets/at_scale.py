@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from utils.at_scale import global_tokens_mask, receptive_field
 from utils.plotting.at_scale import window_explorer_figure
+from utils.widgets.common import show_figure
 from utils.widgets.quiz import Choice, Quiz
 
 __all__ = ["window_state", "window_explorer", "ch6_quiz"]
@@ -51,11 +52,8 @@ def window_explorer(length: int = 32):
     Returns:
         An ``ipywidgets.VBox``: the controls, then an ``Output`` with the figure.
     """
-    import io
 
     import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
 
     window = w.IntSlider(value=2, min=0, max=length // 2, description="window")
     num_global = w.IntSlider(value=0, min=0, max=4, description="global tokens")
@@ -63,12 +61,8 @@ def window_explorer(length: int = 32):
     output = w.Output()
 
     def redraw(_change=None) -> None:
-        fig = window_explorer_figure(window_state(window.value, num_global.value, depth.value, length=length))
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=80)
-        plt.close(fig)
-        output.outputs = ()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
+        show_figure(output, window_explorer_figure(window_state(window.value, num_global.value, depth.value,
+                                                                length=length)))
 
     for control in (window, num_global, depth):
         control.observe(redraw, names="value")

@@ -6,11 +6,10 @@
 
 from __future__ import annotations
 
-import io
-
 import torch
 
 from utils.plotting.multihead import apple_example, head_token_figure
+from utils.widgets.common import show_figure
 from utils.widgets.quiz import Choice, Numeric, Quiz
 
 __all__ = ["head_explorer_state", "head_explorer", "head_count_options", "ch3_quiz"]
@@ -69,8 +68,6 @@ def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
     Returns an ``ipywidgets.VBox``; its last child is the ``Output`` that holds the figure.
     """
     import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
 
     tokens = list(head_explorer_state(num_heads)["tokens"])
     heads = w.Dropdown(options=head_count_options(12), value=num_heads, description="heads H")
@@ -84,12 +81,7 @@ def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
         state = head_explorer_state(heads.value, which.value - 1, query.value)
         info.value = (f"E = 12, H = {heads.value}, D = {state['head_dim']}: '{state['tokens'][state['token']]}' "
                       f"attends most to '{state['top']}' in head {state['head'] + 1}")
-        fig = head_token_figure(state["weights"], state["tokens"], state["head"], state["token"])
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=80)
-        plt.close(fig)
-        out.outputs = ()  # append_display_data works with or without a running kernel (tests)
-        out.append_display_data(Image(data=buffer.getvalue(), format="png"))
+        show_figure(out, head_token_figure(state["weights"], state["tokens"], state["head"], state["token"]))
 
     for control in (heads, which, query):
         control.observe(redraw, names="value")

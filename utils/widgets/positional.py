@@ -6,12 +6,10 @@
 
 from __future__ import annotations
 
-import base64
-import io
-
 import torch
 
 from utils.positional import LearnedPositionalEncoding, apply_rotary, sinusoidal_encoding
+from utils.widgets.common import show_figure
 from utils.widgets.quiz import Choice, Numeric, Quiz
 
 __all__ = ["KINDS", "explorer_data", "positional_explorer", "ch4_quiz"]
@@ -75,20 +73,6 @@ def explorer_data(kind: str, position: int, dimension: int, *, length: int = 48,
     }
 
 
-def _png_output(fig) -> dict:
-    """A display_data output holding ``fig`` as a PNG (works in a kernel and in pytest alike)."""
-    import matplotlib.pyplot as plt
-
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
-    plt.close(fig)
-    return {
-        "output_type": "display_data",
-        "data": {"image/png": base64.b64encode(buffer.getvalue()).decode("ascii"), "text/plain": "<figure>"},
-        "metadata": {},
-    }
-
-
 def positional_explorer(length: int = 48, d_model: int = 32):
     """Sliders for the position ``p`` and the dimension ``j``, a toggle between sinusoidal, learned (random
     init) and RoPE; redraws the table, the row of ``p`` and the similarity-vs-offset curve.
@@ -110,7 +94,7 @@ def positional_explorer(length: int = 48, d_model: int = 32):
 
     def redraw(_change=None) -> None:
         data = explorer_data(kind.value, position.value, dimension.value, length=length, d_model=d_model)
-        out.outputs = (_png_output(explorer_figure(data)),)
+        show_figure(out, explorer_figure(data))
 
     for control in (kind, position, dimension):
         control.observe(redraw, names="value")

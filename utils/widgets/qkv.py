@@ -7,13 +7,12 @@
 
 from __future__ import annotations
 
-import base64
-import io
 import math
 
 import torch
 
 from utils.vocab import toy_sentence
+from utils.widgets.common import show_figure
 from utils.widgets.quiz import Choice, Numeric, Quiz
 
 __all__ = ["random_projection", "explorer_scores", "qkv_explorer", "ch1_quiz"]
@@ -81,15 +80,6 @@ def _title(tokens: list[str], result: dict, query_index: int, projected: bool, d
             f"matrix {symmetry}, score std {result['spread']:.2f}")
 
 
-def _png_output(fig) -> dict:
-    """A display_data output (PNG plus a text fallback) for an ``Output`` widget's ``outputs``."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
-    png = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return {"output_type": "display_data", "metadata": {},
-            "data": {"image/png": png, "text/plain": fig.axes[0].get_title()}}
-
-
 def qkv_explorer(sentence: str = "pronoun", d_model: int = 16, *, seed: int = 0):
     """An explorer: choose a query token and see its scores against every key.
 
@@ -105,7 +95,6 @@ def qkv_explorer(sentence: str = "pronoun", d_model: int = 16, *, seed: int = 0)
         An ``ipywidgets.VBox``: the controls, then an ``Output`` with the figure.
     """
     import ipywidgets as w
-    import matplotlib.pyplot as plt
 
     from utils.plotting.qkv import query_scores_figure
 
@@ -124,8 +113,7 @@ def qkv_explorer(sentence: str = "pronoun", d_model: int = 16, *, seed: int = 0)
         result = explorer_scores(x, projected=mode.value, d_k=d_k.value, seed=2 * w_seed.value)
         fig = query_scores_figure(tokens, result["scores"], query.value,
                                   title=_title(tokens, result, query.value, mode.value, d_k.value))
-        output.outputs = (_png_output(fig),)  # set directly: works in a kernel, in tests and headless
-        plt.close(fig)
+        show_figure(output, fig)
 
     for control in (query, mode, d_k, w_seed):
         control.observe(redraw, names="value")

@@ -11,6 +11,7 @@ import math
 import torch
 
 from utils.plotting.sdpa import explorer_figure
+from utils.widgets.common import show_figure
 from utils.widgets.quiz import Choice, Quiz
 
 __all__ = ["explorer_state", "scale_explorer", "ch2_quiz", "DK_OPTIONS"]
@@ -62,11 +63,8 @@ def scale_explorer():
     Returns:
         An ``ipywidgets.VBox``: the controls, then an ``Output`` with the figure.
     """
-    import io
 
     import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
 
     d_k = w.SelectionSlider(options=list(DK_OPTIONS), value=64, description="d_k (D)")
     temperature = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05, description="temperature")
@@ -74,12 +72,7 @@ def scale_explorer():
     output = w.Output()
 
     def redraw(_change=None) -> None:
-        fig = explorer_figure(explorer_state(d_k.value, temperature.value, scaled.value))
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=80)
-        plt.close(fig)
-        output.outputs = ()  # works in a kernel and in tests alike, unlike clear_output()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
+        show_figure(output, explorer_figure(explorer_state(d_k.value, temperature.value, scaled.value)))
 
     for control in (d_k, temperature, scaled):
         control.observe(redraw, names="value")

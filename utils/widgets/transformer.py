@@ -13,6 +13,7 @@ import torch
 
 from utils.attention import padding_mask
 from utils.tasks import NOUNS, PronounData
+from utils.widgets.common import show_figure
 from utils.widgets.quiz import Choice, Quiz
 
 __all__ = ["AttentionView", "attention_view", "attention_explorer", "ch5_quiz"]
@@ -76,11 +77,8 @@ def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
     Returns:
         An ipywidgets ``VBox``: sentence slider, layer and head dropdowns, and an ``Output`` with the figure.
     """
-    import io
 
     import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from IPython.display import Image
 
     num_layers = len(model.layers)
     num_heads = model.layers[0].self_attn.num_heads
@@ -94,12 +92,7 @@ def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
     def redraw(_change=None) -> None:
         view = attention_view(model, data, sentence.value, layer.value, head.value)
         caption.value = f"<code>{' '.join(view.tokens)}</code>"
-        fig = _draw(view)
-        png = io.BytesIO()
-        fig.savefig(png, format="png", dpi=80, bbox_inches="tight")
-        plt.close(fig)
-        output.outputs = ()  # set directly: works in a kernel and in tests alike, unlike clear_output()
-        output.append_display_data(Image(data=png.getvalue(), format="png"))
+        show_figure(output, _draw(view), bbox_inches="tight")
 
     for control in (sentence, layer, head):
         control.observe(redraw, names="value")
