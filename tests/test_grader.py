@@ -325,3 +325,35 @@ def test_real_sdpa_without_scale_is_failed_with_its_diagnosis(tmp_path):
     row = rows_of(tmp_path / "out")[("noscale", exercise.id)]
     diagnosis = next(m.diagnosis for m in exercise.mistakes if "scal" in m.name)
     assert row["status"] == "failed" and diagnosis[:60] in row["feedback"], row
+
+
+def test_fallback_sweep_kills_every_marked_process_and_spares_the_rest():
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from utils.grading import sandbox
+
+    script = "import os, time\nif os.fork() == 0:\n    time.sleep(60)\nelse:\n    time.sleep(60)\n"
+    marked = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "GRADER_SANDBOX": "sweep-test"})
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.5)  # let the marked process fork its child
+        children = open(f"/proc/{marked.pid}/task/{marked.pid}/children").read().split()
+        assert children, "the marked process should have forked a child"
+        sandbox.kill_marked("sweep-test")
+        assert marked.wait(timeout=5) == -9
+        for child in children:
+            deadline = time.monotonic() + 5
+            while os.path.exists(f"/proc/{child}") and time.monotonic() < deadline:
+                state = open(f"/proc/{child}/stat").read().split(") ")[-1][0]
+                if state == "Z":  # killed, waiting for its parent to reap it
+                    break
+                time.sleep(0.05)
+            assert not os.path.exists(f"/proc/{child}") or state == "Z", f"child {child} survived the sweep"
+        assert bystander.poll() is None, "an unmarked process was killed"
+    finally:
+        for proc in (marked, bystander):
+            proc.kill()
+            proc.wait()

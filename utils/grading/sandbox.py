@@ -252,34 +252,32 @@ def sweep(worker: Worker) -> None:
         namespace = os.readlink(f"/proc/{inner}/ns/pid")
     except (OSError, ValueError, IndexError):
         return
-    for _ in range(5):
-        found = False
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) == inner:
-                continue
-            try:
-                if os.readlink(f"/proc/{entry}/ns/pid") == namespace:
-                    os.kill(int(entry), signal.SIGKILL)
-                    found = True
-            except OSError:
-                continue
-        if not found:
-            break
+    _kill_where(lambda pid: os.readlink(f"/proc/{pid}/ns/pid") == namespace, spare=inner, rounds=5)
 
 
 def kill_marked(marker: str, spare: int = -1) -> None:
     """Fallback sweep: SIGKILL every process whose environment carries ``GRADER_SANDBOX=marker``."""
     needle = f"GRADER_SANDBOX={marker}".encode()
-    for _ in range(3):
+
+    def marked(pid: int) -> bool:
+        with open(f"/proc/{pid}/environ", "rb") as env:
+            return needle in env.read().split(b"\0")
+
+    _kill_where(marked, spare=spare, rounds=3)
+
+
+def _kill_where(matches, *, spare: int, rounds: int) -> None:
+    """SIGKILL every process but ``spare`` for which ``matches(pid)`` holds, repeating (up to ``rounds``
+    times) while any was found, since a dying process's children may have forked meanwhile."""
+    for _ in range(rounds):
         found = False
         for entry in os.listdir("/proc"):
             if not entry.isdigit() or int(entry) == spare:
                 continue
             try:
-                with open(f"/proc/{entry}/environ", "rb") as env:
-                    if needle in env.read().split(b"\0"):
-                        os.kill(int(entry), signal.SIGKILL)
-                        found = True
+                if matches(int(entry)):
+                    os.kill(int(entry), signal.SIGKILL)
+                    found = True
             except OSError:
                 continue
         if not found:
