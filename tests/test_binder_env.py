@@ -37,7 +37,6 @@ import pytest
 from env_support import (
     copy_repository,
     displayed_widgets,
-    execute_student_notebook,
     run,
     setup_cell_errors,
     unexpected_errors,
@@ -46,7 +45,7 @@ from env_support import (
 )
 
 from utils.build import NOTEBOOK_GLOB
-from utils.notebook_run import deterministic_env
+from utils.notebook_run import deterministic_env, execute_notebook
 
 REPO = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((REPO / "chapters").glob(NOTEBOOK_GLOB))
@@ -129,7 +128,8 @@ def test_environment_has_cpu_torch_and_the_course(binder):
 def test_student_notebook_runs_in_binder_env(binder, chapter, monkeypatch):
     repo, venv, jupyter_path, kernel_env = binder
     monkeypatch.setenv("JUPYTER_PATH", str(jupyter_path))
-    nb, seconds = execute_student_notebook(repo / "chapters" / chapter.name, kernel_name=KERNEL, env=kernel_env)
+    result = execute_notebook(repo / "chapters" / chapter.name, kernel_name=KERNEL, env=kernel_env, allow_errors=True)
+    nb, seconds = result.notebook, result.wall_s
     print(f"{chapter.name}: {seconds:.1f} s in the Binder env")
     assert not setup_cell_errors(nb), f"the setup cell failed: {setup_cell_errors(nb)}"
     problems = unexpected_errors(nb)

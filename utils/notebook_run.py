@@ -78,6 +78,8 @@ def execute_notebook(
     timeout: int = CELL_TIMEOUT_S,
     kernel_name: str = "python3",
     env: dict[str, str] | None = None,
+    cwd: str | Path | None = None,
+    allow_errors: bool = False,
 ) -> RunResult:
     """Execute the notebook at ``path`` top to bottom and return it with its measurements.
 
@@ -85,10 +87,13 @@ def execute_notebook(
     ``nbclient.exceptions.CellExecutionError`` naming the cell.
 
     Args:
-        path: the ``.ipynb`` file; the kernel's working directory is its folder.
+        path: the ``.ipynb`` file.
         timeout: seconds per cell.
         kernel_name: the kernel spec to start.
         env: the kernel's environment (default: :func:`deterministic_env`).
+        cwd: the kernel's working directory. Default: the notebook's folder.
+        allow_errors: record every error in the outputs instead of raising, so the caller can judge
+            them (a student notebook run in a fresh environment). Default: ``False``.
     """
     path = Path(path).resolve()
     nb = nbformat.read(path, as_version=4)
@@ -96,8 +101,9 @@ def execute_notebook(
         nb,
         timeout=timeout,
         kernel_name=kernel_name,
+        allow_errors=allow_errors,
         record_timing=False,
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(cwd or path.parent)}},
     )
     client.reset_execution_trackers()
     start = time.perf_counter()
