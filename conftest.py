@@ -26,3 +26,6 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             f"{'ok  ' if outcome == 'passed' else 'FAIL'} {row['notebook']}: {row['wall_s']:.1f} s "
             f"(budget {row['budget_s']:.0f} s), kernel peak RSS {rss} (budget {row['budget_mib']:.0f} MiB)"
         )
+
+# A template read as text by utils.builder, never imported (importing it would seed torch).
+collect_ignore = ["utils/builder/setup_cell.py"]

@@ -1,7 +1,8 @@
-"""Unit tests of the notebook builder (utils/build.py) on small synthetic courses made in tmp dirs."""
+"""Unit tests of the notebook builder (utils/build.py, utils/builder/) on small synthetic courses made in tmp dirs."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import random
@@ -18,6 +19,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from utils import build
 from utils.build import BuildError, CourseConfig
+from utils.builder import course as build_course
 from utils.exercises.base import Exercise
 from utils.notebook_run import deterministic_env, execute_notebook
 
@@ -247,7 +249,7 @@ def test_build_is_idempotent_and_quiet(course):
 
 
 def test_cli_check_and_build(course, monkeypatch, capsys):
-    monkeypatch.setattr(build, "_registry", lambda: REGISTRY)
+    monkeypatch.setattr(build_course, "_registry", lambda: REGISTRY)
     assert build.main(["--check", "--root", str(course)]) == 1
     assert "out of date: chapters/01_demo.ipynb" in capsys.readouterr().out
     assert not (course / "chapters" / "01_demo.ipynb").exists()  # --check writes nothing
@@ -312,7 +314,7 @@ def test_refuses_to_overwrite_a_learners_edits(course, monkeypatch):
     nbformat.write(nb_solution, course / "solutions" / "01_demo.ipynb")
     with pytest.raises(BuildError, match="was edited since it was generated"):
         run_build(course)
-    monkeypatch.setattr(build, "_registry", lambda: REGISTRY)
+    monkeypatch.setattr(build_course, "_registry", lambda: REGISTRY)
     assert build.main(["--root", str(course)]) == 2  # the CLI reports it as an error
     assert "return x * 2" in path.read_text()
     assert build.main(["--root", str(course), "--force"]) == 0
@@ -484,7 +486,7 @@ def test_execute_stores_outputs_then_builds(tmp_path, monkeypatch):
     ])
     path = tmp_path / "solutions" / "01_demo.ipynb"
     nbformat.write(nb, path)
-    monkeypatch.setattr(build, "_registry", lambda: {})
+    monkeypatch.setattr(build_course, "_registry", lambda: {})
     assert build.main(["--root", str(tmp_path), "--execute", str(path)]) == 0
     executed = read(path)
     assert executed.cells[1].outputs == []  # the stamped setup cell prints nothing
@@ -501,3 +503,16 @@ def test_execute_stores_outputs_then_builds(tmp_path, monkeypatch):
     before = path.read_text()
     assert build.main(["--root", str(tmp_path), "--execute", str(path)]) == 1
     assert path.read_text() == before
+
+
+def test_setup_cell_template_is_a_python_file_with_every_placeholder_filled():
+    """The template lives in utils/builder/setup_cell.py as real code (ruff lints it with the package);
+    the stamped cell is that code with its placeholders filled and its magic restored."""
+    from utils.builder import stamps
+
+    template = stamps.TEMPLATE_PATH.read_text(encoding="utf-8")
+    ast.parse(template)
+    source = build.setup_source(build.load_config(REPO / "pyproject.toml"))
+    assert "{{" not in source and "}}" not in source
+    assert source.splitlines()[-1] == "%matplotlib inline"
+    assert source.splitlines()[:2] == template.split("# ---- TEMPLATE BELOW ----\n", 1)[1].splitlines()[:2]

@@ -10,6 +10,7 @@ import urllib.request
 import pytest
 
 from utils import lab
+from utils.paths import REPO_ROOT
 
 
 def test_command_listens_locally_with_token_and_opens_chapters():
@@ -18,7 +19,7 @@ def test_command_listens_locally_with_token_and_opens_chapters():
     assert "--IdentityProvider.token=abc" in command
     assert "--LabApp.default_url=/lab/tree/chapters" in command
     assert "--no-browser" in command and "--allow-root" in command
-    assert f"--ServerApp.root_dir={lab.ROOT}" in command
+    assert f"--ServerApp.root_dir={REPO_ROOT}" in command
 
 
 def test_desktop_non_root_command_opens_a_browser():

@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+from utils.build import NOTEBOOK_GLOB
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -29,6 +31,6 @@ def test_setup_commands_come_first():
 
 
 def test_readme_lists_every_chapter_in_order():
-    notebooks = sorted(p.name for p in (ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"))
+    notebooks = sorted(p.name for p in (ROOT / "solutions").glob(NOTEBOOK_GLOB))
     linked = re.findall(r"\]\(chapters/(\d\d_[a-z0-9_]+\.ipynb)\)", README)
     assert linked == notebooks, f"README chapter links {linked} != notebooks {notebooks}"

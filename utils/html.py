@@ -28,10 +28,10 @@ from pathlib import Path
 import nbformat
 
 from utils.build import BADGES_CLOSE, BADGES_OPEN, NOTEBOOK_GLOB
+from utils.paths import REPO_ROOT
 
 __all__ = ["MissingAssets", "STATIC", "build_html", "main", "offline_badges", "render_notebook"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 NODE_MODULES = REPO_ROOT / "node_modules"
 STATIC = "static"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

@@ -13,9 +13,8 @@ import secrets
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from utils.paths import REPO_ROOT
 
 
 def free_port(preferred: int = 8888) -> int:
@@ -34,7 +33,7 @@ def lab_command(port: int, token: str, *, headless: bool, as_root: bool, extra: 
     """The ``jupyter lab`` command line for the course."""
     command = [
         sys.executable, "-m", "jupyterlab",
-        f"--ServerApp.root_dir={ROOT}",
+        f"--ServerApp.root_dir={REPO_ROOT}",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
@@ -65,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(command))
         return 0
     try:
-        return subprocess.call(command, cwd=ROOT)
+        return subprocess.call(command, cwd=REPO_ROOT)
     except KeyboardInterrupt:
         return 0
 

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from utils.grading import engine, report, sandbox
-
-COURSE_ROOT = Path(__file__).resolve().parents[2]
+from utils.paths import REPO_ROOT as COURSE_ROOT
 
 
 def default_jobs() -> int:

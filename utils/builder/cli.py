@@ -1,0 +1,55 @@
+"""The command line of the builder: ``python -m utils.build [--check | --execute PATH ...] [--force]``.
+
+Every problem is a :class:`BuildError` naming the file, the cell and what to fix; it exits with 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from utils.builder.course import build, outdated
+from utils.builder.errors import BuildError
+from utils.builder.execution import execute
+from utils.paths import REPO_ROOT
+
+__all__ = ["main"]
+
+DESCRIPTION = "Build the student notebooks: solutions/NN_*.ipynb -> chapters/NN_*.ipynb."
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m utils.build", description=DESCRIPTION)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 if solutions' stamps or chapters/ are out of date")
+    mode.add_argument("--execute", nargs="+", metavar="PATH", help="execute these solution notebooks in place, then build")
+    parser.add_argument("--force", action="store_true", help="overwrite chapter notebooks even if edited or not generated")
+    parser.add_argument("--root", default=str(REPO_ROOT), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    root = Path(args.root)
+    try:
+        if args.check:
+            stale = outdated(root)
+            for path in stale:
+                print(f"out of date: {path.relative_to(root)}")
+            if stale:
+                print("run `python -m utils.build` (make chapters) and commit the result", file=sys.stderr)
+                return 1
+            print("chapters/ and the solutions' stamps are up to date")
+            return 0
+        if args.execute:
+            execute(args.execute, root)
+        changed = build(root, force=args.force)
+        if not changed:
+            print("chapters/ is up to date")
+        return 0
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        if type(exc).__name__ == "CellExecutionError":
+            print(f"error: executing failed:\n{exc}", file=sys.stderr)
+            return 1
+        raise

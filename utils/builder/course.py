@@ -1,0 +1,134 @@
+"""Step 5 of a build: the whole course. Renders every ``solutions/NN_*.ipynb`` and writes what changed.
+
+A file is written only when its content changes. A chapter notebook without the builder's marker, or
+whose cells were edited since it was generated (a learner's work: its cells no longer match the hash
+in the marker), is never overwritten without ``force``. Everything is validated before anything is
+written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import nbformat
+
+from utils.builder.chapter import GENERATED_KEY, chapter_path, digest, render_chapter
+from utils.builder.config import load_config
+from utils.builder.errors import BuildError
+from utils.builder.stamps import stamp
+from utils.paths import REPO_ROOT
+
+__all__ = ["NOTEBOOK_GLOB", "build", "generation_state", "notebook_text", "outdated", "read_notebook", "render"]
+
+NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
+"""The chapters of the course: every ``solutions/NN_*.ipynb`` (the one list; nothing else enumerates them)."""
+
+
+def notebook_text(nb: nbformat.NotebookNode) -> str:
+    """The notebook as the builder writes it (nbformat's JSON, ending with a newline)."""
+    text = nbformat.writes(nb)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def read_notebook(path: Path, rel: str) -> nbformat.NotebookNode:
+    """Read a notebook; a broken file is a :class:`BuildError` naming ``rel``."""
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as exc:  # nbformat raises several kinds for broken JSON
+        raise BuildError(rel, None, f"cannot read the notebook: {exc}") from exc
+
+
+def _registry() -> Mapping:
+    from utils.exercises import all_exercises
+
+    return all_exercises()
+
+
+def render(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> dict[Path, str]:
+    """Every file the build should produce, with its exact text: stamped solutions (only those whose
+    stamped regions are out of date) and all chapter notebooks. Writes nothing."""
+    root = Path(root)
+    config = load_config(root / "pyproject.toml")
+    registry = _registry() if registry is None else registry
+    files: dict[Path, str] = {}
+    owner: dict[str, str] = {}
+    for path in sorted((root / "solutions").glob(NOTEBOOK_GLOB)):
+        rel = path.relative_to(root).as_posix()
+        solution = read_notebook(path, rel)
+        if stamp(solution, config, rel):
+            files[path] = notebook_text(solution)
+        chapter, ids = render_chapter(solution, config, rel, registry)
+        for exercise_id in ids:
+            if exercise_id in owner:
+                raise BuildError(rel, None, f"exercise {exercise_id!r} is already in {owner[exercise_id]}; ids are unique")
+            owner[exercise_id] = rel
+        files[root / chapter_path(rel)] = notebook_text(chapter)
+    return files
+
+
+def _generated_orphans(root: Path, expected: Mapping[Path, str]) -> list[Path]:
+    """Generated chapter notebooks whose solution no longer exists."""
+    orphans = []
+    for path in sorted((root / "chapters").glob("*.ipynb")):
+        if path not in expected and generation_state(path) != "foreign":
+            orphans.append(path)
+    return orphans
+
+
+def generation_state(path: Path) -> str:
+    """``"clean"``: generated and not edited since; ``"edited"``: generated, cells edited since;
+    ``"foreign"``: not made by the builder (or unreadable)."""
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception:
+        return "foreign"
+    marker = nb.get("metadata", {}).get("course", {}).get(GENERATED_KEY)
+    if not isinstance(marker, Mapping):
+        return "foreign"
+    return "clean" if marker.get("cells_sha256") == digest(nb["cells"]) else "edited"
+
+
+def outdated(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> list[Path]:
+    """Files that a build would write or delete (``--check``)."""
+    root = Path(root)
+    expected = render(root, registry)
+    stale = [p for p, text in expected.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    return stale + _generated_orphans(root, expected)
+
+
+def build(
+    root: str | Path = REPO_ROOT, *, force: bool = False, registry: Mapping | None = None, log=print
+) -> list[Path]:
+    """Stamp the solutions and write ``chapters/``; return the paths written or deleted.
+
+    Refuses (``BuildError``) to overwrite a chapter notebook that the builder did not generate, or that
+    was edited since, unless ``force``. Validates everything before writing anything.
+    """
+    root = Path(root)
+    expected = render(root, registry)
+    changes = [p for p, text in expected.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    if not force:
+        for path in changes:
+            if path.parent == root / "chapters" and path.exists():
+                state = generation_state(path)
+                if state != "clean":
+                    what = "was not generated by the builder" if state == "foreign" else "was edited since it was generated"
+                    raise BuildError(
+                        path.relative_to(root), None,
+                        f"{what}; refusing to overwrite it so no work is lost. Move your work elsewhere, "
+                        "or pass --force to overwrite it",
+                    )
+    (root / "chapters").mkdir(exist_ok=True)
+    for path in changes:
+        path.write_text(expected[path], encoding="utf-8")
+        log(f"wrote {path.relative_to(root)}")
+    orphans = _generated_orphans(root, expected)
+    for path in orphans:
+        if generation_state(path) == "edited" and not force:
+            log(f"kept {path.relative_to(root)}: its solution is gone but it was edited (delete it or use --force)")
+            continue
+        path.unlink()
+        log(f"deleted {path.relative_to(root)} (its solution is gone)")
+        changes.append(path)
+    return changes
