@@ -77,6 +77,22 @@ def test_embed_rejects_bad_d_model(bad, error):
         vocab.embed(["a"], bad)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda d_model: vocab.token_vector("it", d_model),
+        lambda d_model: vocab.toy_sentence("short", d_model=d_model),
+        lambda d_model: vocab.embed_batch(["short"], d_model=d_model),
+        lambda d_model: vocab.Vocab(["a"]).embedding_table(d_model),
+    ],
+    ids=["token_vector", "toy_sentence", "embed_batch", "embedding_table"],
+)
+@pytest.mark.parametrize("bad, error", [(0, ValueError), (2.0, TypeError), (True, TypeError)])
+def test_every_vocab_function_checks_d_model(call, bad, error):
+    with pytest.raises(error, match=r"d_model: expected a positive int, got "):
+        call(bad)
+
+
 def test_embed_rejects_a_string():
     with pytest.raises(TypeError, match="tokenize"):
         vocab.embed("the cat", 4)

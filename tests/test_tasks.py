@@ -49,7 +49,18 @@ def test_indexing_keeps_a_batch():
     assert len(data[torch.tensor([0, 2, 4])]) == 3
 
 
-@pytest.mark.parametrize("bad", [dict(n=0), dict(n=2.5), dict(n=3, split="valid")])
-def test_bad_arguments_raise(bad):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(
+    ("bad", "error", "message"),
+    [
+        (dict(n=0), ValueError, "n: expected a positive int, got 0"),
+        (dict(n=-2), ValueError, "n: expected a positive int, got -2"),
+        (dict(n=2.5), TypeError, r"n: expected a positive int, got 2.5 \(float\)"),
+        (dict(n=True), TypeError, r"n: expected a positive int, got True \(bool\)"),
+        (dict(n="3"), TypeError, r"n: expected a positive int, got '3' \(str\)"),
+        (dict(n=3, split="valid"), ValueError, "split: expected 'train', 'test' or 'all', got 'valid'"),
+    ],
+)
+def test_bad_arguments_raise(bad, error, message):
+    """A non-integer where an integer belongs is a TypeError, a bad value a ValueError (as in utils._checks)."""
+    with pytest.raises(error, match=message):
         pronoun_task(**bad)

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 import torch
 
+from utils._checks import check_positive_int
+
 __all__ = ["AGREEMENT", "NOUNS", "IGNORE", "PronounData", "pronoun_task", "is_test_pair", "VOCAB"]
 
 IGNORE = -100
@@ -84,12 +86,26 @@ class PronounData:
         return PronounData(*(getattr(self, f)[index] for f in self.__dataclass_fields__))
 
     def words(self, i: int) -> list[str]:
-        """The words of sentence ``i``, without padding."""
+        """The words of sentence ``i``, without padding.
+
+        Args:
+            i: the index of the sentence, ``0 <= i < N``.
+
+        Returns:
+            The ``lengths[i]`` words of the sentence, as strings of :data:`VOCAB`.
+        """
         return [VOCAB[t] for t in self.tokens[i, : int(self.lengths[i])].tolist()]
 
 
 def is_test_pair(referent: str, other: str) -> bool:
     """Whether the pair (noun referred to, the other noun) is kept for ``split="test"``.
+
+    Args:
+        referent: the noun the pronoun refers to, one of :data:`NOUNS`.
+        other: the other noun of the sentence (the distractor), one of :data:`NOUNS`.
+
+    Returns:
+        ``True`` for about one ordered pair in five: those appear only in ``split="test"``.
 
     >>> is_test_pair("boy", "uncle"), is_test_pair("uncle", "boy")
     (True, False)
@@ -132,12 +148,14 @@ def pronoun_task(n: int, *, seed: int = 0, split: str = "all") -> PronounData:
     Returns:
         A :class:`PronounData` with ``tokens`` and ``labels`` of shape ``(N, L)``, ``L`` = the longest sentence.
 
+    Raises:
+        TypeError: if ``n`` is not an int. ValueError: if ``n <= 0`` or ``split`` is unknown.
+
     >>> data = pronoun_task(3, seed=1)
     >>> data.tokens.shape == data.labels.shape, (data.labels != IGNORE).sum(dim=1).tolist()
     (True, [1, 1, 1])
     """
-    if isinstance(n, bool) or not isinstance(n, int) or n <= 0:
-        raise ValueError(f"n: expected a positive int, got {n!r}")
+    check_positive_int("n", n)
     if split not in ("train", "test", "all"):
         raise ValueError(f"split: expected 'train', 'test' or 'all', got {split!r}")
     rng = random.Random(seed)

@@ -28,6 +28,8 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from utils._checks import check_positive_int
+
 __all__ = ["SENTENCES", "PAD", "UNK", "Vocab", "tokenize", "token_vector", "embed", "toy_sentence", "embed_batch"]
 
 SENTENCES: dict[str, str] = {
@@ -45,6 +47,12 @@ PAD, UNK = "<pad>", "<unk>"
 
 def tokenize(sentence: str) -> list[str]:
     """Split a sentence into lower-case tokens on white space.
+
+    Args:
+        sentence: the text. Punctuation stays attached (``"didn't"`` is one token).
+
+    Returns:
+        The L tokens, lower-case.
 
     >>> tokenize("The cat  sat")
     ['the', 'cat', 'sat']
@@ -77,24 +85,38 @@ class Vocab:
         return len(self.itos)
 
     def encode(self, tokens: Sequence[str]) -> torch.Tensor:
-        """LongTensor (L,) of ids; unknown tokens map to ``<unk>``."""
+        """Ids of tokens.
+
+        Args:
+            tokens: L tokens.
+
+        Returns:
+            (L,) LongTensor of ids; unknown tokens map to ``<unk>`` (1).
+        """
         return torch.tensor([self.stoi.get(t, 1) for t in tokens], dtype=torch.long)
 
     def decode(self, ids: Iterable[int] | torch.Tensor) -> list[str]:
-        """The tokens of a sequence of ids."""
+        """Tokens of ids, the inverse of :meth:`encode` for known tokens.
+
+        Args:
+            ids: L ids, a sequence of ints or an (L,) tensor.
+
+        Returns:
+            The L tokens.
+        """
         return [self.itos[int(i)] for i in ids]
 
     def embedding_table(self, d_model: int, *, seed: int = 0) -> torch.Tensor:
-        """(V, E) table whose row ``i`` is :func:`token_vector` of token ``i`` (``<pad>`` is zeros)."""
+        """The embedding table of the vocabulary, for ``F.embedding`` or ``nn.Embedding.from_pretrained``.
+
+        Args:
+            d_model: E, the embedding size.
+            seed: as in :func:`token_vector`. Default: ``0``.
+
+        Returns:
+            (V, E) tensor whose row ``i`` is :func:`token_vector` of token ``i`` (``<pad>`` is zeros).
+        """
         return torch.stack([token_vector(t, d_model, seed=seed) for t in self.itos])
-
-
-def _check_d_model(d_model: object) -> int:
-    if isinstance(d_model, bool) or not isinstance(d_model, int):
-        raise TypeError(f"d_model: expected a positive int, got {d_model!r} ({type(d_model).__name__})")
-    if d_model <= 0:
-        raise ValueError(f"d_model: expected a positive int, got {d_model}")
-    return d_model
 
 
 def token_vector(token: str, d_model: int, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -102,12 +124,21 @@ def token_vector(token: str, d_model: int, *, seed: int = 0, dtype: torch.dtype 
 
     The same (token, d_model, seed) always gives the same vector, on every machine.
 
+    Args:
+        token: the token.
+        d_model: E, the embedding size.
+        seed: picks a different (but still fixed) vector. Default: ``0``.
+        dtype: of the result. Default: ``torch.float32``.
+
+    Returns:
+        (E,) tensor.
+
     >>> torch.equal(token_vector("it", 8), token_vector("it", 8))
     True
     >>> token_vector(PAD, 3).tolist()
     [0.0, 0.0, 0.0]
     """
-    _check_d_model(d_model)
+    check_positive_int("d_model", d_model)
     if token == PAD:
         return torch.zeros(d_model, dtype=dtype)
     # crc32 is stable across runs (unlike hash()), so a token's vector never depends on PYTHONHASHSEED
@@ -135,12 +166,20 @@ def embed(tokens: Sequence[str], d_model: int, *, seed: int = 0, dtype: torch.dt
         raise TypeError("tokens: expected a list of tokens, got a str; use tokenize(sentence) first")
     if len(tokens) == 0:
         raise ValueError("tokens: expected at least one token, got an empty list")
-    _check_d_model(d_model)
+    check_positive_int("d_model", d_model)
     return torch.stack([token_vector(t, d_model, seed=seed, dtype=dtype) for t in tokens]).to(device)
 
 
 def toy_sentence(name: str = "pronoun", d_model: int = 16, *, seed: int = 0) -> tuple[list[str], torch.Tensor]:
     """Tokens and (L, E) embeddings of a sentence: a key of :data:`SENTENCES` or any text.
+
+    Args:
+        name: a key of :data:`SENTENCES`, or a text to tokenize. Default: ``"pronoun"``.
+        d_model: E, the embedding size. Default: ``16``.
+        seed: as in :func:`embed`. Default: ``0``.
+
+    Returns:
+        ``(tokens, x)``: the L tokens and their (L, E) embeddings.
 
     >>> tokens, x = toy_sentence("pronoun", d_model=8)
     >>> len(tokens), tuple(x.shape), tokens.index("it")
