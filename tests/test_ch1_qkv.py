@@ -14,13 +14,14 @@ from torch.testing import assert_close
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from widget_support import assert_same_state, png  # noqa: E402
 
 from utils import vocab  # noqa: E402
 from utils.exercises import check, get  # noqa: E402
 from utils.exercises.base import compare, judge, run_cases  # noqa: E402
 from utils.exercises.qkv import EXERCISES, attention_scores_reference, project_qkv_reference  # noqa: E402
 from utils.plotting.qkv import linear_weight_figure, parameter_free_figure, query_scores_figure  # noqa: E402
-from utils.widgets.qkv import ch1_quiz, explorer_scores, qkv_explorer, random_projection  # noqa: E402
+from utils.widgets.qkv import ch1_quiz, qkv_explorer, qkv_explorer_scores, random_projection  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -274,19 +275,19 @@ def test_query_scores_figure():
 
 def test_explorer_scores_no_projection_is_symmetric_and_self_attending():
     tokens, x = vocab.toy_sentence("pronoun", d_model=16)
-    out = explorer_scores(x, projected=False)
-    assert_close(out["scores"], x @ x.T)
-    assert out["symmetric"]
-    assert out["self_top"] >= 0.8
+    out = qkv_explorer_scores(x, projected=False)
+    assert_close(out.scores, x @ x.T)
+    assert out.symmetric
+    assert out.self_top >= 0.8
 
 
 @pytest.mark.parametrize("d_k", [1, 8, 64])
 def test_explorer_scores_projected_matches_nn_linear(d_k):
     tokens, x = vocab.toy_sentence("pronoun", d_model=16)
-    out = explorer_scores(x, projected=True, d_k=d_k, seed=2)
+    out = qkv_explorer_scores(x, projected=True, d_k=d_k, seed=2)
     w_q, w_k = random_projection(16, d_k, seed=2), random_projection(16, d_k, seed=3)
-    assert_close(out["scores"], F.linear(x, w_q.T) @ F.linear(x, w_k.T).T)
-    assert not out["symmetric"]
+    assert_close(out.scores, F.linear(x, w_q.T) @ F.linear(x, w_k.T).T)
+    assert not out.symmetric
 
 
 def test_random_projection_keeps_size():
@@ -294,24 +295,25 @@ def test_random_projection_keeps_size():
     assert abs(w.std().item() * math.sqrt(256) - 1.0) < 0.02
 
 
-def test_explorer_wiring_redraws():
+def test_explorer_draws_the_state_of_its_controls():
     box = qkv_explorer("pronoun", d_model=16)
-    query = box.children[0].children[0]
-    mode = box.children[0].children[1]
-    d_k = box.children[1].children[0]
-    output = box.children[-1]
-    assert query.description and mode.description and d_k.description
+    tokens, x = vocab.toy_sentence("pronoun", 16)
+    query, mode, d_k, w_seed = (box.controls[name] for name in ("query", "mode", "d_k", "w_seed"))
+    assert query.description and mode.description and d_k.description and w_seed.description
     assert d_k.disabled  # no projection: D_k means nothing
-    before = output.outputs
-    assert before, "the explorer draws on start"
+    assert_same_state(box.state, qkv_explorer_scores(x, projected=False))
+    before = png(box)
     mode.value = True
     assert not d_k.disabled
-    after_mode = output.outputs
-    assert after_mode != before
-    query.value = 1
-    assert output.outputs != after_mode
+    assert_same_state(box.state, qkv_explorer_scores(x, projected=True, d_k=8, seed=0))
+    assert png(box) != before
     d_k.value = 64
-    assert len(output.outputs) == 1
+    assert_same_state(box.state, qkv_explorer_scores(x, projected=True, d_k=64, seed=0))
+    w_seed.value = 3
+    assert_same_state(box.state, qkv_explorer_scores(x, projected=True, d_k=64, seed=6))
+    after_seed = png(box)
+    query.value = 1  # the same scores, another row drawn
+    assert png(box) != after_seed
 
 
 # --- quiz -------------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
+from widget_support import assert_same_state, png
 
+from utils import scaling
 from utils.exercises import sdpa as ex
 from utils.exercises.base import check, compare
 from utils.plotting import sdpa as plots
@@ -130,14 +132,14 @@ def test_forbidden_builtin_is_refused():
 
 
 def test_dot_product_variance_grows_like_d():
-    data = plots.dot_product_variance([4, 64, 1024], num_samples=4000)
+    data = scaling.dot_product_variance([4, 64, 1024], num_samples=4000)
     for dim, raw, scaled in zip(data["dims"], data["raw"], data["scaled"]):
         assert raw / dim == pytest.approx(1.0, rel=0.1)
         assert scaled == pytest.approx(1.0, rel=0.1)
 
 
 def test_softmax_saturation_matches_autograd_of_softmax():
-    data = plots.softmax_saturation([4, 64, 1024], num_rows=128)
+    data = scaling.softmax_saturation([4, 64, 1024], num_rows=128)
     assert data["max_weight_raw"][-1] > 0.95
     assert data["max_weight_scaled"][-1] < 0.6
     assert data["grad_norm_raw"][-1] < 0.5 * data["grad_norm_scaled"][-1]
@@ -153,11 +155,11 @@ def test_softmax_saturation_matches_autograd_of_softmax():
 
 
 def test_training_experiment_shows_the_scale_matters():
-    curves = plots.train_with_and_without_scale(steps=300)
+    curves = scaling.train_with_and_without_scale(steps=300)
     assert len(curves["scaled"]) == len(curves["unscaled"]) == 300
     tail = lambda losses: sum(losses[-30:]) / 30
     assert tail(curves["scaled"]) < 0.6 < 1.5 < tail(curves["unscaled"])
-    assert curves == plots.train_with_and_without_scale(steps=300)  # deterministic
+    assert curves == scaling.train_with_and_without_scale(steps=300)  # deterministic
 
 
 # --------------------------------------------------------------------------------------------------
@@ -179,7 +181,7 @@ def test_sdpa_steps_figure():
 
 
 def test_variance_figure():
-    data = plots.dot_product_variance([4, 16], num_samples=100)
+    data = scaling.dot_product_variance([4, 16], num_samples=100)
     fig = plots.variance_figure(data)
     (ax,) = fig.axes
     assert "√D" in ax.get_title() and _labels(ax)[0].startswith("D")
@@ -188,7 +190,7 @@ def test_variance_figure():
 
 
 def test_saturation_figure():
-    data = plots.softmax_saturation([4, 16], num_rows=8)
+    data = scaling.softmax_saturation([4, 16], num_rows=8)
     fig = plots.saturation_figure(data)
     assert len(fig.axes) == 2 and all(ax.get_xlabel() for ax in fig.axes)
     assert list(fig.axes[1].lines[1].get_ydata()) == data["grad_norm_raw"]
@@ -216,7 +218,7 @@ def test_masks_figure():
 
 
 def test_explorer_figure():
-    fig = plots.explorer_figure(widgets.explorer_state(16))
+    fig = plots.scale_explorer_figure(widgets.scale_explorer_state(16))
     assert len(fig.axes) == 2 and "entropy" in fig.axes[1].get_title()
     plt.close(fig)
 
@@ -227,28 +229,33 @@ def test_explorer_figure():
 
 
 def test_explorer_state():
-    on, off = widgets.explorer_state(1024), widgets.explorer_state(1024, scaled=False)
-    assert off["max_weight"] > 0.99 and off["entropy"] < 0.05
-    assert on["entropy"] > 1.0
-    assert_close(on["scores"] * math.sqrt(1024), off["scores"])
-    hot = widgets.explorer_state(64, temperature=10.0)
-    assert hot["entropy"] > on["entropy"]
-    p = on["row"]
-    assert on["entropy"] == pytest.approx(-(p * p.log()).sum().item(), rel=1e-6)
+    on, off = widgets.scale_explorer_state(1024), widgets.scale_explorer_state(1024, scaled=False)
+    assert off.max_weight > 0.99 and off.entropy < 0.05
+    assert on.entropy > 1.0
+    assert_close(on.scores * math.sqrt(1024), off.scores)
+    hot = widgets.scale_explorer_state(64, temperature=10.0)
+    assert hot.entropy > on.entropy
+    p = on.row
+    assert on.entropy == pytest.approx(-(p * p.log()).sum().item(), rel=1e-6)
     with pytest.raises(ValueError, match="temperature"):
-        widgets.explorer_state(4, temperature=0.0)
+        widgets.scale_explorer_state(4, temperature=0.0)
 
 
-def test_explorer_widget_redraws():
+def test_explorer_draws_the_state_of_its_controls():
     pytest.importorskip("ipywidgets")
     box = widgets.scale_explorer()
-    controls, output = box.children
-    d_k, temperature, scaled = controls.children
+    d_k, temperature, scaled = (box.controls[name] for name in ("d_k", "temperature", "scaled"))
     assert d_k.description and temperature.description and scaled.description
-    before = output.outputs
+    assert_same_state(box.state, widgets.scale_explorer_state(64, 1.0, True))
+    before = png(box)
     scaled.value = False
-    assert output.outputs and output.outputs != before
-    plt.close("all")
+    assert_same_state(box.state, widgets.scale_explorer_state(64, 1.0, False))
+    assert png(box) != before
+    d_k.value = 512
+    assert_same_state(box.state, widgets.scale_explorer_state(512, 1.0, False))
+    temperature.value = 10.0
+    assert_same_state(box.state, widgets.scale_explorer_state(512, 10.0, False))
+    assert plt.get_fignums() == []
 
 
 def test_quiz():

@@ -10,7 +10,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
+from widget_support import assert_same_state, png
 
+from utils import heads as hand_heads
 from utils.attention import MultiHeadAttention, causal_mask, merge_heads, split_heads
 from utils.exercises import get
 from utils.exercises.base import check, compare
@@ -128,7 +130,7 @@ def test_forbidden_torch_builtins_are_refused():
 def test_head_similarity_js_matches_kl_div():
     torch.manual_seed(0)
     w = torch.rand(2, 3, 4, 5).softmax(-1).double()
-    sim = plots.head_similarity(w)
+    sim = hand_heads.head_similarity(w)
     expected = torch.empty(3, 3, dtype=torch.float64)
     for i in range(3):
         for j in range(3):
@@ -144,32 +146,32 @@ def test_head_similarity_js_matches_kl_div():
 def test_head_similarity_cosine_and_extremes():
     torch.manual_seed(1)
     w = torch.rand(2, 2, 3, 4).softmax(-1)
-    sim = plots.head_similarity(w, metric="cosine")
+    sim = hand_heads.head_similarity(w, metric="cosine")
     assert_close(sim[0, 1], F.cosine_similarity(w[:, 0], w[:, 1], dim=-1).mean())
     identical = w[:, :1].expand(2, 4, 3, 4)
-    assert_close(plots.head_similarity(identical), torch.ones(4, 4))
+    assert_close(hand_heads.head_similarity(identical), torch.ones(4, 4))
     disjoint = torch.zeros(1, 2, 1, 2)
     disjoint[0, 0, 0, 0] = disjoint[0, 1, 0, 1] = 1.0
-    assert_close(plots.head_similarity(disjoint)[0, 1], torch.tensor(0.0))
+    assert_close(hand_heads.head_similarity(disjoint)[0, 1], torch.tensor(0.0))
 
 
 def test_head_similarity_skips_fully_masked_rows_and_checks_input():
     w = torch.rand(1, 2, 3, 4).softmax(-1)
     w[0, :, 2] = 0.0  # a fully-masked query row
-    sim = plots.head_similarity(w)
+    sim = hand_heads.head_similarity(w)
     assert torch.isfinite(sim).all()
-    assert_close(sim, plots.head_similarity(w[:, :, :2]))
+    assert_close(sim, hand_heads.head_similarity(w[:, :, :2]))
     with pytest.raises(ValueError, match=r"\(N, H, L, S\)"):
-        plots.head_similarity(torch.rand(2, 3, 4))
+        hand_heads.head_similarity(torch.rand(2, 3, 4))
     with pytest.raises(ValueError, match="metric"):
-        plots.head_similarity(w, metric="l2")
+        hand_heads.head_similarity(w, metric="l2")
 
 
 # --- the apple example ----------------------------------------------------------------------------
 
 
 def test_apple_example_heads_find_their_relation():
-    tokens, x, module = plots.apple_example(3)
+    tokens, x, module = hand_heads.apple_example(3)
     _, weights = module(x)  # (1, 3, L, L)
     top = weights[0].argmax(-1)  # (H, L)
     at = tokens.index
@@ -177,14 +179,14 @@ def test_apple_example_heads_find_their_relation():
     assert tokens[top[1, at("apple")]] == "red"
     assert tokens[top[2, at("girl")]] == "eats"
     # one head must split apple's attention between the two relations
-    _, single = plots.apple_example(1)[2](x)
+    _, single = hand_heads.apple_example(1)[2](x)
     row = single[0, 0, at("apple")]
     assert_close(row[at("eats")], row[at("red")])
     assert row[at("eats")] < 0.5
 
 
 def test_apple_example_matches_torch_module():
-    tokens, x, module = plots.apple_example(3)
+    tokens, x, module = hand_heads.apple_example(3)
     torch_mha = nn.MultiheadAttention(12, 3, bias=False, batch_first=True)
     with torch.no_grad():
         torch_mha.in_proj_weight.copy_(torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight]))
@@ -210,7 +212,7 @@ def test_head_split_figure():
 
 
 def test_head_maps_figure():
-    tokens, x, module = plots.apple_example(3)
+    tokens, x, module = hand_heads.apple_example(3)
     weights = module(x)[1][0].detach()
     fig = plots.head_maps_figure(weights, tokens)
     heads = [ax for ax in fig.axes if ax.get_title().startswith("Head")]
@@ -225,12 +227,12 @@ def test_head_maps_figure():
 
 def test_head_token_figure():
     state = widgets.head_explorer_state(3, head=1, token=5)
-    fig = plots.head_token_figure(state["weights"], state["tokens"], state["head"], state["token"])
+    fig = plots.head_token_figure(state.weights, state.tokens, state.head, state.token)
     heat, bars = fig.axes[:2]  # then the colorbar
     assert heat.get_title() == "Head 2 of 3: all queries"
     assert "'apple' looks mostly at 'red'" in bars.get_title()
     heights = torch.tensor([p.get_height() for p in bars.patches], dtype=torch.float32)
-    assert_close(heights, state["row"].float())
+    assert_close(heights, state.row.float())
     assert heat.get_xlabel() == "key (attended to)" and bars.get_ylabel() == "weight"
 
 
@@ -258,26 +260,31 @@ def test_speed_ratio_figure():
 def test_explorer_state():
     assert widgets.head_count_options(12) == [1, 2, 3, 4, 6, 12]
     state = widgets.head_explorer_state(3, head=0, token=5)
-    assert state["weights"].shape == (3, 7, 7) and state["head_dim"] == 4 and state["top"] == "eats"
-    assert_close(state["weights"].sum(-1), torch.ones(3, 7))
-    assert widgets.head_explorer_state(1, head=2, token=5)["head"] == 0  # clipped to H
+    assert state.weights.shape == (3, 7, 7) and state.head_dim == 4 and state.top == "eats"
+    assert_close(state.weights.sum(-1), torch.ones(3, 7))
+    assert widgets.head_explorer_state(1, head=2, token=5).head == 0  # clipped to H
     with pytest.raises(ValueError, match="divide"):
         widgets.head_explorer_state(5)
 
 
-def test_explorer_widget_redraws():
+def test_explorer_draws_the_state_of_its_controls():
     box = widgets.head_explorer()
-    heads, which, query = box.children[0].children
-    info, out = box.children[1], box.children[2]
-    assert heads.description and which.description and query.description
-    assert list(heads.options) == [1, 2, 3, 4, 6, 12]
-    before_info, before = info.value, out.outputs
-    assert len(before) == 1 and "image/png" in before[0]["data"]
-    heads.value = 1
+    num_heads, which, query = (box.controls[name] for name in ("heads", "head", "query"))
+    info = box.children[1]
+    assert num_heads.description and which.description and query.description
+    assert list(num_heads.options) == [1, 2, 3, 4, 6, 12]
+    assert_same_state(box.state, widgets.head_explorer_state(3, 0, 5))
+    before_info, before = info.value, png(box)
+    num_heads.value = 1
     assert which.max == 1
+    assert_same_state(box.state, widgets.head_explorer_state(1, 0, 5))
     assert info.value != before_info and "H = 1" in info.value
-    assert len(out.outputs) == 1 and out.outputs[0]["data"]["image/png"] != before[0]["data"]["image/png"]
+    assert png(box) != before
+    num_heads.value = 3
+    which.value = 2
+    assert_same_state(box.state, widgets.head_explorer_state(3, 1, 5))
     query.value = 4
+    assert_same_state(box.state, widgets.head_explorer_state(3, 1, 4))
     assert "'red'" in info.value
 
 

@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 from torch.testing import assert_close
+from widget_support import assert_same_state, png
 
 from utils.exercises.base import check, clone_case
 from utils.exercises.positional import (
@@ -22,12 +23,12 @@ from utils.exercises.positional import (
 from utils.plotting.positional import (
     encoding_curves,
     encoding_heatmap,
-    explorer_figure,
+    positional_explorer_figure,
     similarity_figure,
     wavelength_plot,
 )
 from utils.positional import PositionalEncoding, apply_rotary, sinusoidal_encoding
-from utils.widgets.positional import KINDS, ch4_quiz, explorer_data, positional_explorer
+from utils.widgets.positional import ENCODING_KINDS, ch4_quiz, positional_explorer, positional_explorer_state
 from utils.widgets.quiz import Choice
 
 
@@ -212,12 +213,12 @@ def test_similarity_figure():
     assert fig._suptitle.get_text()
 
 
-@pytest.mark.parametrize("kind", list(KINDS))
+@pytest.mark.parametrize("kind", list(ENCODING_KINDS))
 def test_explorer_figure(kind):
-    data = explorer_data(kind, 4, 2, length=16, d_model=8)
-    fig = explorer_figure(data)
+    data = positional_explorer_state(kind, 4, 2, length=16, d_model=8)
+    fig = positional_explorer_figure(data)
     titles = [ax.get_title() for ax in fig.axes]
-    assert KINDS[kind] in titles[0] and "position 4" in titles[1] and "offset" in fig.axes[2].get_xlabel()
+    assert ENCODING_KINDS[kind] in titles[0] and "position 4" in titles[1] and "offset" in fig.axes[2].get_xlabel()
     assert fig.axes[1].get_xlabel() == "dimension j" and len(fig.axes) == 4
 
 
@@ -225,19 +226,20 @@ def test_explorer_figure(kind):
 
 
 def test_explorer_data_shapes_and_kinds():
-    for kind in KINDS:
-        data = explorer_data(kind, 3, 1, length=10, d_model=6)
-        assert data["table"].shape == (10, 6) and data["row"].shape == (6,) and data["column"].shape == (10,)
-        assert_close(data["row"], data["table"][3])
-        assert_close(data["similarity"], data["table"] @ data["table"][3])
-    assert_close(explorer_data("sinusoidal", 0, 0, length=10, d_model=6)["table"], sinusoidal_encoding(10, 6))
+    for kind in ENCODING_KINDS:
+        data = positional_explorer_state(kind, 3, 1, length=10, d_model=6)
+        assert data.table.shape == (10, 6) and data.row.shape == (6,) and data.column.shape == (10,)
+        assert_close(data.row, data.table[3])
+        assert_close(data.similarity, data.table @ data.table[3])
+    assert_close(positional_explorer_state("sinusoidal", 0, 0, length=10, d_model=6).table,
+                 sinusoidal_encoding(10, 6))
     with pytest.raises(ValueError, match="kind"):
-        explorer_data("alibi", 0, 0)
+        positional_explorer_state("alibi", 0, 0)
 
 
 def _curve(kind, position, length=32, d_model=16):
-    data = explorer_data(kind, position, 0, length=length, d_model=d_model)
-    return data["similarity"][position:position + 8]  # offsets 0..7
+    data = positional_explorer_state(kind, position, 0, length=length, d_model=d_model)
+    return data.similarity[position:position + 8]  # offsets 0..7
 
 
 @pytest.mark.parametrize("kind", ["sinusoidal", "rope"])
@@ -253,22 +255,25 @@ def test_explorer_data_leaves_the_global_rng_alone():
     torch.manual_seed(0)
     expected = torch.rand(3)
     torch.manual_seed(0)
-    explorer_data("learned", 0, 0)
+    positional_explorer_state("learned", 0, 0)
     assert torch.equal(torch.rand(3), expected)
 
 
-def test_explorer_widget_redraws():
+def test_explorer_draws_the_state_of_its_controls():
     box = positional_explorer(length=16, d_model=8)
-    kind, sliders, out = box.children
-    position, dimension = sliders.children
+    kind, position, dimension = (box.controls[name] for name in ("kind", "position", "dimension"))
     assert kind.description and position.description == "position p" and dimension.description == "dimension j"
-    first = out.outputs
-    assert len(first) == 1 and "image/png" in first[0]["data"]
+    assert_same_state(box.state, positional_explorer_state("sinusoidal", 5, 0, length=16, d_model=8))
+    first = png(box)
     position.value = 9
-    assert out.outputs != first
-    second = out.outputs
+    assert_same_state(box.state, positional_explorer_state("sinusoidal", 9, 0, length=16, d_model=8))
+    assert png(box) != first
+    second = png(box)
     kind.value = "rope"
-    assert out.outputs != second
+    assert_same_state(box.state, positional_explorer_state("rope", 9, 0, length=16, d_model=8))
+    assert png(box) != second
+    dimension.value = 3
+    assert_same_state(box.state, positional_explorer_state("rope", 9, 3, length=16, d_model=8))
     assert plt.get_fignums() == []  # every figure drawn into the Output was closed
 
 

@@ -7,13 +7,14 @@ import pytest
 import torch
 from torch import nn
 from torch.testing import assert_close
+from widget_support import assert_same_state, png
 
 from utils.attention import padding_mask
 from utils.exercises import transformer as ex
 from utils.exercises.base import check, compare
+from utils.heads import head_similarity
 from utils.layers import FeedForward, TransformerEncoder, TransformerEncoderLayer
 from utils.plotting import transformer as plots
-from utils.plotting.multihead import head_similarity
 from utils.tasks import NOUNS, VOCAB, pronoun_task
 from utils.training import accuracy, grad_norms_per_layer, head_ablation, train
 from utils.widgets.transformer import attention_explorer, attention_view, ch5_quiz
@@ -239,11 +240,11 @@ def test_training_curves_ablation_and_similarity_figures():
     fig = plots.head_ablation_figure(torch.tensor([[1.0, 0.5], [0.9, 0.2]]), 1.0)
     assert [t.get_text() for t in fig.axes[0].texts] == ["1.00", "0.50", "0.90", "0.20"]
     assert fig.axes[0].get_xlabel() and "one head off" in fig.axes[0].get_title()
-    fig = plots.head_similarity_figure(torch.eye(2).expand(3, 2, 2))
+    fig = plots.layer_head_similarity_figure(torch.eye(2).expand(3, 2, 2))
     assert len(fig.axes) == 3 and fig.axes[2].get_title() == "Layer 3"
     assert "1 - JS divergence" in fig._suptitle.get_text()
     with pytest.raises(ValueError):
-        plots.head_similarity_figure(torch.eye(2))
+        plots.layer_head_similarity_figure(torch.eye(2))
 
 
 # ------------------------------------------------------------------ explorer and quiz
@@ -264,15 +265,19 @@ def test_attention_view_picks_the_right_map():
 def test_attention_explorer_redraws_when_a_control_changes():
     model, data = _tiny_model().eval(), pronoun_task(10, seed=3)
     box = attention_explorer(model, data, num_examples=5)
-    sentence, layer, head = box.children[0].children
-    caption, output = box.children[1], box.children[2]
+    sentence, layer, head = (box.controls[name] for name in ("sentence", "layer", "head"))
+    caption = box.children[1]
     assert sentence.description and layer.description and head.description
     assert sentence.max == 4
-    before_caption, before = caption.value, output.outputs
+    assert_same_state(box.state, attention_view(model, data, 0, 1, 0))  # starts on the last layer
+    before_caption, before = caption.value, png(box)
     sentence.value = 3
-    assert caption.value != before_caption and output.outputs and output.outputs != before
+    assert_same_state(box.state, attention_view(model, data, 3, 1, 0))
+    assert caption.value != before_caption and png(box) != before
     head.value = 1
-    assert output.outputs
+    assert_same_state(box.state, attention_view(model, data, 3, 1, 1))
+    layer.value = 0
+    assert_same_state(box.state, attention_view(model, data, 3, 0, 1))
 
 
 def test_quiz_has_feedback_for_every_option():

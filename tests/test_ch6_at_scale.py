@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
+from widget_support import assert_same_state, png
 
 from utils import at_scale
 from utils.exercises import check
@@ -98,17 +99,17 @@ def test_tiny_decoder_cache_is_exact():
 
 
 def test_window_state_and_figure():
-    state = widgets.window_state(2, 0, 3, length=16)
-    assert state["reach"] == [3, 5, 7] and state["full_depth"] is None
-    assert state["fraction"] == pytest.approx(at_scale.sliding_window_mask(16, 2).float().mean().item())
-    assert widgets.window_state(2, 1, 3, length=16)["full_depth"] == 2
+    state = widgets.window_explorer_state(2, 0, 3, length=16)
+    assert state.reach == [3, 5, 7] and state.full_depth is None
+    assert state.fraction == pytest.approx(at_scale.sliding_window_mask(16, 2).float().mean().item())
+    assert widgets.window_explorer_state(2, 1, 3, length=16).full_depth == 2
     fig = plots.window_explorer_figure(state)
     assert len([ax for ax in fig.axes if ax.get_title()]) == 2
     assert "window=2" in fig.axes[0].get_title() and "depth" in fig.axes[1].get_title()
     assert fig.axes[0].get_xlabel().startswith("key") and fig.axes[1].get_yticklabels()[0].get_text() == "layer 1"
     plt.close(fig)
     with pytest.raises(ValueError):
-        widgets.window_state(-1)
+        widgets.window_explorer_state(-1)
 
 
 def test_window_mask_and_online_softmax_figures():
@@ -125,14 +126,19 @@ def test_window_mask_and_online_softmax_figures():
     plt.close(fig)
 
 
-def test_explorer_redraws_on_change():
+def test_explorer_draws_the_state_of_its_controls():
     box = widgets.window_explorer(length=16)
-    window, num_global, depth = box.children[0].children
-    output = box.children[1]
+    window, num_global, depth = (box.controls[name] for name in ("window", "num_global", "depth"))
     assert window.description and num_global.description and depth.description
-    before = output.outputs
+    assert_same_state(box.state, widgets.window_explorer_state(2, 0, 3, length=16))
+    before = png(box)
     window.value = 4
-    assert output.outputs and output.outputs != before
+    assert_same_state(box.state, widgets.window_explorer_state(4, 0, 3, length=16))
+    assert png(box) != before
+    num_global.value = 1
+    assert_same_state(box.state, widgets.window_explorer_state(4, 1, 3, length=16))
+    depth.value = 5
+    assert_same_state(box.state, widgets.window_explorer_state(4, 1, 5, length=16))
 
 
 def test_quiz_has_feedback_for_every_option():

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
+import pkgutil
 import re
 from pathlib import Path
 
@@ -188,10 +190,15 @@ def test_exercise_definition(exercise):
 # --------------------------------------------------------------------------------------------------
 
 QUIZ_FACTORY = re.compile(r"ch\d+_quiz")
+WIDGET_NAMES = {  # what the widget modules export (their __all__)
+    name: getattr(module, name)
+    for module in (importlib.import_module(info.name)
+                   for info in pkgutil.iter_modules(utils.widgets.__path__, prefix="utils.widgets."))
+    for name in module.__all__
+}
 EXPLORERS = {
-    name for name in dir(utils.widgets)
-    if not name.startswith("_") and callable(getattr(utils.widgets, name))
-    and not QUIZ_FACTORY.fullmatch(name) and name not in {"Quiz", "Choice", "Numeric"}
+    name for name, value in WIDGET_NAMES.items()
+    if callable(value) and not QUIZ_FACTORY.fullmatch(name) and name not in {"Quiz", "Choice", "Numeric"}
 }
 
 
@@ -245,8 +252,8 @@ def test_chapter_ends_with_its_quiz(path):
     factory = f"ch{number}_quiz"
     cells = [i for i, c in enumerate(solution(path).cells) if c.cell_type == "code" and factory in _calls(c.source)]
     assert cells, f"no quiz: a code cell calling {factory}()"
-    assert hasattr(utils.widgets, factory), f"utils.widgets has no {factory}"
-    quiz = getattr(utils.widgets, factory)()
+    assert factory in WIDGET_NAMES, f"no utils.widgets module defines {factory}"
+    quiz = WIDGET_NAMES[factory]()
     assert isinstance(quiz, Quiz)
     assert len(quiz.questions) >= 3, f"{factory}() has {len(quiz.questions)} questions; at least 3"
     for number, question in enumerate(quiz.questions, 1):

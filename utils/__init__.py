@@ -6,9 +6,12 @@ Modules mirror the course:
 module                      what lives there                                        chapters
 ==========================  ======================================================  ========
 ``utils.attention``         scaled dot-product attention, masks, multi-head, tiled  1, 2, 3, 6
+``utils.scaling``           why the scores are divided by sqrt(d_k): measurements   2
+``utils.heads``             hand-built heads; how alike heads' attention maps are   3, 5
 ``utils.positional``        sinusoidal, learned and rotary position encodings       4
 ``utils.layers``            feed-forward, Transformer encoder layer, tiny encoder   5
 ``utils.tasks``             synthetic datasets made in code (no downloads)          5, 6
+``utils.training``          the training loop and measurements on a trained model   5
 ``utils.device``            ``get_device`` and seeding                              all
 ``utils.plotting``          every figure a chapter shows                            all
 ``utils.widgets``           explorers and quizzes                                   all

@@ -5,7 +5,7 @@
 * :func:`grad_norms_per_layer` — the gradient norm of each encoder layer's parameters on one batch.
 * :func:`head_ablation` — accuracy with each attention head switched off in turn.
 
-Head redundancy is measured with chapter 3's :func:`utils.plotting.multihead.head_similarity`.
+Head redundancy is measured with chapter 3's :func:`utils.heads.head_similarity`.
 
 Shape letters: N batch, L length, C classes, H heads.
 """
@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from utils._checks import check_positive_int
 from utils.attention import padding_mask
 from utils.tasks import IGNORE, PronounData
 
@@ -75,23 +76,51 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
 
     Deterministic: the batches come from a generator seeded with ``seed``, and the model's dropout (if any)
     from torch's global generator, which the caller seeds. A loss that becomes NaN or infinite is recorded
-    and training stops there (that *is* the result when a learning rate is too high).
+    and training stops there (that *is* the result when a learning rate is too high). The model is left in
+    eval mode.
+
+    Shape letters: N sentences, B = ``batch_size``, L the padded length, C classes.
 
     Args:
-        model: maps ``tokens (N, L)`` (and ``mask=``) to logits ``(N, L, C)``.
-        data: the training sentences.
-        steps: the number of optimiser steps.
-        batch_size: sentences per step. Default: ``64``.
+        model: maps ``tokens`` ``(B, L)`` (and ``mask=`` ``(B, 1, 1, L)``, True = a real token) to logits
+            ``(B, L, C)``, e.g. :class:`utils.layers.TransformerEncoder`.
+        data: the N training sentences: ``tokens`` and ``labels`` ``(N, L)``, ``lengths`` ``(N,)``.
+        steps: the number of optimiser steps, a positive int.
+        batch_size: B, sentences drawn (with replacement) per step, a positive int. Default: ``64``.
         lr: the peak learning rate of Adam. Default: ``1e-3``.
-        warmup: steps of linear warm-up from 0 to ``lr``; ``0`` means none. Default: ``0``.
-        seed: seed of the batch order. Default: ``0``.
-        eval_data: held-out data to measure accuracy on every ``eval_every`` steps. Default: ``None``.
-        eval_every: see ``eval_data``. Default: ``50``.
+        warmup: steps of linear warm-up from 0 to ``lr``, a non-negative int; ``0`` means none.
+            Default: ``0``.
+        seed: seed of the batch order, an int. Default: ``0``.
+        eval_data: held-out data to measure accuracy on every ``eval_every`` steps and after the last
+            step. Default: ``None`` (no evaluation).
+        eval_every: see ``eval_data``, a positive int. Default: ``50``.
         progress: show a tqdm progress bar. Default: ``True``.
         desc: the progress bar's label. Default: ``"training"``.
+
+    Returns:
+        A :class:`History`: ``loss``, one float per step taken (fewer than ``steps`` when the loss became
+        NaN or infinite); ``eval_steps`` and ``eval_accuracy``, one entry per evaluation.
+
+    Raises:
+        TypeError: when ``steps``, ``batch_size``, ``warmup``, ``seed`` or ``eval_every`` is not an int.
+        ValueError: when ``steps``, ``batch_size`` or ``eval_every`` is not positive, or ``warmup`` is negative.
+
+    >>> from utils.layers import TransformerEncoder
+    >>> from utils.tasks import NOUNS, VOCAB, pronoun_task
+    >>> _ = torch.manual_seed(0)
+    >>> model = TransformerEncoder(len(VOCAB), 16, 2, 1, 32, len(NOUNS))
+    >>> history = train(model, pronoun_task(32), steps=3, batch_size=8, progress=False)
+    >>> len(history.loss), history.eval_steps
+    (3, [])
     """
-    if steps <= 0 or batch_size <= 0:
-        raise ValueError(f"steps and batch_size must be positive, got steps={steps}, batch_size={batch_size}")
+    check_positive_int("steps", steps)
+    check_positive_int("batch_size", batch_size)
+    check_positive_int("eval_every", eval_every)
+    for name, value in (("warmup", warmup), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name}: expected an int, got {value!r} ({type(value).__name__})")
+    if warmup < 0:
+        raise ValueError(f"warmup: expected a non-negative int, got {warmup}")
     gen = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(

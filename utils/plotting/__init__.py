@@ -1,13 +1,7 @@
 """Every figure a chapter shows. One module per chapter, plus ``common`` for shared helpers.
 
 Each function returns a ``matplotlib.figure.Figure`` (never calls ``plt.show()``), so tests can
-inspect it without a browser. Colour maps are colour-blind safe (viridis / cividis).
+inspect it without a browser. Colour maps are colour-blind safe (viridis / cividis). Figures only
+draw: what they show is computed by the chapter's core module. Import from the module that defines
+a name, e.g. ``from utils.plotting.sdpa import variance_figure``; this package re-exports nothing.
 """
-
-from utils.plotting.at_scale import *  # noqa: F403
-from utils.plotting.common import *  # noqa: F403
-from utils.plotting.multihead import *  # noqa: F403
-from utils.plotting.positional import *  # noqa: F403
-from utils.plotting.qkv import *  # noqa: F403
-from utils.plotting.sdpa import *  # noqa: F403
-from utils.plotting.transformer import *  # noqa: F403

@@ -6,12 +6,16 @@ Shape letters: N batch, H heads, L sequence length, D head dimension.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
 from utils.plotting.common import CMAP, to_numpy
+
+if TYPE_CHECKING:
+    from utils.widgets.at_scale import WindowExplorerState
 
 __all__ = ["memory_scaling_figure", "window_mask_figure", "receptive_field_figure", "window_explorer_figure",
            "online_softmax_figure"]
@@ -92,13 +96,14 @@ def receptive_field_figure(field: torch.Tensor, *, query: int, ax=None) -> Figur
     return fig
 
 
-def window_explorer_figure(state: dict) -> Figure:
-    """The explorer's figure: the mask (left) and the receptive field of one query by depth (right)."""
+def window_explorer_figure(state: WindowExplorerState) -> Figure:
+    """The explorer's figure: the mask (left) and the receptive field of one query by depth (right),
+    from :func:`utils.widgets.at_scale.window_explorer_state`."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [1, 1.4]})
-    window_mask_figure(state["mask"], ax=left,
-                       title=f"window={state['window']}, global={state['num_global']}: "
-                             f"{state['fraction']:.0%} of (L, L) kept")
-    receptive_field_figure(state["field"], query=state["query"], ax=right)
+    window_mask_figure(state.mask, ax=left,
+                       title=f"window={state.window}, global={state.num_global}: "
+                             f"{state.fraction:.0%} of (L, L) kept")
+    receptive_field_figure(state.field, query=state.query, ax=right)
     fig.tight_layout()
     return fig
 

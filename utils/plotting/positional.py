@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import torch
@@ -15,12 +16,15 @@ from matplotlib.figure import Figure
 
 from utils.plotting.common import CMAP, to_numpy
 
+if TYPE_CHECKING:
+    from utils.widgets.positional import PositionalExplorerState
+
 __all__ = [
     "encoding_heatmap",
     "encoding_curves",
     "wavelength_plot",
     "similarity_figure",
-    "explorer_figure",
+    "positional_explorer_figure",
 ]
 
 
@@ -158,25 +162,25 @@ def similarity_figure(pe, position: int, *,
     return fig
 
 
-def explorer_figure(data: dict) -> Figure:
-    """The explorer's three panels, from :func:`utils.widgets.positional.explorer_data`: the table with the
-    chosen row and column outlined, the chosen row, and the similarity of the chosen position to every
-    other one against the offset."""
+def positional_explorer_figure(data: PositionalExplorerState) -> Figure:
+    """The explorer's three panels, from :func:`utils.widgets.positional.positional_explorer_state`: the
+    table with the chosen row and column outlined, the chosen row, and the similarity of the chosen
+    position to every other one against the offset."""
     fig, (heat, row, curve) = plt.subplots(1, 3, figsize=(13, 3.6), gridspec_kw={"width_ratios": [1.3, 1, 1]})
-    p, j = data["position"], data["dimension"]
-    encoding_heatmap(data["table"], ax=heat, title=f"{data['label']}: table (row p = {p}, column j = {j})",
+    p, j = data.position, data.dimension
+    encoding_heatmap(data.table, ax=heat, title=f"{data.label}: table (row p = {p}, column j = {j})",
                      highlight_position=p, highlight_dimension=j)
     colour = plt.get_cmap(CMAP)(0.3)
-    values = to_numpy(data["row"])
+    values = to_numpy(data.row)
     row.bar(range(len(values)), values, color=colour)
     row.bar([j], [values[j]], color=plt.get_cmap(CMAP)(0.85))
     row.set_xlabel("dimension j")
     row.set_ylabel(f"value at p = {p}")
     row.set_title(f"encoding of position {p}")
-    curve.plot(to_numpy(data["offsets"]), to_numpy(data["similarity"]), "o-", ms=2, color=colour)
+    curve.plot(to_numpy(data.offsets), to_numpy(data.similarity), "o-", ms=2, color=colour)
     curve.axvline(0, color="gray", ls=":")
     curve.set_xlabel("offset q - p")
     curve.set_ylabel("dot product")
-    curve.set_title(data["similarity_title"])
+    curve.set_title(data.similarity_title)
     fig.tight_layout()
     return fig

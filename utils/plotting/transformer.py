@@ -3,22 +3,28 @@
 * :func:`layer_diagrams`: post-LN and pre-LN layers side by side, boxes and arrows with shapes.
 * :func:`loss_curves`, :func:`grad_norms_figure`: the measured post-LN vs pre-LN comparison.
 * :func:`training_curves`: loss and held-out accuracy of the tiny model.
-* :func:`head_ablation_figure`, :func:`head_similarity_figure`: which heads do the work, and how alike they are.
+* :func:`head_ablation_figure`, :func:`layer_head_similarity_figure`: which heads do the work, and how alike
+  they are in each layer.
+* :func:`attention_view_figure`: one head's map on one sentence, the pronoun's row in red (the explorer's view).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyBboxPatch
+from matplotlib.patches import FancyBboxPatch, Rectangle
 
-from utils.plotting.common import CMAP, to_numpy
+from utils.plotting.common import CMAP, attention_heatmap, to_numpy
+
+if TYPE_CHECKING:
+    from utils.widgets.transformer import AttentionView
 
 __all__ = ["layer_diagram_steps", "layer_diagrams", "loss_curves", "grad_norms_figure", "training_curves",
-           "head_ablation_figure", "head_similarity_figure"]
+           "head_ablation_figure", "layer_head_similarity_figure", "attention_view_figure"]
 
 _ACTIVATION_SHAPE = "(N, L, E)"
 _COLOURS = {"io": "#ffffff", "attn": "#f6d8a8", "ffn": "#bfe3f2", "norm": "#d9f0c8", "drop": "#eeeeee",
@@ -179,10 +185,10 @@ def head_ablation_figure(ablated: torch.Tensor, baseline: float) -> Figure:
     return fig
 
 
-def head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 - JS divergence") -> Figure:
+def layer_head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 - JS divergence") -> Figure:
     """One ``(H, H)`` similarity matrix per layer, ``similarity`` ``(num_layers, H, H)``.
 
-    The matrices come from chapter 3's :func:`utils.plotting.multihead.head_similarity` (by default
+    The matrices come from chapter 3's :func:`utils.heads.head_similarity` (by default
     ``1 - JS divergence`` of the heads' attention rows); ``metric`` names the measure in the title.
     """
     similarity = torch.as_tensor(similarity)
@@ -205,4 +211,15 @@ def head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 - JS di
         ax.set_title(f"Layer {i + 1}", fontsize=9)
     fig.suptitle(f"Head redundancy: {metric} of attention rows (1 = identical)", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def attention_view_figure(view: AttentionView) -> Figure:
+    """One head's ``(L, L)`` map on one sentence, with the pronoun's row outlined and its label in red,
+    from :func:`utils.widgets.transformer.attention_view`."""
+    fig = attention_heatmap(view.weights, view.tokens, title=view.title, vmin=0.0, vmax=1.0, annotate=False)
+    ax = fig.axes[0]
+    L = len(view.tokens)
+    ax.add_patch(Rectangle((-0.5, view.pronoun_pos - 0.5), L, 1, fill=False, edgecolor="red", lw=2))
+    ax.get_yticklabels()[view.pronoun_pos].set_color("red")
     return fig

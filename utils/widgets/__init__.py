@@ -1,13 +1,7 @@
-"""ipywidgets explorers and quizzes. One module per chapter, plus ``quiz`` for the quiz widget.
+"""ipywidgets explorers and quizzes. One module per chapter, plus ``quiz`` for the quiz widget and
+``common`` for the wiring every explorer shares.
 
 Explorers draw with :mod:`utils.plotting` into an ``Output`` widget; they need no network or CDN.
+Import from the module that defines a name, e.g. ``from utils.widgets.sdpa import scale_explorer``;
+this package re-exports nothing.
 """
-
-from utils.widgets.at_scale import *  # noqa: F403
-from utils.widgets.common import *  # noqa: F403
-from utils.widgets.multihead import *  # noqa: F403
-from utils.widgets.positional import *  # noqa: F403
-from utils.widgets.qkv import *  # noqa: F403
-from utils.widgets.quiz import *  # noqa: F403
-from utils.widgets.sdpa import *  # noqa: F403
-from utils.widgets.transformer import *  # noqa: F403

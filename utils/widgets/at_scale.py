@@ -1,21 +1,40 @@
 """Explorer and quiz for chapter 6, attention at scale.
 
-:func:`window_state` computes what the explorer draws (pure, tested by pytest); :func:`window_explorer`
-wires it to sliders and an ``Output`` widget.
+:func:`window_explorer_state` computes what the explorer draws (pure, tested by pytest);
+:func:`window_explorer` wires it to sliders and an ``Output`` widget.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import torch
+
 from utils.at_scale import global_tokens_mask, receptive_field
 from utils.plotting.at_scale import window_explorer_figure
-from utils.widgets.common import show_figure
+from utils.widgets.common import wire_explorer
 from utils.widgets.quiz import Choice, Quiz
 
-__all__ = ["window_state", "window_explorer", "ch6_quiz"]
+__all__ = ["WindowExplorerState", "window_explorer_state", "window_explorer", "ch6_quiz"]
 
 
-def window_state(window: int, num_global: int = 0, depth: int = 3, *, length: int = 32,
-                 query: int | None = None) -> dict:
+@dataclass(frozen=True)
+class WindowExplorerState:
+    """What the sliding-window explorer draws for one (window, global tokens, depth)."""
+
+    mask: torch.Tensor  # bool (L, L), True = may attend
+    field: torch.Tensor  # bool (depth, L): row d, the inputs that reach ``query`` after d + 1 layers
+    reach: list[int]  # the number of inputs reaching ``query`` per layer
+    fraction: float  # of the (L, L) entries kept
+    full_depth: int | None  # the first depth at which ``query`` sees every input, or None
+    window: int
+    num_global: int
+    depth: int
+    query: int
+
+
+def window_explorer_state(window: int, num_global: int = 0, depth: int = 3, *, length: int = 32,
+                          query: int | None = None) -> WindowExplorerState:
     """The sliding-window mask with global tokens and the receptive field of one query by depth.
 
     Args:
@@ -26,12 +45,13 @@ def window_state(window: int, num_global: int = 0, depth: int = 3, *, length: in
         query: the position whose receptive field is drawn. Default: the last one.
 
     Returns:
-        A dict with ``mask`` bool (L, L), ``field`` bool (depth, L) (row d: inputs that reach ``query``
-        after d + 1 layers), ``reach`` (the number of inputs reaching it per layer), ``fraction`` of the
-        (L, L) entries kept, ``full_depth`` (first depth at which it sees every input, or None) and the settings.
+        A :class:`WindowExplorerState`: ``mask`` bool (L, L), ``field`` bool (depth, L) (row d: inputs
+        that reach ``query`` after d + 1 layers), ``reach`` (the number of inputs reaching it per layer),
+        ``fraction`` of the (L, L) entries kept, ``full_depth`` (first depth at which it sees every
+        input, or None) and the settings.
 
-    >>> s = window_state(2, 0, 3, length=16, query=15)
-    >>> s["reach"], s["full_depth"]
+    >>> s = window_explorer_state(2, 0, 3, length=16, query=15)
+    >>> s.reach, s.full_depth
     ([3, 5, 7], None)
     """
     if window < 0 or num_global < 0 or depth < 1 or length < 1:
@@ -42,15 +62,17 @@ def window_state(window: int, num_global: int = 0, depth: int = 3, *, length: in
     field = receptive_field(mask, depth)[:, query, :]  # (depth, L)
     reach = field.sum(dim=-1).tolist()
     full = next((d + 1 for d, r in enumerate(reach) if r == length), None)
-    return {"mask": mask, "field": field, "reach": reach, "fraction": mask.float().mean().item(),
-            "full_depth": full, "window": window, "num_global": num_global, "depth": depth, "query": query}
+    return WindowExplorerState(mask=mask, field=field, reach=reach, fraction=mask.float().mean().item(),
+                               full_depth=full, window=window, num_global=num_global, depth=depth, query=query)
 
 
 def window_explorer(length: int = 32):
     """Sliders for the window, the number of global tokens and the depth; redraws the mask and the field.
 
     Returns:
-        An ``ipywidgets.VBox``: the controls, then an ``Output`` with the figure.
+        An ``ipywidgets.VBox`` (see :func:`~utils.widgets.common.wire_explorer`): the controls, then an
+        ``Output`` with the figure. ``controls`` names them ``window``, ``num_global`` and ``depth``;
+        ``state`` is the :class:`WindowExplorerState` drawn last.
     """
 
     import ipywidgets as w
@@ -58,16 +80,10 @@ def window_explorer(length: int = 32):
     window = w.IntSlider(value=2, min=0, max=length // 2, description="window")
     num_global = w.IntSlider(value=0, min=0, max=4, description="global tokens")
     depth = w.IntSlider(value=3, min=1, max=8, description="depth")
-    output = w.Output()
-
-    def redraw(_change=None) -> None:
-        show_figure(output, window_explorer_figure(window_state(window.value, num_global.value, depth.value,
-                                                                length=length)))
-
-    for control in (window, num_global, depth):
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([window, num_global, depth]), output])
+    return wire_explorer(
+        [w.HBox([window, num_global, depth])], {"window": window, "num_global": num_global, "depth": depth},
+        lambda: window_explorer_state(window.value, num_global.value, depth.value, length=length),
+        window_explorer_figure)
 
 
 def ch6_quiz() -> Quiz:

@@ -6,13 +6,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from utils.plotting.multihead import apple_example, head_token_figure
-from utils.widgets.common import show_figure
+from utils.heads import apple_example
+from utils.plotting.multihead import head_token_figure
+from utils.widgets.common import wire_explorer
 from utils.widgets.quiz import Choice, Numeric, Quiz
 
-__all__ = ["head_explorer_state", "head_explorer", "head_count_options", "ch3_quiz"]
+__all__ = ["HeadExplorerState", "head_explorer_state", "head_explorer", "head_count_options", "ch3_quiz"]
 
 
 def head_count_options(d_model: int) -> list[int]:
@@ -24,7 +27,20 @@ def head_count_options(d_model: int) -> list[int]:
     return [h for h in range(1, d_model + 1) if d_model % h == 0]
 
 
-def head_explorer_state(num_heads: int = 3, head: int = 0, token: int = 5) -> dict:
+@dataclass(frozen=True)
+class HeadExplorerState:
+    """What the head explorer draws for one (H, head, query token)."""
+
+    tokens: list[str]  # L
+    weights: torch.Tensor  # (H, L, L)
+    head: int  # 0-based, clipped into [0, H)
+    token: int  # the query token, 0-based
+    row: torch.Tensor  # (L,) weights[head, token]
+    top: str  # the token it attends to most
+    head_dim: int  # D = 12 // H
+
+
+def head_explorer_state(num_heads: int = 3, head: int = 0, token: int = 5) -> HeadExplorerState:
     """What the explorer shows for the apple sentence: per-head weights and the chosen row.
 
     Args:
@@ -33,11 +49,11 @@ def head_explorer_state(num_heads: int = 3, head: int = 0, token: int = 5) -> di
         token: which query token, 0-based.
 
     Returns:
-        dict with ``tokens`` (L), ``weights`` (H, L, L), ``head`` (clipped), ``token``, ``row`` (L,),
-        ``top`` (the token it attends to most) and ``head_dim`` D.
+        A :class:`HeadExplorerState`: ``tokens`` (L), ``weights`` (H, L, L), ``head`` (clipped),
+        ``token``, ``row`` (L,), ``top`` (the token it attends to most) and ``head_dim`` D.
 
     >>> state = head_explorer_state(3, head=1, token=5)
-    >>> state["tokens"][state["token"]], state["top"]
+    >>> state.tokens[state.token], state.top
     ('apple', 'red')
     """
     if num_heads not in head_count_options(12):
@@ -50,43 +66,38 @@ def head_explorer_state(num_heads: int = 3, head: int = 0, token: int = 5) -> di
     if not 0 <= token < len(tokens):
         raise ValueError(f"token must be in [0, {len(tokens)}), got {token}")
     row = weights[head, token]  # (L,)
-    return {
-        "tokens": tokens,
-        "weights": weights,
-        "head": head,
-        "token": token,
-        "row": row,
-        "top": tokens[int(row.argmax())],
-        "head_dim": 12 // num_heads,
-    }
+    return HeadExplorerState(tokens=tokens, weights=weights, head=head, token=token, row=row,
+                             top=tokens[int(row.argmax())], head_dim=12 // num_heads)
 
 
 def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
     """An explorer over the apple sentence: choose H (divisors of 12), a head and a query token.
 
     The left panel is the chosen head's attention map; the right one the chosen token's weights as bars.
-    Returns an ``ipywidgets.VBox``; its last child is the ``Output`` that holds the figure.
+    Returns an ``ipywidgets.VBox`` (see :func:`~utils.widgets.common.wire_explorer`); its last child is
+    the ``Output`` that holds the figure. ``controls`` names them ``heads``, ``head`` and ``query``;
+    ``state`` is the :class:`HeadExplorerState` drawn last.
     """
     import ipywidgets as w
 
-    tokens = list(head_explorer_state(num_heads)["tokens"])
+    tokens = list(head_explorer_state(num_heads).tokens)
     heads = w.Dropdown(options=head_count_options(12), value=num_heads, description="heads H")
     which = w.IntSlider(value=head + 1, min=1, max=num_heads, description="head")
     query = w.Dropdown(options=[(t, i) for i, t in enumerate(tokens)], value=token, description="query token")
     info = w.HTML()
-    out = w.Output()
 
-    def redraw(_change=None) -> None:
+    def compute() -> HeadExplorerState:
         which.max = heads.value
         state = head_explorer_state(heads.value, which.value - 1, query.value)
-        info.value = (f"E = 12, H = {heads.value}, D = {state['head_dim']}: '{state['tokens'][state['token']]}' "
-                      f"attends most to '{state['top']}' in head {state['head'] + 1}")
-        show_figure(out, head_token_figure(state["weights"], state["tokens"], state["head"], state["token"]))
+        info.value = (f"E = 12, H = {heads.value}, D = {state.head_dim}: '{state.tokens[state.token]}' "
+                      f"attends most to '{state.top}' in head {state.head + 1}")
+        return state
 
-    for control in (heads, which, query):
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([heads, which, query]), info, out])
+    def draw(state: HeadExplorerState):
+        return head_token_figure(state.weights, state.tokens, state.head, state.token)
+
+    return wire_explorer([w.HBox([heads, which, query]), info], {"heads": heads, "head": which, "query": query},
+                         compute, draw)
 
 
 def ch3_quiz() -> Quiz:

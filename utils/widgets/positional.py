@@ -1,28 +1,47 @@
 """Explorer and quiz of chapter 4, "Positional encoding". See utils/widgets/__init__.py.
 
-:func:`explorer_data` computes what the explorer draws (pure, tested by pytest);
+:func:`positional_explorer_state` computes what the explorer draws (pure, tested by pytest);
 :func:`positional_explorer` wires it to sliders and a toggle.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from utils.positional import LearnedPositionalEncoding, apply_rotary, sinusoidal_encoding
-from utils.widgets.common import show_figure
+from utils.widgets.common import wire_explorer
 from utils.widgets.quiz import Choice, Numeric, Quiz
 
-__all__ = ["KINDS", "explorer_data", "positional_explorer", "ch4_quiz"]
+__all__ = ["ENCODING_KINDS", "PositionalExplorerState", "positional_explorer_state", "positional_explorer",
+           "ch4_quiz"]
 
-KINDS = {
+ENCODING_KINDS = {
     "sinusoidal": "sinusoidal",
     "learned": "learned (random init)",
     "rope": "RoPE",
 }
 
 
-def explorer_data(kind: str, position: int, dimension: int, *, length: int = 48, d_model: int = 32,
-                  seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class PositionalExplorerState:
+    """What the positional-encoding explorer draws for one (kind, position, dimension)."""
+
+    kind: str  # a key of ENCODING_KINDS
+    label: str  # its display name
+    position: int  # p
+    dimension: int  # j
+    table: torch.Tensor  # (L, E)
+    row: torch.Tensor  # (E,) table[p]
+    column: torch.Tensor  # (L,) table[:, j]
+    offsets: torch.Tensor  # (L,) q - p
+    similarity: torch.Tensor  # (L,) table[q] . table[p]
+    similarity_title: str
+
+
+def positional_explorer_state(kind: str, position: int, dimension: int, *, length: int = 48,
+                              d_model: int = 32, seed: int = 0) -> PositionalExplorerState:
     """What the explorer draws for one setting of its controls.
 
     * ``"sinusoidal"``: the fixed table ``PE`` (L, E).
@@ -35,15 +54,15 @@ def explorer_data(kind: str, position: int, dimension: int, *, length: int = 48,
     The similarity is the dot product of row ``position`` with every row ``q``, against the offset ``q - p``.
 
     Returns:
-        a dict with ``table`` (L, E), ``row`` (E,), ``column`` (L,), ``offsets`` (L,), ``similarity`` (L,),
-        ``position``, ``dimension``, ``kind``, ``label`` and ``similarity_title``.
+        A :class:`PositionalExplorerState`: ``table`` (L, E), ``row`` (E,), ``column`` (L,), ``offsets``
+        (L,), ``similarity`` (L,), ``position``, ``dimension``, ``kind``, ``label`` and ``similarity_title``.
 
-    >>> data = explorer_data("sinusoidal", position=3, dimension=0, length=8, d_model=4)
-    >>> data["table"].shape, data["offsets"].tolist()[:4]
+    >>> data = positional_explorer_state("sinusoidal", position=3, dimension=0, length=8, d_model=4)
+    >>> data.table.shape, data.offsets.tolist()[:4]
     (torch.Size([8, 4]), [-3, -2, -1, 0])
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+    if kind not in ENCODING_KINDS:
+        raise ValueError(f"kind must be one of {list(ENCODING_KINDS)}, got {kind!r}")
     if not 0 <= position < length:
         raise ValueError(f"position {position} is outside 0..{length - 1}")
     if not 0 <= dimension < d_model:
@@ -59,18 +78,18 @@ def explorer_data(kind: str, position: int, dimension: int, *, length: int = 48,
             table = apply_rotary(content.expand(length, d_model))  # (L, E): R(p) u for each p
     similarity = table @ table[position]  # (L,)
     note = "same shape wherever p is" if kind != "learned" else "changes as you move p"
-    return {
-        "kind": kind,
-        "label": KINDS[kind],
-        "position": position,
-        "dimension": dimension,
-        "table": table,
-        "row": table[position],
-        "column": table[:, dimension],
-        "offsets": torch.arange(length) - position,
-        "similarity": similarity,
-        "similarity_title": f"similarity to p = {position}\n({note})",  # two lines: fits the panel
-    }
+    return PositionalExplorerState(
+        kind=kind,
+        label=ENCODING_KINDS[kind],
+        position=position,
+        dimension=dimension,
+        table=table,
+        row=table[position],
+        column=table[:, dimension],
+        offsets=torch.arange(length) - position,
+        similarity=similarity,
+        similarity_title=f"similarity to p = {position}\n({note})",  # two lines: fits the panel
+    )
 
 
 def positional_explorer(length: int = 48, d_model: int = 32):
@@ -78,28 +97,25 @@ def positional_explorer(length: int = 48, d_model: int = 32):
     init) and RoPE; redraws the table, the row of ``p`` and the similarity-vs-offset curve.
 
     Returns:
-        an ``ipywidgets.VBox`` (controls, then an ``Output``).
+        An ``ipywidgets.VBox`` (see :func:`~utils.widgets.common.wire_explorer`): controls, then an
+        ``Output``. ``controls`` names them ``kind``, ``position`` and ``dimension``; ``state`` is the
+        :class:`PositionalExplorerState` drawn last.
     """
     import ipywidgets as w
 
-    from utils.plotting.positional import explorer_figure
+    from utils.plotting.positional import positional_explorer_figure
 
-    kind = w.ToggleButtons(options=[(label, key) for key, label in KINDS.items()], value="sinusoidal",
+    kind = w.ToggleButtons(options=[(label, key) for key, label in ENCODING_KINDS.items()], value="sinusoidal",
                            description="encoding")
     position = w.IntSlider(value=length // 3, min=0, max=length - 1, description="position p",
                            continuous_update=False)
     dimension = w.IntSlider(value=0, min=0, max=d_model - 1, description="dimension j",
                             continuous_update=False)
-    out = w.Output()
-
-    def redraw(_change=None) -> None:
-        data = explorer_data(kind.value, position.value, dimension.value, length=length, d_model=d_model)
-        show_figure(out, explorer_figure(data))
-
-    for control in (kind, position, dimension):
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([kind, w.HBox([position, dimension]), out])
+    return wire_explorer(
+        [kind, w.HBox([position, dimension])], {"kind": kind, "position": position, "dimension": dimension},
+        lambda: positional_explorer_state(kind.value, position.value, dimension.value, length=length,
+                                          d_model=d_model),
+        positional_explorer_figure)
 
 
 def ch4_quiz() -> Quiz:

@@ -1,6 +1,6 @@
 """The explorer and the quiz of chapter 1, "Queries, keys and values". See :mod:`utils.widgets`.
 
-* :func:`explorer_scores` computes what the explorer draws (pure, tested by pytest);
+* :func:`qkv_explorer_scores` computes what the explorer draws (pure, tested by pytest);
 * :func:`qkv_explorer` wires it to ipywidgets: pick a query token, toggle projections, vary d_k;
 * :func:`ch1_quiz` is the closing quiz.
 """
@@ -8,16 +8,15 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
 from utils.vocab import toy_sentence
-from utils.widgets.common import show_figure
+from utils.widgets.common import powers_of_two, wire_explorer
 from utils.widgets.quiz import Choice, Numeric, Quiz
 
-__all__ = ["random_projection", "explorer_scores", "qkv_explorer", "ch1_quiz"]
-
-D_K_CHOICES = (1, 2, 4, 8, 16, 32, 64)
+__all__ = ["QKVScores", "random_projection", "qkv_explorer_scores", "qkv_explorer", "ch1_quiz"]
 
 
 def random_projection(d_model: int, d_k: int, *, seed: int = 0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -32,7 +31,17 @@ def random_projection(d_model: int, d_k: int, *, seed: int = 0, dtype: torch.dty
     return (torch.randn(d_model, d_k, generator=generator, dtype=torch.float64) / math.sqrt(d_model)).to(dtype)
 
 
-def explorer_scores(x: torch.Tensor, *, projected: bool, d_k: int = 8, seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class QKVScores:
+    """What chapter 1's explorer draws: the scores of one setting, and three facts about them."""
+
+    scores: torch.Tensor  # (L, L)
+    symmetric: bool  # scores == scores.T
+    self_top: float  # fraction of queries whose top key is themselves or an identical token
+    spread: float  # standard deviation of the scores
+
+
+def qkv_explorer_scores(x: torch.Tensor, *, projected: bool, d_k: int = 8, seed: int = 0) -> QKVScores:
     """The scores the explorer draws for a sequence x (L, E).
 
     Args:
@@ -42,12 +51,12 @@ def explorer_scores(x: torch.Tensor, *, projected: bool, d_k: int = 8, seed: int
         seed: draws W_Q from ``seed`` and W_K from ``seed + 1``. Default: ``0``.
 
     Returns:
-        ``{"scores": (L, L) tensor, "symmetric": bool, "self_top": fraction of queries whose top key is
-        themselves or an identical token, "spread": standard deviation of the scores}``.
+        A :class:`QKVScores`: the (L, L) ``scores``, whether they are ``symmetric``, ``self_top`` (the
+        fraction of queries whose top key is themselves or an identical token) and ``spread`` (their std).
 
     >>> x = torch.eye(3)
-    >>> out = explorer_scores(x, projected=False)
-    >>> out["symmetric"], out["self_top"]
+    >>> out = qkv_explorer_scores(x, projected=False)
+    >>> out.symmetric, out.self_top
     (True, 1.0)
     """
     if x.dim() != 2:
@@ -63,21 +72,21 @@ def explorer_scores(x: torch.Tensor, *, projected: bool, d_k: int = 8, seed: int
     same_token = (x[:, None, :] == x[None, :, :]).all(-1)  # (L, L)
     top = scores.argmax(-1)
     self_top = same_token[torch.arange(len(top)), top].double().mean().item()
-    return {
-        "scores": scores,
-        "symmetric": bool(torch.allclose(scores, scores.T, atol=1e-5, rtol=1e-5)),
-        "self_top": self_top,
-        "spread": scores.std().item(),
-    }
+    return QKVScores(
+        scores=scores,
+        symmetric=bool(torch.allclose(scores, scores.T, atol=1e-5, rtol=1e-5)),
+        self_top=self_top,
+        spread=scores.std().item(),
+    )
 
 
-def _title(tokens: list[str], result: dict, query_index: int, projected: bool, d_k: int) -> str:
-    row = result["scores"][query_index]
+def _title(tokens: list[str], result: QKVScores, query_index: int, projected: bool, d_k: int) -> str:
+    row = result.scores[query_index]
     top = int(row.argmax())
     kind = f"Q Kᵀ, random W_Q ≠ W_K, D_k = {d_k}" if projected else "X Xᵀ, no projection"
-    symmetry = "symmetric" if result["symmetric"] else "not symmetric"
+    symmetry = "symmetric" if result.symmetric else "not symmetric"
     return (f"{kind}: '{tokens[query_index]}' scores highest on '{tokens[top]}'; "
-            f"matrix {symmetry}, score std {result['spread']:.2f}")
+            f"matrix {symmetry}, score std {result.spread:.2f}")
 
 
 def qkv_explorer(sentence: str = "pronoun", d_model: int = 16, *, seed: int = 0):
@@ -92,7 +101,9 @@ def qkv_explorer(sentence: str = "pronoun", d_model: int = 16, *, seed: int = 0)
         seed: the embedding table's seed. Default: ``0``.
 
     Returns:
-        An ``ipywidgets.VBox``: the controls, then an ``Output`` with the figure.
+        An ``ipywidgets.VBox`` (see :func:`~utils.widgets.common.wire_explorer`): the controls, then an
+        ``Output`` with the figure. ``controls`` names them ``query``, ``mode``, ``d_k`` and ``w_seed``;
+        ``state`` is the :class:`QKVScores` drawn last.
     """
     import ipywidgets as w
 
@@ -104,21 +115,19 @@ def qkv_explorer(sentence: str = "pronoun", d_model: int = 16, *, seed: int = 0)
                        description="query token")
     mode = w.ToggleButtons(options=[("no projection: X Xᵀ", False), ("random projections: Q Kᵀ", True)],
                            value=False, description="scores")
-    d_k = w.SelectionSlider(options=list(D_K_CHOICES), value=8, description="D_k", disabled=True)
+    d_k = w.SelectionSlider(options=list(powers_of_two(1, 64)), value=8, description="D_k", disabled=True)
     w_seed = w.IntSlider(value=0, min=0, max=9, description="W seed", disabled=True)
-    output = w.Output()
 
-    def redraw(_change=None) -> None:
+    def compute() -> QKVScores:
         d_k.disabled = w_seed.disabled = not mode.value
-        result = explorer_scores(x, projected=mode.value, d_k=d_k.value, seed=2 * w_seed.value)
-        fig = query_scores_figure(tokens, result["scores"], query.value,
-                                  title=_title(tokens, result, query.value, mode.value, d_k.value))
-        show_figure(output, fig)
+        return qkv_explorer_scores(x, projected=mode.value, d_k=d_k.value, seed=2 * w_seed.value)
 
-    for control in (query, mode, d_k, w_seed):
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([query, mode]), w.HBox([d_k, w_seed]), output])
+    def draw(result: QKVScores):
+        return query_scores_figure(tokens, result.scores, query.value,
+                                   title=_title(tokens, result, query.value, mode.value, d_k.value))
+
+    return wire_explorer([w.HBox([query, mode]), w.HBox([d_k, w_seed])],
+                         {"query": query, "mode": mode, "d_k": d_k, "w_seed": w_seed}, compute, draw)
 
 
 def ch1_quiz() -> Quiz:

@@ -92,6 +92,7 @@ class Quiz:
         self.questions = list(questions)
         self.title = title
         self._widget = None
+        self._controls: list[dict] = []
 
     def score(self, answers: Sequence[int | float | str | None]) -> int:
         """How many of ``answers`` (one per question) are correct."""
@@ -101,9 +102,17 @@ class Quiz:
 
     @property
     def widget(self):
+        """The ``ipywidgets.VBox`` that shows the quiz (built on first use)."""
         if self._widget is None:
             self._widget = self._build()
         return self._widget
+
+    @property
+    def controls(self) -> list[dict]:
+        """One dict per question: its ``"picker"`` (``RadioButtons`` or ``Text``), its ``"check"`` button
+        and the ``"feedback"`` ``HTML`` that the button fills in."""
+        self.widget  # noqa: B018  (builds the controls)
+        return self._controls
 
     def _build(self):
         import ipywidgets as w
@@ -118,6 +127,7 @@ class Quiz:
             button = w.Button(description="Check", button_style="info")
             result = w.HTML()
             button.on_click(self._handler(question, picker, result))
+            self._controls.append({"picker": picker, "check": button, "feedback": result})
             boxes.append(w.VBox([label, picker, w.HBox([button, result])]))
         return w.VBox(boxes)
 

@@ -1,26 +1,41 @@
 """Explorer and quiz for chapter 2, scaled dot-product attention and masks.
 
-The explorer is split in two: :func:`explorer_state` computes what is drawn (pure, tested by pytest),
-:func:`scale_explorer` wires it to sliders and an ``Output`` widget.
+The explorer is split in two: :func:`scale_explorer_state` computes what is drawn (pure, tested by
+pytest), :func:`scale_explorer` wires it to sliders and an ``Output`` widget.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 
-from utils.plotting.sdpa import explorer_figure
-from utils.widgets.common import show_figure
+from utils.plotting.sdpa import scale_explorer_figure
+from utils.widgets.common import powers_of_two, wire_explorer
 from utils.widgets.quiz import Choice, Quiz
 
-__all__ = ["explorer_state", "scale_explorer", "ch2_quiz", "DK_OPTIONS"]
-
-DK_OPTIONS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
+__all__ = ["ScaleExplorerState", "scale_explorer_state", "scale_explorer", "ch2_quiz"]
 
 
-def explorer_state(d_k: int, temperature: float = 1.0, scaled: bool = True, *, length: int = 12,
-                   seed: int = 0) -> dict:
+@dataclass(frozen=True)
+class ScaleExplorerState:
+    """What the d_k / temperature explorer draws for one setting."""
+
+    scores: torch.Tensor  # (L, S), as fed to the softmax
+    row: torch.Tensor  # (S,) the weights of query 0
+    max_weight: float
+    entropy: float  # of ``row``, in nats
+    max_entropy: float  # log S: a uniform row
+    score_std: float
+    keys: list[str]  # S labels
+    d_k: int
+    temperature: float
+    scaled: bool
+
+
+def scale_explorer_state(d_k: int, temperature: float = 1.0, scaled: bool = True, *, length: int = 12,
+                         seed: int = 0) -> ScaleExplorerState:
     """Scores and softmax weights for random unit-variance queries and keys of dimension ``d_k``.
 
     Args:
@@ -31,12 +46,12 @@ def explorer_state(d_k: int, temperature: float = 1.0, scaled: bool = True, *, l
         seed: the same seed gives the same q and k for every setting. Default: ``0``.
 
     Returns:
-        A dict with ``scores`` (L, S), ``row`` (S,) the weights of query 0, ``max_weight``, ``entropy``
-        (nats) of that row, ``max_entropy`` (``log S``, a uniform row), ``score_std``, ``keys`` (labels)
-        and the settings.
+        A :class:`ScaleExplorerState`: ``scores`` (L, S), ``row`` (S,) the weights of query 0,
+        ``max_weight``, ``entropy`` (nats) of that row, ``max_entropy`` (``log S``, a uniform row),
+        ``score_std``, ``keys`` (labels) and the settings.
 
-    >>> s = explorer_state(512, scaled=False)
-    >>> s["max_weight"] > 0.9, explorer_state(512)["max_weight"] < 0.9
+    >>> s = scale_explorer_state(512, scaled=False)
+    >>> s.max_weight > 0.9, scale_explorer_state(512).max_weight < 0.9
     (True, True)
     """
     if d_k < 1 or temperature <= 0:
@@ -50,34 +65,30 @@ def explorer_state(d_k: int, temperature: float = 1.0, scaled: bool = True, *, l
     scores = scores / temperature
     row = scores[0].softmax(-1)  # (S,)
     entropy = -(row * row.clamp_min(1e-30).log()).sum().item()
-    return {
-        "scores": scores, "row": row, "max_weight": row.max().item(), "entropy": entropy,
-        "max_entropy": math.log(length), "score_std": scores.std().item(),
-        "keys": [f"k{j}" for j in range(length)], "d_k": d_k, "temperature": temperature, "scaled": scaled,
-    }
+    return ScaleExplorerState(
+        scores=scores, row=row, max_weight=row.max().item(), entropy=entropy, max_entropy=math.log(length),
+        score_std=scores.std().item(), keys=[f"k{j}" for j in range(length)], d_k=d_k,
+        temperature=temperature, scaled=scaled,
+    )
 
 
 def scale_explorer():
     """Sliders for D and the temperature and a scaling toggle, redrawing the score histogram and one row.
 
     Returns:
-        An ``ipywidgets.VBox``: the controls, then an ``Output`` with the figure.
+        An ``ipywidgets.VBox`` (see :func:`~utils.widgets.common.wire_explorer`): the controls, then an
+        ``Output`` with the figure. ``controls`` names them ``d_k``, ``temperature`` and ``scaled``;
+        ``state`` is the :class:`ScaleExplorerState` drawn last.
     """
 
     import ipywidgets as w
 
-    d_k = w.SelectionSlider(options=list(DK_OPTIONS), value=64, description="d_k (D)")
+    d_k = w.SelectionSlider(options=list(powers_of_two(4, 1024)), value=64, description="d_k (D)")
     temperature = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05, description="temperature")
     scaled = w.ToggleButton(value=True, description="scale by 1/√D", icon="check")
-    output = w.Output()
-
-    def redraw(_change=None) -> None:
-        show_figure(output, explorer_figure(explorer_state(d_k.value, temperature.value, scaled.value)))
-
-    for control in (d_k, temperature, scaled):
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([d_k, temperature, scaled]), output])
+    return wire_explorer(
+        [w.HBox([d_k, temperature, scaled])], {"d_k": d_k, "temperature": temperature, "scaled": scaled},
+        lambda: scale_explorer_state(d_k.value, temperature.value, scaled.value), scale_explorer_figure)
 
 
 def ch2_quiz() -> Quiz:

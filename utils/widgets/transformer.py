@@ -1,4 +1,4 @@
-"""Explorer and quiz for chapter 5, the full Transformer layer. See utils/widgets/__init__.py.
+"""Explorer and quiz for chapter 5, the full Transformer layer.
 
 * :func:`attention_view` (pure) and :func:`attention_explorer` (widget): one head's attention on one
   held-out sentence of the pronoun task, with the pronoun's row singled out.
@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import torch
 
 from utils.attention import padding_mask
+from utils.plotting.transformer import attention_view_figure
 from utils.tasks import NOUNS, PronounData
-from utils.widgets.common import show_figure
+from utils.widgets.common import wire_explorer
 from utils.widgets.quiz import Choice, Quiz
 
 __all__ = ["AttentionView", "attention_view", "attention_explorer", "ch5_quiz"]
@@ -58,24 +59,13 @@ def attention_view(model, data: PronounData, index: int, layer: int, head: int) 
     return AttentionView(weights, tokens, pronoun, referent, predicted, title)
 
 
-def _draw(view: AttentionView):
-    from matplotlib.patches import Rectangle
-
-    from utils.plotting.common import attention_heatmap
-
-    fig = attention_heatmap(view.weights, view.tokens, title=view.title, vmin=0.0, vmax=1.0, annotate=False)
-    ax = fig.axes[0]
-    L = len(view.tokens)
-    ax.add_patch(Rectangle((-0.5, view.pronoun_pos - 0.5), L, 1, fill=False, edgecolor="red", lw=2))
-    ax.get_yticklabels()[view.pronoun_pos].set_color("red")
-    return fig
-
-
 def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
     """Pick a held-out sentence, a layer and a head; see where every word looks (the pronoun's row in red).
 
     Returns:
-        An ipywidgets ``VBox``: sentence slider, layer and head dropdowns, and an ``Output`` with the figure.
+        An ipywidgets ``VBox`` (see :func:`~utils.widgets.common.wire_explorer`): sentence slider, layer
+        and head dropdowns, a caption and an ``Output`` with the figure. ``controls`` names them
+        ``sentence``, ``layer`` and ``head``; ``state`` is the :class:`AttentionView` drawn last.
     """
 
     import ipywidgets as w
@@ -87,17 +77,15 @@ def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
                        description="layer")
     head = w.Dropdown(options=[(f"head {h + 1}", h) for h in range(num_heads)], value=0, description="head")
     caption = w.HTML()
-    output = w.Output()
 
-    def redraw(_change=None) -> None:
+    def compute() -> AttentionView:
         view = attention_view(model, data, sentence.value, layer.value, head.value)
         caption.value = f"<code>{' '.join(view.tokens)}</code>"
-        show_figure(output, _draw(view), bbox_inches="tight")
+        return view
 
-    for control in (sentence, layer, head):
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([w.HBox([sentence, layer, head]), caption, output])
+    return wire_explorer([w.HBox([sentence, layer, head]), caption],
+                         {"sentence": sentence, "layer": layer, "head": head}, compute, attention_view_figure,
+                         bbox_inches="tight")
 
 
 def ch5_quiz() -> Quiz:
