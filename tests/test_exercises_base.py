@@ -346,3 +346,16 @@ def test_a_missing_exercise_function_is_a_lookup_error_and_a_cell_error_propagat
         load_function("x = 1\n", "f")
     with pytest.raises(KeyError):  # a LookupError too, but the cell's own: not "does not define"
         load_function("{}['key']\n", "f")
+
+
+def test_chapter_modules_share_one_convention():
+    from utils.exercises.registry import chapter_modules
+
+    for module in chapter_modules():
+        assert isinstance(module.EXERCISES, tuple), module.__name__
+        for exercise in module.EXERCISES:
+            name = f"{exercise.func_name}_reference"
+            assert getattr(module, name, None) is exercise.reference, f"{module.__name__}.{name}"
+            assert name in module.__all__ and exercise.reference.__name__ == name, f"{module.__name__}.{name}"
+            assert isinstance(exercise.forbidden, tuple), exercise.id
+            assert any(getattr(module, constant) is exercise for constant in module.__all__), exercise.id
