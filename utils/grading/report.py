@@ -76,8 +76,8 @@ def feedback_md(student: str, rows: Sequence) -> str:
     lines = [f"# Feedback for {_md(student)}", "", f"**Total: {total} / {maximum} points**", "",
              "| exercise | points | status | what to do |", "|---|---|---|---|"]
     for r in mine:
-        lines.append(f"| `{r.exercise}` | {r.points} / {r.max_points} | {PASS if r.status == Status.PASSED else FAIL} {r.status} "
-                     f"| {_md(r.feedback)} |")
+        mark = PASS if r.status == Status.PASSED else FAIL
+        lines.append(f"| `{r.exercise}` | {r.points} / {r.max_points} | {mark} {r.status} | {_md(r.feedback)} |")
     return "\n".join(lines) + "\n"
 
 
