@@ -1,7 +1,7 @@
 """Helpers that build courses and submissions for the grader tests.
 
 A *toy course* is a temporary folder with ``solutions/01_toy.ipynb`` holding three exercise cells and
-a registry of three :class:`~utils.exercises.base.Exercise` s, so that the grader's machinery can be
+a registry of three :class:`~utils.exercises.definition.Exercise` s, so that the grader's machinery can be
 tested without the real chapters. Real-course helpers turn ``solutions/`` notebooks into submissions.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import torch
 
-from utils.exercises.base import Exercise, Mistake
+from utils.exercises.definition import Exercise, Mistake
 
 REPO = Path(__file__).resolve().parents[1]
 

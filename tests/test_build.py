@@ -20,7 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from utils import build
 from utils.build import BuildError, CourseConfig
 from utils.builder import course as build_course
-from utils.exercises.base import Exercise
+from utils.exercises.definition import Exercise
 from utils.notebook_run import deterministic_env, execute_notebook
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,7 +13,8 @@ from widget_support import assert_same_state, png
 
 from utils import scaling
 from utils.exercises import sdpa as ex
-from utils.exercises.base import check, compare
+from utils.exercises.check_cell import run_public_check
+from utils.exercises.judging import compare
 from utils.plotting import sdpa as plots
 from utils.widgets import sdpa as widgets
 from utils.widgets.quiz import Choice, Quiz
@@ -98,13 +99,13 @@ def test_every_mistake_differs_and_is_diagnosed(exercise):
             if compare(got, exercise.reference(**case), exercise.atol, exercise.rtol) is not None:
                 differs = True
         assert differs, mistake.name
-        verdict = check(exercise, mistake.fn, quiet=True)
+        verdict = run_public_check(exercise, mistake.fn, quiet=True)
         assert not verdict.passed and mistake.diagnosis in verdict.message, (mistake.name, verdict.message)
 
 
 @pytest.mark.parametrize("exercise", ex.EXERCISES, ids=lambda e: e.id)
 def test_reference_passes(exercise):
-    assert check(exercise, exercise.reference, quiet=True).passed
+    assert run_public_check(exercise, exercise.reference, quiet=True).passed
 
 
 def test_inverted_mask_with_minus_1e9_is_diagnosed_too():
@@ -115,7 +116,7 @@ def test_inverted_mask_with_minus_1e9_is_diagnosed_too():
         weights = scores.softmax(-1)
         return weights @ v, weights
 
-    verdict = check(ex.SDPA, learner, quiet=True)
+    verdict = run_public_check(ex.SDPA, learner, quiet=True)
     assert not verdict.passed and "wrong way round" in verdict.message
 
 
@@ -123,7 +124,7 @@ def test_forbidden_builtin_is_refused():
     def learner(q, k, v, mask=None):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), None
 
-    assert check(ex.SDPA, learner, quiet=True).status == "forbidden"
+    assert run_public_check(ex.SDPA, learner, quiet=True).status == "forbidden"
 
 
 # --------------------------------------------------------------------------------------------------

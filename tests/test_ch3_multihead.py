@@ -15,8 +15,9 @@ from widget_support import assert_same_state, png
 from utils import heads as hand_heads
 from utils.attention import MultiHeadAttention, causal_mask, merge_heads, split_heads
 from utils.exercises import get
-from utils.exercises.base import check, compare
-from utils.exercises.multihead import EXERCISES, reference_multi_head_attention
+from utils.exercises.check_cell import run_public_check
+from utils.exercises.judging import compare
+from utils.exercises.multihead import EXERCISES, multi_head_attention_reference
 from utils.plotting import multihead as plots
 from utils.widgets import multihead as widgets
 
@@ -90,7 +91,7 @@ def test_case_shapes_are_varied():
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
 def test_reference_passes_and_each_mistake_fails(exercise):
-    assert check(exercise, exercise.reference, quiet=True).passed
+    assert run_public_check(exercise, exercise.reference, quiet=True).passed
     cases = exercise.cases(0)
     for mistake in exercise.mistakes:
         differs = False
@@ -104,7 +105,7 @@ def test_reference_passes_and_each_mistake_fails(exercise):
                 differs = True
                 break
         assert differs, mistake.name
-        verdict = check(exercise, mistake.fn, quiet=True)
+        verdict = run_public_check(exercise, mistake.fn, quiet=True)
         assert not verdict.passed
         assert mistake.diagnosis in verdict.message, (mistake.name, verdict.message)
 
@@ -120,7 +121,7 @@ def test_forbidden_torch_builtins_are_refused():
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         return out.transpose(1, 2).reshape(N, L, E) @ w_o
 
-    verdict = check(ex, multi_head_attention, quiet=True)
+    verdict = run_public_check(ex, multi_head_attention, quiet=True)
     assert verdict.status == "forbidden"
 
 
@@ -311,4 +312,4 @@ def test_quiz_claims_hold():
     assert m(y, y, y)[1].shape == (2, 5, 5)
     out = m(y, y, y, attn_mask=causal_mask(5))[0]
     assert torch.isnan(out[:, -1]).all() and torch.isfinite(out[:, :-1]).all()
-    assert reference_multi_head_attention is not None
+    assert multi_head_attention_reference is not None

@@ -10,7 +10,8 @@ import torch
 from torch.testing import assert_close
 from widget_support import assert_same_state, png
 
-from utils.exercises.base import check, clone_case
+from utils.exercises.check_cell import run_public_check
+from utils.exercises.common import clone_case
 from utils.exercises.positional import (
     ADD,
     EXERCISES,
@@ -76,7 +77,7 @@ def test_shift_matrices_compose():
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
 def test_reference_passes_and_cases_are_seeded(exercise):
-    assert check(exercise, exercise.reference, quiet=True).passed
+    assert run_public_check(exercise, exercise.reference, quiet=True).passed
     a, b, c = exercise.cases(0), exercise.cases(0), exercise.cases(1)
     assert [sorted(x) for x in a] == [sorted(x) for x in b]
     assert all(torch.equal(x[k], y[k]) if isinstance(x[k], torch.Tensor) else x[k] == y[k]
@@ -88,7 +89,7 @@ def test_reference_passes_and_cases_are_seeded(exercise):
 @pytest.mark.parametrize("exercise,mistake", [(e, m) for e in EXERCISES for m in e.mistakes],
                          ids=lambda v: getattr(v, "id", None) or getattr(v, "name", None))
 def test_each_mistake_differs_and_is_diagnosed(exercise, mistake):
-    verdict = check(exercise, mistake.fn, quiet=True)
+    verdict = run_public_check(exercise, mistake.fn, quiet=True)
     assert not verdict.passed
     assert mistake.diagnosis in verdict.message
 
@@ -132,7 +133,7 @@ def test_forbidden_reference_is_refused():
 
         return utils.positional.sinusoidal_encoding(length, d_model)
 
-    assert check(SINUSOIDAL, sinusoidal_encoding, quiet=True).status == "forbidden"
+    assert run_public_check(SINUSOIDAL, sinusoidal_encoding, quiet=True).status == "forbidden"
 
 
 def test_cases_are_not_mutated_by_reference():

@@ -11,7 +11,8 @@ from widget_support import assert_same_state, png
 
 from utils.attention import padding_mask
 from utils.exercises import transformer as ex
-from utils.exercises.base import check, compare
+from utils.exercises.check_cell import run_public_check
+from utils.exercises.judging import compare
 from utils.heads import head_similarity
 from utils.layers import FeedForward, TransformerEncoder, TransformerEncoderLayer
 from utils.plotting import transformer as plots
@@ -86,13 +87,13 @@ def test_every_mistake_differs_from_the_reference_and_is_diagnosed(exercise):
         differs = [compare(mistake.fn(**c), exercise.reference(**c), exercise.atol, exercise.rtol) is not None
                    for c in cases]
         assert any(differs), mistake.name
-        verdict = check(exercise, mistake.fn, quiet=True)
+        verdict = run_public_check(exercise, mistake.fn, quiet=True)
         assert not verdict.passed and mistake.diagnosis in verdict.message
 
 
 @pytest.mark.parametrize("exercise", ex.EXERCISES, ids=lambda e: e.id)
 def test_reference_passes_and_cases_are_varied(exercise):
-    assert check(exercise, exercise.reference, quiet=True).passed
+    assert run_public_check(exercise, exercise.reference, quiet=True).passed
     cases = exercise.cases(0)
     assert 4 <= len(cases) <= 6
     shapes = {tuple(c["x"].shape) for c in cases}
@@ -110,7 +111,7 @@ def test_encoder_exercises_forbid_the_ready_made_layers():
             q = k = v = x.unsqueeze(1)
             return torch.nn.functional.scaled_dot_product_attention(q, k, v).squeeze(1)
 
-        assert check(exercise, cheat, quiet=True).status == "forbidden"
+        assert run_public_check(exercise, cheat, quiet=True).status == "forbidden"
 
 
 # ------------------------------------------------------------------ training helpers

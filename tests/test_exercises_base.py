@@ -1,4 +1,4 @@
-"""Unit tests of the exercise contract (utils/exercises/base.py) on a tiny fake exercise."""
+"""Unit tests of the exercise contract (runner, judging, forbidden names, check cell) on a tiny fake exercise."""
 
 from __future__ import annotations
 
@@ -8,19 +8,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from utils.exercises.base import (
-    FAIL,
-    PASS,
-    Exercise,
-    Mistake,
-    Outcome,
-    check,
-    compare,
-    forbidden_in_source,
-    judge,
-    load_function,
-    run_cases,
-)
+from utils.exercises.check_cell import run_public_check
+from utils.exercises.common import FAIL, PASS, Outcome
+from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.forbidden import forbidden_in_globals, forbidden_in_source
+from utils.exercises.judging import Verdict, compare, judge
+from utils.exercises.runner import forbid, load_function, run_cases
 
 
 def _softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -53,7 +46,7 @@ EXERCISE = Exercise(
 
 
 def _line(fn, capsys, exercise: Exercise = EXERCISE) -> str:
-    verdict = check(exercise, fn)
+    verdict = run_public_check(exercise, fn)
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert len(lines) == 1, f"check must print exactly one line, got {out!r}"
@@ -224,8 +217,6 @@ def test_load_function():
 
 
 def test_forbid_skips_bare_package_names_at_run_time_but_source_check_catches_them():
-    from utils.exercises.base import forbid, forbidden_in_source
-
     with forbid(["utils", "torch.nn.functional.softmax"]) as called:
         import torch.nn.functional as F
 
@@ -239,14 +230,11 @@ def test_forbid_skips_bare_package_names_at_run_time_but_source_check_catches_th
 
 
 def test_verdict_shows_nothing_extra_in_a_notebook():
-    from utils.exercises.base import Verdict
-
     verdict = Verdict(True, "passed", "fine")
     assert hasattr(verdict, "_ipython_display_") and verdict._ipython_display_() is None
 
 
 def test_an_alias_of_a_forbidden_function_is_caught_through_globals():
-    from utils.exercises.base import forbidden_in_globals
     from utils.positional import sinusoidal_encoding as table  # noqa: F401  (the alias under test)
 
     namespace = {"table": table, "torch": torch}
@@ -263,7 +251,6 @@ def test_an_alias_of_a_forbidden_function_is_caught_through_globals():
 
 def test_check_reports_an_aliased_reference_as_forbidden(capsys):
     from utils.exercises import get
-    from utils.exercises.base import check
     from utils.positional import sinusoidal_encoding as table
 
     exercise = get("ch4.sinusoidal_encoding")
@@ -271,6 +258,104 @@ def test_check_reports_an_aliased_reference_as_forbidden(capsys):
     def sinusoidal_encoding(length, d_model):
         return table(length, d_model)
 
-    verdict = check(exercise, sinusoidal_encoding)
+    verdict = run_public_check(exercise, sinusoidal_encoding)
     assert verdict.status == "forbidden" and "utils.positional" in verdict.message
     assert capsys.readouterr().out.startswith("❌")
+
+
+# --------------------------------------------------------------------------------------------------
+# The registry: chapters are found, in course order, and a broken module is named
+# --------------------------------------------------------------------------------------------------
+
+_CHAPTER_MODULE = """
+import torch
+from utils.exercises.definition import Exercise
+
+def {name}_reference(x):
+    return x
+
+EXERCISES = {declaration}
+"""
+
+
+def _fake_package(tmp_path, monkeypatch, package: str, modules: dict[str, str]) -> str:
+    """A package ``package`` under ``tmp_path`` whose modules declare the given EXERCISES."""
+    folder = tmp_path / package
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    for module, declaration in modules.items():
+        (folder / f"{module}.py").write_text(_CHAPTER_MODULE.format(name=module, declaration=declaration))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return package
+
+
+def _exercise(exercise_id: str, module: str) -> str:
+    return f"Exercise(id={exercise_id!r}, reference={module}_reference, make_cases=lambda rng, gen: [])"
+
+
+def test_the_course_registry_is_in_course_order_without_a_list_of_chapters():
+    from utils.exercises.registry import all_exercises, chapter_modules
+
+    names = [module.__name__.rpartition(".")[2] for module in chapter_modules()]
+    assert names == ["qkv", "sdpa", "multihead", "positional", "transformer", "at_scale"]
+    chapters = [exercise.chapter for exercise in all_exercises().values()]
+    assert chapters == sorted(chapters, key=lambda chapter: int(chapter[2:]))
+
+
+def test_new_chapters_are_found_and_ordered_by_chapter_number_not_name(tmp_path, monkeypatch):
+    from utils.exercises.registry import all_exercises, chapter_modules
+
+    package = _fake_package(tmp_path, monkeypatch, "fake_course_order", {
+        "alpha": f"({_exercise('ch10.alpha', 'alpha')},)",
+        "zeta": f"({_exercise('ch2.zeta', 'zeta')},)",
+        "mid": f"({_exercise('ch3.mid_one', 'mid')}, {_exercise('ch3.mid_two', 'mid')})",
+    })
+    assert [m.__name__ for m in chapter_modules(package)] == [f"{package}.{n}" for n in ("zeta", "mid", "alpha")]
+    assert list(all_exercises(package)) == ["ch2.zeta", "ch3.mid_one", "ch3.mid_two", "ch10.alpha"]
+
+
+@pytest.mark.parametrize("declaration, message", [
+    (f"({_exercise('chapter1.bad', 'bad')},)", r"'chapter1.bad' is not 'ch<N>.<function name>'"),
+    (f"[{_exercise('ch1.bad', 'bad')}]", r"has no EXERCISES tuple \(list\)"),
+    ("()", r"has no EXERCISES tuple \(tuple\)"),
+    (f"({_exercise('ch1.bad', 'bad')}, {_exercise('ch2.worse', 'bad')})", r"mixes the exercises of chapters ch1, ch2"),
+])
+def test_a_module_that_breaks_the_convention_fails_naming_it_and_the_place_to_edit(
+        tmp_path, monkeypatch, declaration, message):
+    from utils.exercises.registry import chapter_modules
+
+    package = _fake_package(tmp_path, monkeypatch, f"fake_course_{abs(hash(declaration))}", {"bad": declaration})
+    with pytest.raises(ValueError, match=message) as info:
+        chapter_modules(package)
+    assert f"{package}.bad" in str(info.value) and "utils/exercises/registry.py" in str(info.value)
+
+
+def test_two_modules_claiming_one_chapter_fail(tmp_path, monkeypatch):
+    from utils.exercises.registry import chapter_modules
+
+    package = _fake_package(tmp_path, monkeypatch, "fake_course_twice", {
+        "one": f"({_exercise('ch1.one', 'one')},)", "two": f"({_exercise('ch1.two', 'two')},)"})
+    with pytest.raises(ValueError, match="chapter ch1 is defined by both"):
+        chapter_modules(package)
+
+
+def test_a_missing_exercise_function_is_a_lookup_error_and_a_cell_error_propagates():
+    from utils.exercises.runner import MissingFunction
+
+    with pytest.raises(MissingFunction):
+        load_function("x = 1\n", "f")
+    with pytest.raises(KeyError):  # a LookupError too, but the cell's own: not "does not define"
+        load_function("{}['key']\n", "f")
+
+
+def test_chapter_modules_share_one_convention():
+    from utils.exercises.registry import chapter_modules
+
+    for module in chapter_modules():
+        assert isinstance(module.EXERCISES, tuple), module.__name__
+        for exercise in module.EXERCISES:
+            name = f"{exercise.func_name}_reference"
+            assert getattr(module, name, None) is exercise.reference, f"{module.__name__}.{name}"
+            assert name in module.__all__ and exercise.reference.__name__ == name, f"{module.__name__}.{name}"
+            assert isinstance(exercise.forbidden, tuple), exercise.id
+            assert any(getattr(module, constant) is exercise for constant in module.__all__), exercise.id

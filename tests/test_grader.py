@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from utils.exercises.base import Outcome
+from utils.exercises.common import Outcome, Status
 from utils.grading import cli, engine, report, sandbox, serialize
 from utils.grading.course import InvalidNotebook, read_notebook
 
@@ -70,7 +70,7 @@ def test_results_csv_has_the_exact_header_and_a_row_per_student_and_exercise(bat
     assert text.splitlines()[0] == "student,exercise,points,max_points,status,feedback"
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 8 * 3
-    assert {r["status"] for r in rows} <= set(engine.STATUSES)
+    assert {r["status"] for r in rows} <= set(Status)
     assert summary["max_total"] == 6
 
 

@@ -19,12 +19,7 @@ import utils
 # `python -m` module, and the exercise list of a chapter's exercise module.
 PROTOCOL = {"main", "EXERCISES"}
 
-# Duplicates in modules this branch does not own, each removed once the named branch merges.
-ALLOWED = {
-    "REPO_ROOT": frozenset({"utils.build", "utils.html"}),  # removed once branch i13-builder merges
-    "check": frozenset({"utils.exercises", "utils.exercises.base"}),  # removed once branch i13-exercises merges
-    "grade": frozenset({"utils.grading", "utils.grading.cli"}),  # removed once branch i13-exercises merges
-}
+ALLOWED: dict[str, frozenset[str]] = {}
 
 
 def _top_level_assignments(module) -> set[str]:

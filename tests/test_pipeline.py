@@ -27,7 +27,9 @@ import pytest
 import utils.widgets
 from utils import build
 from utils.exercises import all_exercises
-from utils.exercises.base import FAIL, PASS, check, load_function
+from utils.exercises.check_cell import run_public_check
+from utils.exercises.common import FAIL, PASS
+from utils.exercises.runner import load_function
 from utils.widgets.quiz import Choice, Numeric, Quiz
 
 REPO = Path(__file__).resolve().parent.parent
@@ -135,7 +137,7 @@ def test_no_solution_line_leaks(path):
 
 def _check_line(exercise, fn, capsys) -> str:
     capsys.readouterr()
-    verdict = check(exercise, fn)
+    verdict = run_public_check(exercise, fn)
     lines = capsys.readouterr().out.splitlines()
     assert lines == [verdict.line], f"a check prints exactly one line, got {lines}"
     return lines[0]

@@ -19,7 +19,7 @@ from utils.builder.errors import BuildError
 from utils.builder.stamps import stamp
 from utils.paths import REPO_ROOT
 
-__all__ = ["NOTEBOOK_GLOB", "build", "generation_state", "notebook_text", "outdated", "read_notebook", "render"]
+__all__ = ["NOTEBOOK_GLOB", "build", "generation_state", "notebook_text", "outdated", "read_source_notebook", "render"]
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 """The chapters of the course: every ``solutions/NN_*.ipynb`` (the one list; nothing else enumerates them)."""
@@ -31,7 +31,7 @@ def notebook_text(nb: nbformat.NotebookNode) -> str:
     return text if text.endswith("\n") else text + "\n"
 
 
-def read_notebook(path: Path, rel: str) -> nbformat.NotebookNode:
+def read_source_notebook(path: Path, rel: str) -> nbformat.NotebookNode:
     """Read a notebook; a broken file is a :class:`BuildError` naming ``rel``."""
     try:
         return nbformat.read(path, as_version=4)
@@ -55,7 +55,7 @@ def render(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> dic
     owner: dict[str, str] = {}
     for path in sorted((root / "solutions").glob(NOTEBOOK_GLOB)):
         rel = path.relative_to(root).as_posix()
-        solution = read_notebook(path, rel)
+        solution = read_source_notebook(path, rel)
         if stamp(solution, config, rel):
             files[path] = notebook_text(solution)
         chapter, ids = render_chapter(solution, config, rel, registry)

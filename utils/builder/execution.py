@@ -7,7 +7,7 @@ from pathlib import Path
 
 from utils.builder.chapter import KERNELSPEC
 from utils.builder.config import load_config
-from utils.builder.course import notebook_text, read_notebook
+from utils.builder.course import notebook_text, read_source_notebook
 from utils.builder.errors import BuildError
 from utils.builder.stamps import stamp
 from utils.paths import REPO_ROOT
@@ -29,7 +29,7 @@ def execute(paths: Sequence[str | Path], root: str | Path = REPO_ROOT, log=print
             raise BuildError(given, None, f"is not inside the course at {root}") from exc
         if not rel.startswith("solutions/"):
             raise BuildError(rel, None, "only solution notebooks are executed (chapters/ is generated from them)")
-        nb = read_notebook(path, rel)
+        nb = read_source_notebook(path, rel)
         if stamp(nb, config, rel):
             path.write_text(notebook_text(nb), encoding="utf-8")
         result = execute_notebook(path)

@@ -1,5 +1,5 @@
 """Exercises of chapter 6: the online-softmax update, the sliding-window mask, one decoding step with a
-KV cache. See utils/exercises/base.py for the contract. Masks: True = may attend.
+KV cache. See :mod:`utils.exercises.definition` for the contract. Masks: True = may attend.
 """
 
 from __future__ import annotations
@@ -9,9 +9,18 @@ import random
 
 import torch
 
-from utils.exercises.base import Case, Exercise, Mistake
+from utils.exercises.common import Case
+from utils.exercises.definition import Exercise, Mistake
 
-__all__ = ["EXERCISES"]
+__all__ = [
+    "CACHE",
+    "EXERCISES",
+    "ONLINE",
+    "WINDOW",
+    "attend_with_cache_reference",
+    "online_softmax_update_reference",
+    "sliding_window_mask_reference",
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -19,7 +28,7 @@ __all__ = ["EXERCISES"]
 # --------------------------------------------------------------------------------------------------
 
 
-def _online_reference(running_max: torch.Tensor, running_sum: torch.Tensor, block: torch.Tensor):
+def online_softmax_update_reference(running_max: torch.Tensor, running_sum: torch.Tensor, block: torch.Tensor):
     new_max = torch.maximum(running_max, block.amax(dim=-1))  # (...,)
     shift = torch.where(new_max == float("-inf"), 0.0, new_max)
     new_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(-1)
@@ -68,7 +77,7 @@ def _online_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
 
 ONLINE = Exercise(
     id="ch6.online_softmax_update",
-    reference=_online_reference,
+    reference=online_softmax_update_reference,
     make_cases=_online_cases,
     points=2,
     mistakes=(
@@ -93,7 +102,7 @@ ONLINE = Exercise(
 # --------------------------------------------------------------------------------------------------
 
 
-def _window_reference(L: int, window: int) -> torch.Tensor:
+def sliding_window_mask_reference(L: int, window: int) -> torch.Tensor:
     positions = torch.arange(L)
     return (positions[:, None] - positions[None, :]).abs() <= window  # (L, L)
 
@@ -110,7 +119,7 @@ def _window_one_sided(L, window):
 
 
 def _window_inverted(L, window):
-    return ~_window_reference(L, window)
+    return ~sliding_window_mask_reference(L, window)
 
 
 def _window_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
@@ -125,7 +134,7 @@ def _window_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
 
 WINDOW = Exercise(
     id="ch6.sliding_window_mask",
-    reference=_window_reference,
+    reference=sliding_window_mask_reference,
     make_cases=_window_cases,
     points=1,
     mistakes=(
@@ -146,7 +155,7 @@ WINDOW = Exercise(
 # --------------------------------------------------------------------------------------------------
 
 
-def _cache_reference(q_new, k_new, v_new, k_cache, v_cache):
+def attend_with_cache_reference(q_new, k_new, v_new, k_cache, v_cache):
     k_all = torch.cat([k_cache, k_new], dim=-2)  # (N, H, T + 1, D)
     v_all = torch.cat([v_cache, v_new], dim=-2)  # (N, H, T + 1, D)
     weights = torch.softmax(q_new @ k_all.transpose(-2, -1) / math.sqrt(q_new.shape[-1]), dim=-1)  # (N, H, 1, T + 1)
@@ -168,7 +177,7 @@ def _cache_prepend(q_new, k_new, v_new, k_cache, v_cache):
 
 
 def _cache_not_updated(q_new, k_new, v_new, k_cache, v_cache):
-    output, _, _ = _cache_reference(q_new, k_new, v_new, k_cache, v_cache)
+    output, _, _ = attend_with_cache_reference(q_new, k_new, v_new, k_cache, v_cache)
     return output, k_cache, v_cache
 
 
@@ -195,7 +204,7 @@ def _cache_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
 
 CACHE = Exercise(
     id="ch6.attend_with_cache",
-    reference=_cache_reference,
+    reference=attend_with_cache_reference,
     make_cases=_cache_cases,
     points=3,
     mistakes=(
@@ -216,4 +225,4 @@ CACHE = Exercise(
          "return weights @ v_all, k_all, v_all",
 )
 
-EXERCISES = [ONLINE, WINDOW, CACHE]
+EXERCISES: tuple[Exercise, ...] = (ONLINE, WINDOW, CACHE)  # notebook order

@@ -13,9 +13,17 @@ import random
 import torch
 
 from utils.attention import MultiHeadAttention, causal_mask, padding_mask
-from utils.exercises.base import Exercise, Mistake
+from utils.exercises.definition import Exercise, Mistake
 
-__all__ = ["EXERCISES", "reference_multi_head_attention"]
+__all__ = [
+    "EXERCISES",
+    "MERGE_HEADS",
+    "MULTI_HEAD_ATTENTION",
+    "SPLIT_HEADS",
+    "merge_heads_reference",
+    "multi_head_attention_reference",
+    "split_heads_reference",
+]
 
 # The learner implements what the course's reference provides, so the bare package "utils" is forbidden:
 # the static source check catches any use of it (forbid() skips bare names at run time). The reference
@@ -36,7 +44,7 @@ def _shapes(rng: random.Random) -> list[tuple[int, int, int, int]]:
 # --------------------------------------------------------------------------------------------------
 
 
-def _split_reference(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+def split_heads_reference(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     N, L, E = x.shape
     return x.view(N, L, num_heads, E // num_heads).transpose(1, 2)  # (N, H, L, D)
 
@@ -65,7 +73,7 @@ def _split_strided(x, num_heads):
 # --------------------------------------------------------------------------------------------------
 
 
-def _merge_reference(x: torch.Tensor) -> torch.Tensor:
+def merge_heads_reference(x: torch.Tensor) -> torch.Tensor:
     N, H, L, D = x.shape
     return x.transpose(1, 2).reshape(N, L, H * D)  # (N, L, E)
 
@@ -94,7 +102,7 @@ def _merge_view(x):
 # --------------------------------------------------------------------------------------------------
 
 
-def reference_multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     """The reference: :class:`utils.attention.MultiHeadAttention` (no biases) loaded with these weights.
 
     ``nn.Linear`` computes ``x @ weight.T``, so a weight ``W`` in the ``x @ W`` convention is stored as
@@ -184,105 +192,107 @@ def _mha_inverted_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     return _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask, invert_mask=True)
 
 
-EXERCISES = [
-    Exercise(
-        id="ch3.split_heads",
-        reference=_split_reference,
-        make_cases=_split_cases,
-        points=1,
-        mistakes=[
-            Mistake(
-                "missing_transpose", _split_missing_transpose,
-                "your output is (N, L, H, D): after the view, call .transpose(1, 2) to bring the heads "
-                "axis in front of the tokens, giving (N, H, L, D).",
-            ),
-            Mistake(
-                "view_straight_to_NHLD", _split_no_transpose,
-                "you reshaped (N, L, E) straight to (N, H, L, D), which mixes features of different tokens "
-                "into one head's row; view as (N, L, H, D) first, then transpose(1, 2).",
-            ),
-            Mistake(
-                "strided_heads", _split_strided,
-                "your head h takes every H-th feature (h, h+H, ...) instead of the block h*D to (h+1)*D-1; "
-                "split the last axis as (H, D), heads first: x.view(N, L, H, D).",
-            ),
-        ],
-        forbidden=("utils",),
-        hint="x.view(N, L, H, D) then .transpose(1, 2).",
-    ),
-    Exercise(
-        id="ch3.merge_heads",
-        reference=_merge_reference,
-        make_cases=_merge_cases,
-        points=1,
-        mistakes=[
-            Mistake(
-                "view_after_transpose", _merge_view,
-                "after transpose(1, 2) the tensor is not contiguous, so .view cannot reinterpret it; use "
-                ".reshape(N, L, H * D) or .contiguous().view(N, L, H * D).",
-            ),
-            Mistake(
-                "no_transpose", _merge_no_transpose,
-                "you reshaped (N, H, L, D) straight to (N, L, H*D), which scrambles tokens and heads "
-                "(no error, just wrong numbers); transpose(1, 2) to (N, L, H, D) first, then reshape.",
-            ),
-            Mistake(
-                "feature_major", _merge_feature_major,
-                "your features come out interleaved (feature 0 of every head, then feature 1, ...); "
-                "the heads must sit side by side: head 0's D features, then head 1's. Transpose only "
-                "axes 1 and 2.",
-            ),
-        ],
-        forbidden=("utils",),
-        hint="x.transpose(1, 2) is (N, L, H, D); then reshape to (N, L, H * D).",
-    ),
-    Exercise(
-        id="ch3.multi_head_attention",
-        reference=reference_multi_head_attention,
-        make_cases=_mha_cases,
-        points=3,
-        mistakes=[
-            Mistake(
-                "merge_no_transpose", _mha_merge_no_transpose,
-                "the heads are merged in the wrong order: you reshaped (N, H, L, D) straight to (N, L, E); "
-                "transpose(1, 2) before the reshape so that each token gets its own heads' outputs.",
-            ),
-            Mistake(
-                "merge_feature_major", _mha_merge_feature_major,
-                "the heads are merged in the wrong order: features are interleaved across heads; "
-                "concatenate heads side by side with .transpose(1, 2).reshape(N, L, E).",
-            ),
-            Mistake(
-                "missing_w_o", _mha_no_w_o,
-                "your output equals the concatenated heads: you forgot the output projection "
-                "(multiply the merged (N, L, E) tensor by w_o).",
-            ),
-            Mistake(
-                "scale_by_model_dim", _mha_scale_model,
-                "you scaled the scores by 1/sqrt(E); each head works in D = E // num_heads dimensions, "
-                "so divide by sqrt(D).",
-            ),
-            Mistake(
-                "no_scale", _mha_no_scale,
-                "your scores are not scaled: divide q @ k^T by sqrt(D), with D = E // num_heads.",
-            ),
-            Mistake(
-                "linear_convention", _mha_linear_convention,
-                "you used x @ W.T (nn.Linear's storage convention); the weights here are given for "
-                "x @ W, so compute x @ w_q, x @ w_k, x @ w_v and merged @ w_o.",
-            ),
-            Mistake(
-                "inverted_mask", _mha_inverted_mask,
-                "your mask is inverted: here True means *may attend* (like F.scaled_dot_product_attention), "
-                "so fill the scores with -inf where the mask is False.",
-            ),
-        ],
-        forbidden=(
-            "torch.nn.functional.scaled_dot_product_attention",
-            "torch.nn.functional.multi_head_attention_forward",
-            "torch.nn.MultiheadAttention",
-            *_NO_UTILS,
+SPLIT_HEADS = Exercise(
+    id="ch3.split_heads",
+    reference=split_heads_reference,
+    make_cases=_split_cases,
+    points=1,
+    mistakes=[
+        Mistake(
+            "missing_transpose", _split_missing_transpose,
+            "your output is (N, L, H, D): after the view, call .transpose(1, 2) to bring the heads "
+            "axis in front of the tokens, giving (N, H, L, D).",
         ),
-        hint="project with x @ w_q (and w_k, w_v), split heads, attend with scale 1/sqrt(D), merge, then @ w_o.",
+        Mistake(
+            "view_straight_to_NHLD", _split_no_transpose,
+            "you reshaped (N, L, E) straight to (N, H, L, D), which mixes features of different tokens "
+            "into one head's row; view as (N, L, H, D) first, then transpose(1, 2).",
+        ),
+        Mistake(
+            "strided_heads", _split_strided,
+            "your head h takes every H-th feature (h, h+H, ...) instead of the block h*D to (h+1)*D-1; "
+            "split the last axis as (H, D), heads first: x.view(N, L, H, D).",
+        ),
+    ],
+    forbidden=("utils",),
+    hint="x.view(N, L, H, D) then .transpose(1, 2).",
+)
+
+MERGE_HEADS = Exercise(
+    id="ch3.merge_heads",
+    reference=merge_heads_reference,
+    make_cases=_merge_cases,
+    points=1,
+    mistakes=[
+        Mistake(
+            "view_after_transpose", _merge_view,
+            "after transpose(1, 2) the tensor is not contiguous, so .view cannot reinterpret it; use "
+            ".reshape(N, L, H * D) or .contiguous().view(N, L, H * D).",
+        ),
+        Mistake(
+            "no_transpose", _merge_no_transpose,
+            "you reshaped (N, H, L, D) straight to (N, L, H*D), which scrambles tokens and heads "
+            "(no error, just wrong numbers); transpose(1, 2) to (N, L, H, D) first, then reshape.",
+        ),
+        Mistake(
+            "feature_major", _merge_feature_major,
+            "your features come out interleaved (feature 0 of every head, then feature 1, ...); "
+            "the heads must sit side by side: head 0's D features, then head 1's. Transpose only "
+            "axes 1 and 2.",
+        ),
+    ],
+    forbidden=("utils",),
+    hint="x.transpose(1, 2) is (N, L, H, D); then reshape to (N, L, H * D).",
+)
+
+MULTI_HEAD_ATTENTION = Exercise(
+    id="ch3.multi_head_attention",
+    reference=multi_head_attention_reference,
+    make_cases=_mha_cases,
+    points=3,
+    mistakes=[
+        Mistake(
+            "merge_no_transpose", _mha_merge_no_transpose,
+            "the heads are merged in the wrong order: you reshaped (N, H, L, D) straight to (N, L, E); "
+            "transpose(1, 2) before the reshape so that each token gets its own heads' outputs.",
+        ),
+        Mistake(
+            "merge_feature_major", _mha_merge_feature_major,
+            "the heads are merged in the wrong order: features are interleaved across heads; "
+            "concatenate heads side by side with .transpose(1, 2).reshape(N, L, E).",
+        ),
+        Mistake(
+            "missing_w_o", _mha_no_w_o,
+            "your output equals the concatenated heads: you forgot the output projection "
+            "(multiply the merged (N, L, E) tensor by w_o).",
+        ),
+        Mistake(
+            "scale_by_model_dim", _mha_scale_model,
+            "you scaled the scores by 1/sqrt(E); each head works in D = E // num_heads dimensions, "
+            "so divide by sqrt(D).",
+        ),
+        Mistake(
+            "no_scale", _mha_no_scale,
+            "your scores are not scaled: divide q @ k^T by sqrt(D), with D = E // num_heads.",
+        ),
+        Mistake(
+            "linear_convention", _mha_linear_convention,
+            "you used x @ W.T (nn.Linear's storage convention); the weights here are given for "
+            "x @ W, so compute x @ w_q, x @ w_k, x @ w_v and merged @ w_o.",
+        ),
+        Mistake(
+            "inverted_mask", _mha_inverted_mask,
+            "your mask is inverted: here True means *may attend* (like F.scaled_dot_product_attention), "
+            "so fill the scores with -inf where the mask is False.",
+        ),
+    ],
+    forbidden=(
+        "torch.nn.functional.scaled_dot_product_attention",
+        "torch.nn.functional.multi_head_attention_forward",
+        "torch.nn.MultiheadAttention",
+        *_NO_UTILS,
     ),
-]
+    hint="project with x @ w_q (and w_k, w_v), split heads, attend with scale 1/sqrt(D), merge, then @ w_o.",
+)
+
+EXERCISES: tuple[Exercise, ...] = (SPLIT_HEADS, MERGE_HEADS, MULTI_HEAD_ATTENTION)  # notebook order

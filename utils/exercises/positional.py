@@ -1,4 +1,4 @@
-"""Exercises of chapter 4, "Positional encoding". See utils/exercises/base.py.
+"""Exercises of chapter 4, "Positional encoding". See :mod:`utils.exercises.definition`.
 
 Shape letters: N batch, L sequence length, E model dimension (``d_model``).
 
@@ -16,11 +16,15 @@ import random
 
 import torch
 
-from utils.exercises.base import Case, Exercise, Mistake
-from utils.positional import sinusoidal_encoding as _sinusoidal_reference
+from utils.exercises.common import Case
+from utils.exercises.definition import Exercise, Mistake
+from utils.positional import sinusoidal_encoding as _sinusoidal_table
 
 __all__ = [
+    "ADD",
     "EXERCISES",
+    "SHIFT",
+    "SINUSOIDAL",
     "add_positional_encoding_reference",
     "relative_shift_matrix_reference",
     "sinusoidal_encoding_reference",
@@ -36,7 +40,7 @@ BASE = 10000.0
 
 def sinusoidal_encoding_reference(length: int, d_model: int) -> torch.Tensor:
     """PE[p, 2i] = sin(p / 10000^(2i/E)), PE[p, 2i+1] = cos(p / 10000^(2i/E)). Returns (L, E) float32."""
-    return _sinusoidal_reference(length, d_model, dtype=torch.float32)
+    return _sinusoidal_table(length, d_model, dtype=torch.float32)
 
 
 def _table(length: int, d_model: int, exponent, even_fn=torch.sin, odd_fn=torch.cos) -> torch.Tensor:
@@ -75,7 +79,7 @@ def _odd_crash(length: int, d_model: int) -> torch.Tensor:
 def _odd_padded(length: int, d_model: int) -> torch.Tensor:
     # rounds E up to an even number and forgets to drop the extra column
     padded = d_model + d_model % 2
-    return _sinusoidal_reference(length, padded, dtype=torch.float32)
+    return _sinusoidal_table(length, padded, dtype=torch.float32)
 
 
 def _sinusoidal_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
@@ -122,7 +126,7 @@ SINUSOIDAL = Exercise(
             "whose last column is a sine",
         ),
     ],
-    forbidden=["utils", "utils.positional.sinusoidal_encoding", "utils.positional.PositionalEncoding"],
+    forbidden=("utils", "utils.positional.sinusoidal_encoding", "utils.positional.PositionalEncoding"),
     atol=1e-4,
     rtol=1e-4,
     hint="compute the angle p / 10000^(2i / d_model) once for each pair, then fill columns 0::2 and 1::2.",
@@ -166,7 +170,7 @@ def _add_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
         max_len = L + rng.randint(0, 12)
         cases.append({
             "x": torch.randn(N, L, E, generator=gen),
-            "pe": _sinusoidal_reference(max_len, E, dtype=torch.float32),
+            "pe": _sinusoidal_table(max_len, E, dtype=torch.float32),
         })
     return cases
 
@@ -192,7 +196,7 @@ ADD = Exercise(
             "(1, max_len, E) table): slice the rows, pe[:L]",
         ),
     ],
-    forbidden=["utils", "utils.positional.PositionalEncoding", "utils.positional.sinusoidal_encoding"],
+    forbidden=("utils", "utils.positional.PositionalEncoding", "utils.positional.sinusoidal_encoding"),
     hint="x is (N, L, E) and pe is (max_len, E); (L, E) broadcasts over N.",
 )
 
@@ -261,7 +265,7 @@ SHIFT = Exercise(
             "Every pair turns by its own angle k * w_i with w_i = 10000^(-2i / d_model), not by k radians",
         ),
     ],
-    forbidden=["utils", "utils.exercises.positional.relative_shift_matrix_reference"],
+    forbidden=("utils", "utils.exercises.positional.relative_shift_matrix_reference"),
     atol=1e-5,
     rtol=1e-4,
     hint="expand sin((p + k) w) and cos((p + k) w) with the angle-addition formulas; put one 2 x 2 block "
@@ -269,4 +273,4 @@ SHIFT = Exercise(
 )
 
 
-EXERCISES: list[Exercise] = [SINUSOIDAL, SHIFT, ADD]  # notebook order
+EXERCISES: tuple[Exercise, ...] = (SINUSOIDAL, SHIFT, ADD)  # notebook order

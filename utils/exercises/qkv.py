@@ -1,4 +1,4 @@
-"""Exercises of chapter 1, "Queries, keys and values". See :mod:`utils.exercises.base`.
+"""Exercises of chapter 1, "Queries, keys and values". See :mod:`utils.exercises.definition`.
 
 * ``ch1.project_qkv``: Q = X W_Q, K = X W_K, V = X W_V, with or without a batch dimension.
 * ``ch1.attention_scores``: the unscaled scores Q Kᵀ, for any number of leading (batch, head) dims.
@@ -15,9 +15,10 @@ import warnings
 
 import torch
 
-from utils.exercises.base import Case, Exercise, Mistake
+from utils.exercises.common import Case
+from utils.exercises.definition import Exercise, Mistake
 
-__all__ = ["EXERCISES", "project_qkv_reference", "attention_scores_reference"]
+__all__ = ["ATTENTION_SCORES", "EXERCISES", "PROJECT_QKV", "attention_scores_reference", "project_qkv_reference"]
 
 
 def _randn(gen: torch.Generator, *shape: int) -> torch.Tensor:
@@ -166,21 +167,22 @@ _SCORES_MISTAKES = [
 ]
 
 
-EXERCISES: list[Exercise] = [
-    Exercise(
-        id="ch1.project_qkv",
-        reference=project_qkv_reference,
-        make_cases=_project_cases,
-        points=2,
-        mistakes=_PROJECT_MISTAKES,
-        hint="return (x @ w_q, x @ w_k, x @ w_v); `@` multiplies the last dim of x with the first of w.",
-    ),
-    Exercise(
-        id="ch1.attention_scores",
-        reference=attention_scores_reference,
-        make_cases=_scores_cases,
-        points=2,
-        mistakes=_SCORES_MISTAKES,
-        hint="scores[..., i, j] = q[..., i, :] · k[..., j, :]; that is q @ k.transpose(-2, -1).",
-    ),
-]
+PROJECT_QKV = Exercise(
+    id="ch1.project_qkv",
+    reference=project_qkv_reference,
+    make_cases=_project_cases,
+    points=2,
+    mistakes=_PROJECT_MISTAKES,
+    hint="return (x @ w_q, x @ w_k, x @ w_v); `@` multiplies the last dim of x with the first of w.",
+)
+
+ATTENTION_SCORES = Exercise(
+    id="ch1.attention_scores",
+    reference=attention_scores_reference,
+    make_cases=_scores_cases,
+    points=2,
+    mistakes=_SCORES_MISTAKES,
+    hint="scores[..., i, j] = q[..., i, :] · k[..., j, :]; that is q @ k.transpose(-2, -1).",
+)
+
+EXERCISES: tuple[Exercise, ...] = (PROJECT_QKV, ATTENTION_SCORES)  # notebook order

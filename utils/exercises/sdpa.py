@@ -1,6 +1,6 @@
 """Exercises of chapter 2: scaled dot-product attention, the causal mask and the padding mask.
 
-See utils/exercises/base.py for the contract. Masks follow the package convention: True = may attend.
+See :mod:`utils.exercises.definition` for the contract. Masks follow the package convention: True = may attend.
 """
 
 from __future__ import annotations
@@ -11,9 +11,18 @@ import random
 import torch
 
 from utils import attention
-from utils.exercises.base import Case, Exercise, Mistake
+from utils.exercises.common import Case
+from utils.exercises.definition import Exercise, Mistake
 
-__all__ = ["EXERCISES"]
+__all__ = [
+    "CAUSAL",
+    "EXERCISES",
+    "PADDING",
+    "SDPA",
+    "causal_mask_reference",
+    "padding_mask_reference",
+    "scaled_dot_product_attention_reference",
+]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -27,7 +36,7 @@ _REFERENCE_CAUSAL = attention.causal_mask
 _REFERENCE_PADDING = attention.padding_mask
 
 
-def _sdpa_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None):
+def scaled_dot_product_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None):
     return _REFERENCE_SDPA(q, k, v, mask)
 
 
@@ -93,7 +102,7 @@ def _sdpa_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
 
 SDPA = Exercise(
     id="ch2.scaled_dot_product_attention",
-    reference=_sdpa_reference,
+    reference=scaled_dot_product_attention_reference,
     make_cases=_sdpa_cases,
     points=3,
     mistakes=(
@@ -124,7 +133,7 @@ SDPA = Exercise(
 # --------------------------------------------------------------------------------------------------
 
 
-def _causal_reference(size: int) -> torch.Tensor:
+def causal_mask_reference(size: int) -> torch.Tensor:
     return _REFERENCE_CAUSAL(size)
 
 
@@ -150,7 +159,7 @@ def _causal_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
 
 CAUSAL = Exercise(
     id="ch2.causal_mask",
-    reference=_causal_reference,
+    reference=causal_mask_reference,
     make_cases=_causal_cases,
     points=1,
     mistakes=(
@@ -177,7 +186,7 @@ CAUSAL = Exercise(
 # --------------------------------------------------------------------------------------------------
 
 
-def _padding_reference(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+def padding_mask_reference(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     return _REFERENCE_PADDING(lengths, max_len)
 
 
@@ -205,7 +214,7 @@ def _padding_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
 
 PADDING = Exercise(
     id="ch2.padding_mask",
-    reference=_padding_reference,
+    reference=padding_mask_reference,
     make_cases=_padding_cases,
     points=1,
     mistakes=(
@@ -221,4 +230,4 @@ PADDING = Exercise(
     hint="compare torch.arange(max_len) with lengths[:, None], then add the two broadcasting dims",
 )
 
-EXERCISES = [SDPA, CAUSAL, PADDING]
+EXERCISES: tuple[Exercise, ...] = (SDPA, CAUSAL, PADDING)  # notebook order

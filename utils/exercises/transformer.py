@@ -1,4 +1,4 @@
-"""Exercises of chapter 5, the full Transformer layer. See utils/exercises/base.py.
+"""Exercises of chapter 5, the full Transformer layer. See :mod:`utils.exercises.definition`.
 
 * ``ch5.feed_forward``: the position-wise feed-forward block, ``relu(x @ w1 + b1) @ w2 + b2``.
 * ``ch5.encoder_layer_post_ln`` and ``ch5.encoder_layer_pre_ln``: one encoder layer from plain tensors,
@@ -18,10 +18,19 @@ import random
 import torch
 import torch.nn.functional as F
 
-from utils.exercises.base import Exercise, Mistake
+from utils.exercises.definition import Exercise, Mistake
 from utils.layers import TransformerEncoderLayer
 
-__all__ = ["EXERCISES", "layer_from_tensors"]
+__all__ = [
+    "ENCODER_POST_LN",
+    "ENCODER_PRE_LN",
+    "EXERCISES",
+    "FEED_FORWARD",
+    "encoder_layer_post_ln_reference",
+    "encoder_layer_pre_ln_reference",
+    "feed_forward_reference",
+    "layer_from_tensors",
+]
 
 # The bare package "utils" is caught statically in the learner's source and, through the globals check,
 # in what the learner's function reaches (that check skips functions defined inside utils, so the wrong
@@ -47,7 +56,7 @@ _NO_TORCH_LAYERS = (
 # --------------------------------------------------------------------------------------------------
 
 
-def _feed_forward_reference(x, w1, b1, w2, b2):
+def feed_forward_reference(x, w1, b1, w2, b2):
     return torch.relu(x @ w1 + b1) @ w2 + b2  # (..., E) -> (..., F) -> (..., E)
 
 
@@ -82,7 +91,7 @@ def _feed_forward_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
 
 FEED_FORWARD = Exercise(
     id="ch5.feed_forward",
-    reference=_feed_forward_reference,
+    reference=feed_forward_reference,
     make_cases=_feed_forward_cases,
     points=1,
     mistakes=(
@@ -137,16 +146,23 @@ def layer_from_tensors(*, w_q, w_k, w_v, w_o, w1, b1, w2, b2, ln1_weight, ln1_bi
     return layer
 
 
-def _reference(norm_first: bool):
-    def reference(x, num_heads, **tensors):
-        with torch.no_grad():
-            # the explicit attention path: the fast one calls F.scaled_dot_product_attention, which the
-            # exercise forbids (and patches while the learner's function runs)
-            out, _ = layer_from_tensors(**tensors, num_heads=num_heads, norm_first=norm_first)(
-                x, return_attention=True)
-            return out
+def _encoder_layer(x, num_heads, tensors, *, norm_first: bool) -> torch.Tensor:
+    with torch.no_grad():
+        # the explicit attention path: the fast one calls F.scaled_dot_product_attention, which the
+        # exercise forbids (and patches while the learner's function runs)
+        out, _ = layer_from_tensors(**tensors, num_heads=num_heads, norm_first=norm_first)(
+            x, return_attention=True)
+        return out
 
-    return reference
+
+def encoder_layer_post_ln_reference(x, num_heads, **tensors):
+    """x (N, L, E) -> (N, L, E): the post-LN reference layer holding ``tensors`` (see :func:`layer_from_tensors`)."""
+    return _encoder_layer(x, num_heads, tensors, norm_first=False)
+
+
+def encoder_layer_pre_ln_reference(x, num_heads, **tensors):
+    """x (N, L, E) -> (N, L, E): the pre-LN reference layer holding ``tensors`` (see :func:`layer_from_tensors`)."""
+    return _encoder_layer(x, num_heads, tensors, norm_first=True)
 
 
 def _attention(x, w_q, w_k, w_v, w_o, num_heads, *, scaled=True):
@@ -227,7 +243,7 @@ _UNSCALED = ("your attention scores are not scaled: divide q @ k.transpose(-2, -
 
 ENCODER_POST_LN = Exercise(
     id="ch5.encoder_layer_post_ln",
-    reference=_reference(norm_first=False),
+    reference=encoder_layer_post_ln_reference,
     make_cases=_encoder_cases,
     points=3,
     mistakes=(
@@ -250,7 +266,7 @@ ENCODER_POST_LN = Exercise(
 
 ENCODER_PRE_LN = Exercise(
     id="ch5.encoder_layer_pre_ln",
-    reference=_reference(norm_first=True),
+    reference=encoder_layer_pre_ln_reference,
     make_cases=_encoder_cases,
     points=3,
     mistakes=(
@@ -271,4 +287,4 @@ ENCODER_PRE_LN = Exercise(
          "x @ w_q etc., softmax(q k^T / sqrt(D)) v, merge heads, @ w_o.",
 )
 
-EXERCISES = [FEED_FORWARD, ENCODER_POST_LN, ENCODER_PRE_LN]
+EXERCISES: tuple[Exercise, ...] = (FEED_FORWARD, ENCODER_POST_LN, ENCODER_PRE_LN)  # notebook order

@@ -11,11 +11,14 @@ from __future__ import annotations
 from typing import Any
 
 
-def grade(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """See :func:`utils.grading.cli.grade`."""
-    from utils.grading.cli import grade as _grade
+def __getattr__(name: str) -> Any:
+    """``utils.grading.grade`` is :func:`utils.grading.cli.grade`, imported on first use so that the
+    worker, which imports this package, never loads the trusted side."""
+    if name == "grade":
+        from utils.grading.cli import grade
 
-    return _grade(*args, **kwargs)
+        return grade
+    raise AttributeError(f"module 'utils.grading' has no attribute {name!r}")
 
 
 __all__ = ["grade"]

@@ -36,7 +36,7 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     """Grade every student folder in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
-        registry: exercise id -> :class:`~utils.exercises.base.Exercise`; default
+        registry: exercise id -> :class:`~utils.exercises.definition.Exercise`; default
             :func:`utils.exercises.all_exercises` (tests inject their own).
         course_root: where ``solutions/`` lives (points and the exercise list come from there).
 

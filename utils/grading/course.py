@@ -25,7 +25,7 @@ class CourseExercise:
     id: str
     points: int
     notebook: str  # the solutions/ notebook it comes from
-    exercise: Any  # utils.exercises.base.Exercise
+    exercise: Any  # utils.exercises.definition.Exercise
 
 
 class InvalidNotebook(ValueError):

@@ -10,8 +10,8 @@ We chose this over a pre-imported template that forks per exercise: it is simple
 threaded process, no shared memory between students) and costs one torch import (about 1.5 s)
 per student, not per notebook or exercise. Students run ``--jobs`` at a time.
 
-**Trust.** The worker writes only raw outputs; :func:`utils.exercises.base.judge` compares them with the
-reference in this process, on inputs drawn here from a seed derived from ``--seed``, the exercise and
+**Trust.** The worker writes only raw outputs; :func:`utils.exercises.judging.judge` compares them with the
+reference in this process (which never imports :mod:`utils.exercises.runner`), on inputs drawn here from a seed derived from ``--seed``, the exercise and
 the student (so no two students share cases and hard-coded answers cannot pass).
 """
 
@@ -30,10 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from utils.exercises.common import Status, one_line
+from utils.exercises.forbidden import forbidden_in_source
+from utils.exercises.judging import judge
 from utils.grading import course as course_mod
 from utils.grading import sandbox, serialize
 
-STATUSES = ("passed", "failed", "error", "timeout", "memory", "forbidden", "missing", "invalid")
 MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "bad_alloc", "out of memory")
 
 
@@ -43,7 +45,7 @@ class Row:
     exercise: str
     points: int
     max_points: int
-    status: str
+    status: Status
     feedback: str
 
 
@@ -68,11 +70,6 @@ def case_seed(seed: int, exercise_id: str, student: str) -> int:
     return int.from_bytes(digest[:6], "big")
 
 
-def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 # --------------------------------------------------------------------------------------------------
 # Planning: which cells run, which rows are decided without running anything
 # --------------------------------------------------------------------------------------------------
@@ -84,34 +81,32 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
     decided: dict[str, Row] = {}
     units: dict[str, list[Task]] = {}
     for ex in exercises:
-        def row(status: str, feedback: str, _ex: course_mod.CourseExercise = ex) -> Row:
+        def row(status: Status, feedback: str, _ex: course_mod.CourseExercise = ex) -> Row:
             return Row(submission.student, _ex.id, 0, _ex.points, status, one_line(feedback))
 
         cells = submission.cells.get(ex.id, [])
         if len(cells) > 1:
             files = ", ".join(sorted({f for f, _ in cells}))
-            decided[ex.id] = row("missing", f"found {len(cells)} cells for exercise {ex.id} (in {files}); "
+            decided[ex.id] = row(Status.MISSING, f"found {len(cells)} cells for exercise {ex.id} (in {files}); "
                                             f"keep exactly one")
             continue
         if not cells:
             if submission.invalid:
                 name, reason = submission.invalid[0]
-                decided[ex.id] = row("invalid", f"{name} {reason}, so {ex.id} could not be graded; "
+                decided[ex.id] = row(Status.INVALID, f"{name} {reason}, so {ex.id} could not be graded; "
                                                 f"submit the notebook as saved by Jupyter")
             else:
-                decided[ex.id] = row("missing", f"no cell for exercise {ex.id} found; keep the exercise "
+                decided[ex.id] = row(Status.MISSING, f"no cell for exercise {ex.id} found; keep the exercise "
                                                 f"cell from the chapter notebook (its metadata carries the id)")
             continue
         file, source = cells[0]
         problem = course_mod.syntax_problem(source)
         if problem:
-            decided[ex.id] = row("error", f"your cell for {ex.id} cannot run: {problem}")
+            decided[ex.id] = row(Status.ERROR, f"your cell for {ex.id} cannot run: {problem}")
             continue
-        from utils.exercises.base import forbidden_in_source
-
         name = forbidden_in_source(source, list(ex.exercise.forbidden))
         if name:
-            decided[ex.id] = row("forbidden", f"your code uses {name}; this exercise asks you to "
+            decided[ex.id] = row(Status.FORBIDDEN, f"your code uses {name}; this exercise asks you to "
                                               f"implement it yourself")
             continue
         units.setdefault(file, []).append(Task(ex, source))
@@ -160,7 +155,7 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
             os.chown(path, uid, uid)
         os.chmod(jobdir, 0o700)
 
-    verdicts: dict[int, tuple[str, str]] = {}
+    verdicts: dict[int, tuple[Status, str]] = {}
     start = 0
     while start < len(tasks):
         worker = sandbox.Worker.start(jobdir, workdir, start, slot, iso)
@@ -170,14 +165,14 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                 worker.kill()
                 tail = one_line(worker.output.decode("utf-8", "replace")[-300:])
                 for later in range(start, len(tasks)):
-                    verdicts[later] = ("error", f"the grader could not start its sandbox: {tail}")
+                    verdicts[later] = (Status.ERROR, f"the grader could not start its sandbox: {tail}")
                 index = len(tasks)
             while index < len(tasks):
                 line = worker.next_line(time.monotonic() + settings.timeout + 5)
                 if line == f"start {index}":
                     line = worker.next_line(time.monotonic() + settings.timeout)
                 if line is None:
-                    verdicts[index] = ("timeout", f"your code ran longer than {settings.timeout:g} s; "
+                    verdicts[index] = (Status.TIMEOUT, f"your code ran longer than {settings.timeout:g} s; "
                                                   f"look for an endless loop or needless work")
                     break
                 if line != f"done {index}":
@@ -192,20 +187,20 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
         start = index + 1
     rows = []
     for index, task in enumerate(tasks):
-        status, feedback = verdicts.get(index, ("error", "the grader lost track of this exercise"))
-        points = task.course.points if status == "passed" else 0
+        status, feedback = verdicts.get(index, (Status.ERROR, "the grader lost track of this exercise"))
+        points = task.course.points if status == Status.PASSED else 0
         rows.append(Row(student, task.course.id, points, task.course.points, status, one_line(feedback)))
     return rows
 
 
-def _death(worker: sandbox.Worker) -> tuple[str, str]:
+def _death(worker: sandbox.Worker) -> tuple[Status, str]:
     how = worker.exit_description()
     if "SIGXCPU" in how:
-        return ("timeout", "your code used too much CPU time; look for an endless loop")
+        return (Status.TIMEOUT, "your code used too much CPU time; look for an endless loop")
     if "SIGKILL" in how or "SIGSEGV" in how or "SIGABRT" in how or "SIGBUS" in how:
-        return ("memory", f"the process running your code crashed ({how}), most likely out of memory; "
+        return (Status.MEMORY, f"the process running your code crashed ({how}), most likely out of memory; "
                           f"use smaller intermediate tensors")
-    return ("error", f"your code ended the process that runs it ({how}); do not call os._exit, sys.exit "
+    return (Status.ERROR, f"your code ended the process that runs it ({how}); do not call os._exit, sys.exit "
                      f"or kill processes in an exercise")
 
 
@@ -213,10 +208,8 @@ def _is_memory(kind: str, message: str) -> bool:
     return kind == "MemoryError" or any(marker in message for marker in MEMORY_MARKERS)
 
 
-def _collect(task: Task, cases: list[dict[str, Any]], out: Path) -> tuple[str, str]:
+def _collect(task: Task, cases: list[dict[str, Any]], out: Path) -> tuple[Status, str]:
     """Read the worker's raw outcomes and judge them here, treating every file as hostile."""
-    from utils.exercises.base import judge
-
     exercise = task.course.exercise
     load_error = out / "load_error.json"
     if load_error.exists():
@@ -226,26 +219,26 @@ def _collect(task: Task, cases: list[dict[str, Any]], out: Path) -> tuple[str, s
         except (serialize.DecodeError, KeyError, TypeError, ValueError):
             kind, message = "Error", "unreadable"
         if _is_memory(kind, message):
-            return ("memory", "your code ran out of memory; use smaller intermediate tensors")
+            return (Status.MEMORY, "your code ran out of memory; use smaller intermediate tensors")
         if kind == "SystemExit":
-            return ("error", f"your code called sys.exit ({message}); return a value instead")
-        return ("error", f"your cell raised {kind} when it ran: {message}")
+            return (Status.ERROR, f"your code called sys.exit ({message}); return a value instead")
+        return (Status.ERROR, f"your cell raised {kind} when it ran: {message}")
     keys = sorted({key for case in cases for key in case})
     try:
         outcomes = serialize.load_outcomes(out, keys)
     except serialize.DecodeError as exc:
-        return ("error", f"the grader could not read what your function returned ({exc})")
+        return (Status.ERROR, f"the grader could not read what your function returned ({exc})")
     stopped = outcomes and outcomes[-1].error and outcomes[-1].error[0] == "NotImplementedError"
     if not outcomes or len(outcomes) > len(cases) or (len(outcomes) < len(cases) and not stopped):
-        return ("error", f"your function ran on {len(outcomes)} of {len(cases)} cases; the rest never "
+        return (Status.ERROR, f"your function ran on {len(outcomes)} of {len(cases)} cases; the rest never "
                          f"returned (did it exit or tamper with the grader?)")
     for outcome in outcomes:
         if outcome.error and _is_memory(*outcome.error):
-            return ("memory", "your function ran out of memory; use smaller intermediate tensors")
+            return (Status.MEMORY, "your function ran out of memory; use smaller intermediate tensors")
     try:
         verdict = judge(exercise, cases[: len(outcomes)], outcomes)
     except Exception as exc:  # a hostile output must never stop the batch
-        return ("error", f"your output could not be compared with the reference ({type(exc).__name__})")
+        return (Status.ERROR, f"your output could not be compared with the reference ({type(exc).__name__})")
     return (verdict.status, verdict.message)
 
 

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from utils.exercises.common import FAIL, PASS, Status
 from utils.grading.serialize import safe_name
 
 RESULTS_HEADER = ("student", "exercise", "points", "max_points", "status", "feedback")
@@ -72,12 +73,11 @@ def _md(text: str) -> str:
 def feedback_md(student: str, rows: Sequence) -> str:
     mine = [r for r in rows if r.student == student]
     total, maximum = sum(r.points for r in mine), sum(r.max_points for r in mine)
-    icon = {"passed": "✅"}
     lines = [f"# Feedback for {_md(student)}", "", f"**Total: {total} / {maximum} points**", "",
              "| exercise | points | status | what to do |", "|---|---|---|---|"]
     for r in mine:
-        lines.append(f"| `{r.exercise}` | {r.points} / {r.max_points} | {icon.get(r.status, '❌')} {r.status} "
-                     f"| {_md(r.feedback)} |")
+        mark = PASS if r.status == Status.PASSED else FAIL
+        lines.append(f"| `{r.exercise}` | {r.points} / {r.max_points} | {mark} {r.status} | {_md(r.feedback)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -95,7 +95,7 @@ def write_all(out_dir: Path, rows: Sequence, students: Sequence[str], exercise_i
 
 def summary_table(rows: Sequence, exercise_ids: Sequence[str]) -> str:
     """Per exercise: how many students got each status, and the mean points."""
-    statuses = ("passed", "failed", "error", "timeout", "memory", "forbidden", "missing", "invalid")
+    statuses = tuple(Status)
     header = ["exercise", *statuses, "mean"]
     body = []
     for exercise_id in exercise_ids:

@@ -89,7 +89,7 @@ def _package_root() -> str:
 
 
 def _probe(isolation: Isolation) -> bool:
-    code = "import os, torch, utils.exercises.base; open('probe', 'w').write(str(os.getpid()))"
+    code = "import os, torch, utils.exercises.runner; open('probe', 'w').write(str(os.getpid()))"
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     import tempfile
 

@@ -9,7 +9,7 @@ back with :func:`load`, which treats every byte as hostile:
 * JSON nesting, list lengths, string lengths and integers are bounded;
 * anything the worker could not encode (an object with a lying ``__eq__``, a numpy array, a module)
   comes back as an :class:`Opaque` stand-in that is never equal to anything and only carries the
-  type's name, so :func:`utils.exercises.base.describe` can say what the learner returned.
+  type's name, so :func:`utils.exercises.judging.describe` can say what the learner returned.
 
 Encoded values (``enc``): ``{"t": "none"}``, ``{"t": "bool"|"int"|"str", "v": ...}``,
 ``{"t": "float", "v": "repr"}`` (so NaN and inf survive JSON), ``{"t": "tuple", "v": [enc, ...]}``,
@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from utils.exercises.common import Outcome
 
 MAX_NPY_BYTES = 64 * 2**20
 """Largest single array the trusted side accepts from the sandbox."""
@@ -140,8 +142,8 @@ def dump(value: Any, folder: Path) -> None:
     (folder / "value.json").write_text(data, encoding="utf-8")
 
 
-def dump_outcomes(outcomes: list[Any], folder: Path) -> None:
-    """Write :class:`utils.exercises.base.Outcome` s (worker side)."""
+def dump_outcomes(outcomes: list[Outcome], folder: Path) -> None:
+    """Write :class:`~utils.exercises.common.Outcome` s (worker side)."""
     folder.mkdir(parents=True, exist_ok=True)
     writer = _Writer(folder)
     records = []
@@ -230,13 +232,11 @@ def load(folder: Path) -> Any:
     return decode(folder, _read_json(folder / "value.json"))
 
 
-def load_outcomes(folder: Path, case_keys: list[str]) -> list[Any]:
-    """Read the worker's outcomes as :class:`utils.exercises.base.Outcome` s, validating every field.
+def load_outcomes(folder: Path, case_keys: list[str]) -> list[Outcome]:
+    """Read the worker's outcomes as :class:`~utils.exercises.common.Outcome` s, validating every field.
 
     Raises :class:`DecodeError` when the files are malformed.
     """
-    from utils.exercises.base import Outcome
-
     records = _read_json(folder / "outcomes.json")
     if not isinstance(records, list) or len(records) > 4096:
         raise DecodeError("outcomes.json is not a list")

@@ -6,12 +6,15 @@ Started by :mod:`utils.grading.sandbox` as ``python -I -c "<bootstrap>" JOBDIR S
 2. lowers its own resource limits (address space, CPU seconds, file size, processes, no core dumps)
    *before* any learner code runs;
 3. for each exercise from index ``START`` on: writes ``start i`` on the status pipe, executes the cell
-   (after :data:`~utils.exercises.base.PREAMBLE`) in a fresh namespace with the forbidden names
-   patched, calls :func:`~utils.exercises.base.run_cases` on the inputs the grader wrote, writes the
-   raw outcomes (``.npy`` + JSON, see :mod:`utils.grading.serialize`) and ``done i``.
+   with :func:`~utils.exercises.runner.load_function` (a fresh namespace, the forbidden names
+   patched), calls :func:`~utils.exercises.runner.run_cases` on the inputs the grader wrote, writes
+   the raw outcomes (``.npy`` + JSON, see :mod:`utils.grading.serialize`) and ``done i``.
 
 Nothing here decides a grade: the files and status lines are read as hostile by the trusted process,
 which owns the timeouts and kills this process (and, via the PID namespace, all its descendants).
+Of the course it imports only the runner side (:mod:`utils.exercises.runner`,
+:mod:`utils.exercises.common`, :mod:`utils.grading.serialize`): no reference, no judging code
+(``tests/test_grader_boundary.py`` checks it).
 """
 
 from __future__ import annotations
@@ -64,7 +67,8 @@ def main(argv: list[str]) -> int:
         torch.set_num_interop_threads(1)
     except RuntimeError:
         pass
-    from utils.exercises.base import PREAMBLE, forbid, run_cases
+    from utils.exercises.common import one_line
+    from utils.exercises.runner import MissingFunction, load_function, run_cases
     from utils.grading import serialize
 
     job = json.loads((jobdir / "job.json").read_text(encoding="utf-8"))
@@ -78,14 +82,11 @@ def main(argv: list[str]) -> int:
         record: dict[str, object] = {}
         try:
             cases = serialize.load(jobdir / "in" / str(index))
-            namespace: dict[str, object] = {"__name__": "__exercise__"}
-            code = compile(PREAMBLE + exercise["source"], f"<exercise {exercise['func_name']}>", "exec")
-            # Bare package names ("utils") are for the static check only: base.forbid() patches attributes.
+            # Bare package names ("utils") are for the static check only: runner.forbid() patches attributes.
             forbidden = [name for name in exercise["forbidden"] if "." in name]
-            with forbid(forbidden):
-                exec(code, namespace)  # noqa: S102  (the whole point: we are the sandbox)
-            fn = namespace.get(exercise["func_name"])
-            if not callable(fn):
+            try:
+                fn = load_function(exercise["source"], exercise["func_name"], forbidden)  # we are the sandbox
+            except MissingFunction:
                 record["load_error"] = ["LookupError", f"the cell does not define {exercise['func_name']}()"]
             else:
                 outcomes = run_cases(fn, cases, forbidden)
@@ -93,7 +94,7 @@ def main(argv: list[str]) -> int:
         except SystemExit as exc:
             record["load_error"] = ["SystemExit", f"sys.exit({exc.code!r}) was called"]
         except BaseException as exc:  # the cell's top level raised, or a BaseException escaped run_cases
-            record["load_error"] = [type(exc).__name__, " ".join(str(exc).split())[:300]]
+            record["load_error"] = [type(exc).__name__, one_line(str(exc), limit=300)]
         if record:
             try:
                 out.mkdir(parents=True, exist_ok=True)
