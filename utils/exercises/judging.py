@@ -91,6 +91,9 @@ def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
         return f"{where} has dtype {got.dtype}, expected torch.bool (True = may attend)"
     if expected.is_floating_point() and not got.is_floating_point():
         return f"{where} has dtype {got.dtype}, expected a floating-point tensor ({expected.dtype})"
+    if expected.is_floating_point() and got.dtype != expected.dtype:
+        return (f"{where} has dtype {got.dtype}, expected {expected.dtype}: look for a `.float()` "
+                f"or `.double()` cast, or a new tensor made without `dtype=`")
     if got.is_floating_point() and not torch.isfinite(got).all() and torch.isfinite(expected).all():
         bad = int((~torch.isfinite(got)).sum())
         return f"{where} contains {bad} NaN/inf values where the reference is finite"
@@ -108,24 +111,28 @@ def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
 
 
 def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]) -> Verdict:
-    """Compare the learner's outcomes with the reference on the same cases."""
+    """Compare the learner's outcomes with the reference on the same cases.
+
+    A forbidden call, ``NotImplementedError`` or an input changed in place decides at once. Otherwise
+    every case is judged, and the diagnosis is the :class:`Mistake` that reproduces the learner's
+    result (output or error) on the most failing cases, so that the order of the cases does not decide
+    which mistake is named. Without a matching mistake, the first failure is reported with the hint.
+    """
     if not outcomes:
         return Verdict(False, Status.ERROR, "your function was never called")
+    failures: list[tuple[int, Case, Outcome, str | None]] = []  # (index, case, outcome, reason)
     for index, (case, outcome) in enumerate(zip(cases, outcomes)):
-        shapes = _case_summary(case)
         if outcome.forbidden:
             return Verdict(
                 False, Status.FORBIDDEN,
                 f"your function calls {outcome.forbidden}, which this exercise asks you to implement yourself",
             )
         if outcome.error:
-            kind, message = outcome.error
-            if kind == "NotImplementedError":
+            if outcome.error[0] == "NotImplementedError":
                 return Verdict(False, Status.ERROR,
                                "not implemented yet: replace `raise NotImplementedError` with your code")
-            mistake = _matching_mistake_error(exercise, case, kind, message)
-            advice = f" {mistake.diagnosis}" if mistake else ""
-            return Verdict(False, Status.ERROR, f"your function raised {kind}: {message} (inputs: {shapes}).{advice}")
+            failures.append((index, case, outcome, None))
+            continue
         if outcome.mutated:
             names = ", ".join(outcome.mutated)
             return Verdict(
@@ -135,44 +142,79 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
             )
         expected = plain_copy(exercise.reference(**clone_case(case)))
         reason = compare(outcome.output, expected, exercise.atol, exercise.rtol)
-        if reason is None:
-            continue
-        mistake = _matching_mistake(exercise, case, outcome.output)
-        if mistake is not None:
-            return Verdict(False, Status.FAILED, f"{mistake.diagnosis} (case {index + 1}: {shapes})")
-        hint = f" Hint: {exercise.hint}" if exercise.hint else ""
-        return Verdict(False, Status.FAILED, f"{reason} (case {index + 1}: {shapes}).{hint}")
+        if reason is not None:
+            failures.append((index, case, outcome, reason))
+    if failures:
+        return _failure_verdict(exercise, len(cases), failures)
     if len(outcomes) < len(cases):  # e.g. the grader's sandbox died part-way: never pass on part
         return Verdict(False, Status.ERROR, f"your function ran on only {len(outcomes)} of {len(cases)} cases")
     return Verdict(True, Status.PASSED, f"{exercise.func_name} matches the reference on {len(cases)} random cases")
 
 
-def _matching_mistake(exercise: Exercise, case: Case, got: Any) -> Mistake | None:
+def _failure_verdict(
+    exercise: Exercise, n_cases: int, failures: Sequence[tuple[int, Case, Outcome, str | None]]
+) -> Verdict:
+    mistake, where = _best_mistake(exercise, failures)
+    index, case, outcome, reason = failures[0]
+    status = Status.ERROR if outcome.error else Status.FAILED
+    if mistake is not None:
+        index, case = where
+        status = Status.FAILED
+        return Verdict(False, status, f"{mistake.diagnosis} ({_where(index, n_cases, case)})")
+    hint = f" Hint: {exercise.hint}" if exercise.hint else ""
+    if outcome.error:
+        kind, message = outcome.error
+        advice = _signature_advice(kind, message, case) or hint
+        return Verdict(False, status, f"your function raised {kind}: {message} ({_where(index, n_cases, case)}).{advice}")
+    return Verdict(False, status, f"{reason} ({_where(index, n_cases, case)}).{hint}")
+
+
+def _best_mistake(
+    exercise: Exercise, failures: Sequence[tuple[int, Case, Outcome, str | None]]
+) -> tuple[Mistake | None, tuple[int, Case]]:
+    """The mistake that reproduces the most failing cases (the first listed wins a tie), and the first
+    case it reproduces."""
+    best: Mistake | None = None
+    best_count, best_where = 0, (failures[0][0], failures[0][1])
     for mistake in exercise.mistakes:
-        try:
-            wrong = plain_copy(mistake.fn(**clone_case(case)))
-        except Exception:
-            continue
-        if compare(got, wrong, exercise.atol, exercise.rtol) is None:
-            return mistake
-    return None
+        matched = [(index, case) for index, case, outcome, _ in failures if _reproduces(exercise, mistake, case, outcome)]
+        if len(matched) > best_count:
+            best, best_count, best_where = mistake, len(matched), matched[0]
+    return best, best_where
 
 
-def _matching_mistake_error(exercise: Exercise, case: Case, kind: str, message: str) -> Mistake | None:
-    for mistake in exercise.mistakes:
-        try:
-            mistake.fn(**clone_case(case))
-        except Exception as exc:
-            if type(exc).__name__ == kind and one_line(str(exc), ERROR_MESSAGE_CHARS) == message:
-                return mistake
-    return None
+def _reproduces(exercise: Exercise, mistake: Mistake, case: Case, outcome: Outcome) -> bool:
+    """Whether ``mistake`` gives the learner's output, or raises the learner's error, on ``case``."""
+    try:
+        wrong = plain_copy(mistake.fn(**clone_case(case)))
+    except Exception as exc:
+        return outcome.error == (type(exc).__name__, one_line(str(exc), ERROR_MESSAGE_CHARS))
+    return outcome.error is None and compare(outcome.output, wrong, exercise.atol, exercise.rtol) is None
 
 
-def _case_summary(case: Case) -> str:
+def _signature_advice(kind: str, message: str, case: Case) -> str:
+    """Advice when the check could not call the function with the template's parameter names."""
+    if kind == "TypeError" and any(
+        text in message for text in ("unexpected keyword argument", "required positional argument", "multiple values")
+    ):
+        return (f" Keep the parameter names of the template, {', '.join(case)}: the check calls your "
+                f"function with them by name.")
+    return ""
+
+
+def _where(index: int, n_cases: int, case: Case) -> str:
+    return f"case {index + 1} of {n_cases}: {_case_summary(case)}"
+
+
+def _case_summary(case: Case, limit: int = 4) -> str:
+    """The inputs of one case, briefly: the first ``limit`` of them, then how many more."""
     parts = []
     for key, value in case.items():
         if isinstance(value, torch.Tensor):
-            parts.append(f"{key}{tuple(value.shape)}")
+            dtype = "" if value.dtype in (torch.float32, torch.bool) else f" {str(value.dtype).replace('torch.', '')}"
+            parts.append(f"{key}{tuple(value.shape)}{dtype}")
         elif value is None or isinstance(value, (int, float, bool, str, tuple)):
             parts.append(f"{key}={value!r}")
+    if len(parts) > limit:
+        parts = [*parts[:limit], f"+{len(parts) - limit} more"]
     return ", ".join(parts)
