@@ -7,14 +7,19 @@ JOBS   ?= 2
 PYTEST := $(BIN)/python -m pytest
 SUBMISSIONS ?= submissions
 GRADES ?= grades
+# Where torch's wheel comes from. auto: PyTorch's CPU index, unless pip's configured index already
+# offers the CPU wheel (then that index as it is). Empty: PyPI's default (CUDA on Linux). Or a URL,
+# e.g. TORCH_INDEX=https://download.pytorch.org/whl/cu126 on a GPU machine. See README, Setup.
+TORCH_INDEX ?= auto
+PORT ?= 8888
 
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: help setup lab test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
+.PHONY: help setup venv test-prereqs lab test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
 
 help:
-	@echo "make lab        set up .venv (if needed) and start JupyterLab on the course"
+	@echo "make lab        set up .venv (if needed) and start JupyterLab on the course (PORT=8888)"
 	@echo "make test       set up, then run everything: lint, unit tests, doctests, notebooks, grader, browser"
 	@echo "make quick      lint + fast unit tests (no notebook execution), for iterating"
 	@echo "make chapters   regenerate chapters/ from solutions/"
@@ -25,13 +30,20 @@ help:
 	@echo "make benchmark  python -m utils.benchmark (ratios against PyTorch built-ins)"
 
 # --- setup: one venv, exact pins from constraints.txt, the course package in editable mode -----------
+# `venv` first rebuilds a half-made .venv (python but no pip: what a missing python3-venv leaves).
 $(STAMP): constraints.txt requirements.txt requirements-dev.txt pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -r requirements-dev.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+	    $$($(BIN)/python utils/prereqs.py torch-index "$(TORCH_INDEX)") -c constraints.txt -r requirements-dev.txt
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	@touch $@
 
-setup: $(STAMP)
+venv:
+	@$(PYTHON) utils/prereqs.py venv $(VENV) || rm -rf $(VENV)
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
+	    echo "could not make $(VENV): on Debian/Ubuntu, sudo apt-get install python3-venv"; exit 1; }
+
+setup: venv
+	@$(MAKE) --no-print-directory $(STAMP)
 
 # The JavaScript the static HTML edition ships (widget embedder, RequireJS, MathJax), exact from the lock.
 NODE_STAMP := node_modules/.installed
@@ -40,11 +52,15 @@ $(NODE_STAMP): package.json package-lock.json
 	@touch $@
 
 lab: setup
-	$(BIN)/python -m utils.lab
+	$(BIN)/python -m utils.lab --port $(PORT)
 
 # --- tests ----------------------------------------------------------------------------------------
-test: setup lint unit doctest nbval binder-test browser html
+test: test-prereqs setup lint unit doctest nbval binder-test browser html
 	@echo "make test: all green"
+
+# npm and Chromium, checked before anything is installed: one line says what is missing.
+test-prereqs:
+	@$(PYTHON) utils/prereqs.py test
 
 quick: setup lint
 	$(PYTEST) -q -n $(JOBS) -m "not slow and not browser"

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import atexit
 import functools
-import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
+from utils.prereqs import chromium_path
+
+CHROMIUM = chromium_path()
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -37,6 +37,27 @@ def test_free_port_skips_a_busy_port():
         assert lab.free_port(taken) != taken
 
 
+def test_a_busy_port_is_named_in_one_line(capsys):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        assert lab.main(["--dry-run", "--port", str(taken)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "busy" in line]
+    assert len(lines) == 1
+    assert lines[0].startswith(f"Port {taken} is busy") and "make lab PORT=" in lines[0]
+    assert f"--ServerApp.port={taken}" not in lines[0]
+
+
+def test_a_free_port_is_used_silently(capsys):
+    port = lab.free_port(0)
+    assert lab.main(["--dry-run", "--port", str(port)]) == 0
+    out = capsys.readouterr().out
+    assert "busy" not in out and f"--ServerApp.port={port}" in out
+
+
 def test_dry_run_prints_url_with_token(capsys):
     os.environ["COURSE_LAB_TOKEN"] = "t0ken"
     try:
@@ -47,26 +68,72 @@ def test_dry_run_prints_url_with_token(capsys):
     assert "/lab/tree/chapters?token=t0ken" in out
 
 
-@pytest.mark.slow
-def test_server_starts_and_serves_the_chapters(tmp_path):
+def start_lab(tmp_path):
+    """The wrapper as `make lab` runs it, on a free port, with Jupyter's directories in ``tmp_path``."""
     port = lab.free_port(0)
     env = dict(os.environ, COURSE_LAB_TOKEN="s3cret", JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"),
                JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"))
     proc = subprocess.Popen([sys.executable, "-m", "utils.lab", "--port", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def api(base: str, path: str, method: str = "GET", timeout_s: float = 60) -> str:
+    """The server's answer to ``path``, retried until it is up (``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        request = urllib.request.Request(f"{base}{path}", method=method, data=b"{}" if method == "POST" else None,
+                                         headers={"Authorization": "token s3cret"})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.read().decode()
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+@pytest.mark.slow
+def test_server_starts_and_serves_the_chapters(tmp_path):
+    proc, base = start_lab(tmp_path)
     try:
-        deadline = time.monotonic() + 60
-        body = None
-        while time.monotonic() < deadline:
-            try:
-                url = f"http://127.0.0.1:{port}/api/contents/chapters?token=s3cret"
-                with urllib.request.urlopen(url, timeout=2) as response:
-                    body = response.read().decode()
-                break
-            except OSError:
-                time.sleep(0.5)
-        assert body is not None, "jupyter lab did not answer within 60 s"
+        body = api(base, "/api/contents/chapters")
         assert '"type": "directory"' in body or '"type":"directory"' in body
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_one_ctrl_c_shuts_the_server_and_its_kernels_down_cleanly(tmp_path):
+    import json
+
+    import psutil
+
+    proc, base = start_lab(tmp_path)
+    family = []
+    try:
+        api(base, "/api/status")
+        kernel_id = json.loads(api(base, "/api/kernels", method="POST"))["id"]
+        deadline = time.monotonic() + 60
+        while not any(kernel_id in " ".join(child.cmdline()) for child in family):
+            assert time.monotonic() < deadline, "no kernel process within 60 s"
+            time.sleep(0.5)
+            family = psutil.Process(proc.pid).children(recursive=True)  # the server and its kernel
+        runtime = tmp_path / "rt"
+        assert list(runtime.glob("jpserver-*.json")) and list(runtime.glob("kernel-*.json"))
+
+        os.kill(proc.pid, signal.SIGINT)  # what one Ctrl-C in the terminal sends to `make lab`
+        output = proc.communicate(timeout=60)[0].decode()
+        assert proc.returncode == 0, output[-2000:]
+        assert "Shut down this Jupyter server" not in output
+        gone, alive = psutil.wait_procs(family, timeout=10)
+        assert alive == [], f"still running after Ctrl-C: {alive}"
+        assert list(runtime.glob("jpserver-*.json")) == [] and list(runtime.glob("kernel-*.json")) == []
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+        for child in family:
+            if child.is_running():
+                child.kill()

@@ -1,0 +1,163 @@
+"""Setup on a learner's machine: the pins install on every Python we claim, torch's wheel is chosen by
+one variable, a half-made .venv is rebuilt, and `make test` names missing tools first."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from packaging.markers import Marker
+from packaging.requirements import Requirement
+
+from utils import prereqs
+
+REPO = Path(__file__).resolve().parent.parent
+NEWEST_MINOR = 14
+
+
+def lowest_python() -> tuple[int, int]:
+    text = (REPO / "pyproject.toml").read_text()
+    major, minor = re.search(r'requires-python = ">=(\d+)\.(\d+)"', text).groups()
+    return int(major), int(minor)
+
+
+def pins_for(python: str) -> dict[str, list[str]]:
+    """constraints.txt as pip reads it on ``python`` ("3.10"): package -> the versions pinned for it."""
+    environment = {"python_version": python, "python_full_version": python + ".0"}
+    pins: dict[str, list[str]] = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        requirement = Requirement(line)
+        if requirement.marker is None or requirement.marker.evaluate(environment):
+            pins.setdefault(requirement.name.lower(), []).append(str(requirement.specifier))
+    return pins
+
+
+def supported_pythons() -> list[str]:
+    major, minor = lowest_python()
+    return [f"{major}.{m}" for m in range(minor, NEWEST_MINOR + 1)]
+
+
+@pytest.mark.parametrize("python", supported_pythons())
+def test_every_supported_python_gets_one_exact_pin_per_package(python):
+    pins = pins_for(python)
+    assert {name: specs for name, specs in pins.items() if len(specs) != 1} == {}
+    assert all(specs[0].startswith("==") for specs in pins.values())
+    assert pins_for(f"3.{NEWEST_MINOR}").keys() <= pins.keys()  # an older Python may add pins, never lose one
+
+
+def test_version_markers_only_split_by_python_version():
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        if ";" in line:
+            marker = Marker(line.split(";", 1)[1])
+            assert re.fullmatch(r'python_version (<|>=) "3\.\d+"', str(marker)), line
+
+
+@pytest.mark.slow
+def test_pinned_set_resolves_for_the_lowest_supported_python(tmp_path):
+    """What `make setup` installs, resolved by pip for the lowest Python that requires-python names.
+
+    pip evaluates constraint markers on the interpreter it runs on, so the markers are applied here for
+    the target version first. It downloads wheels to read their metadata (on a machine without the CPU
+    wheel, torch's CUDA wheels too): minutes, hence slow."""
+    python = "{}.{}".format(*lowest_python())
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("".join(f"{name}{specs[0]}\n" for name, specs in pins_for(python).items()))
+    command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
+               "--disable-pip-version-check", "--python-version", python, "--only-binary=:all:",
+               "--target", str(tmp_path / "target"), *prereqs.torch_index_args("auto"),
+               "-c", str(constraints), "-r", "requirements-dev.txt", "--report", str(tmp_path / "report.json")]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stderr[-3000:]
+    import json
+
+    installed = {item["metadata"]["name"].lower(): item["metadata"]["version"]
+                 for item in json.loads((tmp_path / "report.json").read_text())["install"]}
+    assert installed["numpy"] == pins_for(python)["numpy"][0].removeprefix("==")
+
+
+# --- torch's wheel: one variable -------------------------------------------------------------------
+def test_torch_index_setting(monkeypatch):
+    assert prereqs.torch_index_args("") == []
+    url = "https://download.pytorch.org/whl/cu126"
+    assert prereqs.torch_index_args(url) == ["--extra-index-url", url]
+    asked = []
+    monkeypatch.setattr(prereqs, "index_offers", lambda name, version, python: asked.append(version) or False)
+    assert prereqs.torch_index_args("auto") == ["--extra-index-url", prereqs.CPU_INDEX]
+    assert asked == [prereqs.pinned_version("torch") + "+cpu"]
+    monkeypatch.setattr(prereqs, "index_offers", lambda name, version, python: True)
+    assert prereqs.torch_index_args("auto") == []
+
+
+def test_pinned_version_reads_the_unmarked_pin(tmp_path):
+    constraints = tmp_path / "c.txt"
+    constraints.write_text('numpy==2.4.6; python_version >= "3.11"\ntorch==2.13.0\n')
+    assert prereqs.pinned_version("torch", constraints) == "2.13.0"
+    with pytest.raises(ValueError, match="numpy"):
+        prereqs.pinned_version("numpy", constraints)
+
+
+def make(*args: str, **env: str) -> subprocess.CompletedProcess:
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    return subprocess.run(["make", "--no-print-directory", *args], cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, **env), timeout=600)
+
+
+def test_make_passes_torch_index_and_port(tmp_path):
+    dry = make("-n", "setup", "lab", f"VENV={tmp_path / 'v'}", "TORCH_INDEX=https://example.invalid/whl",
+               "PORT=9123")
+    assert dry.returncode == 0, dry.stderr
+    assert 'utils/prereqs.py torch-index "https://example.invalid/whl"' in dry.stdout
+    assert "-m utils.lab --port 9123" in dry.stdout
+
+
+# --- the half-made .venv ---------------------------------------------------------------------------
+def test_half_made_venv_is_named(tmp_path):
+    assert prereqs.half_made_venv(tmp_path / "absent") is None
+    (tmp_path / "nopython").mkdir()
+    assert "no bin/python" in prereqs.half_made_venv(tmp_path / "nopython")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", tmp_path / "nopip"], check=True)
+    assert "no pip" in prereqs.half_made_venv(tmp_path / "nopip")
+    assert prereqs.half_made_venv(Path(sys.prefix)) is None
+
+
+@pytest.mark.slow
+def test_make_rebuilds_a_venv_left_without_pip(tmp_path):
+    venv = tmp_path / "venv"
+    # What Debian's python3 without python3-venv leaves behind: bin/python, but ensurepip never ran.
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
+    result = make("venv", f"VENV={venv}", f"PYTHON={sys.executable}")
+    assert result.returncode == 0, result.stderr
+    assert f"{venv} has no pip" in result.stderr and "python3-venv" in result.stderr
+    assert subprocess.run([venv / "bin" / "python", "-m", "pip", "--version"]).returncode == 0
+    (venv / "keep").touch()
+    again = make("venv", f"VENV={venv}", f"PYTHON={sys.executable}")  # a healthy venv is left alone
+    assert again.returncode == 0 and again.stderr == "" and (venv / "keep").exists()
+
+
+# --- make test's tools ------------------------------------------------------------------------------
+def test_missing_tools_are_named_with_how_to_get_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_CHROMIUM", str(tmp_path / "no-chromium"))
+    missing = prereqs.missing_for_test(which=lambda name: None)
+    assert len(missing) == 2
+    assert "npm" in missing[0] and "apt-get install npm" in missing[0]
+    assert str(tmp_path / "no-chromium") in missing[1] and "COURSE_CHROMIUM" in missing[1]
+    chromium = tmp_path / "chromium"
+    chromium.write_text("#!/bin/sh\n")
+    chromium.chmod(0o755)
+    monkeypatch.setenv("COURSE_CHROMIUM", str(chromium))
+    assert prereqs.missing_for_test(which=lambda name: "/usr/bin/" + name) == []
+
+
+def test_make_test_stops_first_with_one_line(tmp_path):
+    result = make("test-prereqs", f"PYTHON={sys.executable}", COURSE_CHROMIUM=str(tmp_path / "none"))
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("make test needs")]
+    assert len(lines) == 1 and "COURSE_CHROMIUM" in lines[0]
