@@ -59,27 +59,42 @@ def test_version_markers_only_split_by_python_version():
             assert re.fullmatch(r'python_version (<|>=) "3\.\d+"', str(marker)), line
 
 
+# torch's own requirements, resolved in its place: torch itself is asked of the index without its wheel
+# being downloaded (on a machine without a CPU wheel for that Python, that would be 3 GB of CUDA wheels).
+TORCH_REQUIREMENTS = ("filelock", "fsspec", "Jinja2", "networkx", "sympy", "typing-extensions")
+
+
 @pytest.mark.slow
 def test_pinned_set_resolves_for_the_lowest_supported_python(tmp_path):
     """What `make setup` installs, resolved by pip for the lowest Python that requires-python names.
 
     pip evaluates constraint markers on the interpreter it runs on, so the markers are applied here for
-    the target version first. It downloads wheels to read their metadata (on a machine without the CPU
-    wheel, torch's CUDA wheels too): minutes, hence slow."""
+    the target version first. pip downloads wheels to read their metadata, hence slow."""
     python = "{}.{}".format(*lowest_python())
+    pins = pins_for(python)
     constraints = tmp_path / "constraints.txt"
-    constraints.write_text("".join(f"{name}{specs[0]}\n" for name, specs in pins_for(python).items()))
+    constraints.write_text("".join(f"{name}{specs[0]}\n" for name, specs in pins.items()))
+    wanted = [line.strip() for name in ("requirements.txt", "requirements-dev.txt")
+              for line in (REPO / name).read_text().splitlines()
+              if line.strip() and not line.startswith(("#", "-r")) and not line.startswith("torch")]
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("\n".join([*wanted, *TORCH_REQUIREMENTS]) + "\n")
+    target = ["--python-version", python, "--only-binary=:all:"]
     command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
-               "--disable-pip-version-check", "--python-version", python, "--only-binary=:all:",
-               "--target", str(tmp_path / "target"), *prereqs.torch_index_args("auto"),
-               "-c", str(constraints), "-r", "requirements-dev.txt", "--report", str(tmp_path / "report.json")]
+               "--disable-pip-version-check", *target, "--target", str(tmp_path / "target"),
+               "-c", str(constraints), "-r", str(requirements), "--report", str(tmp_path / "report.json")]
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     import json
 
     installed = {item["metadata"]["name"].lower(): item["metadata"]["version"]
                  for item in json.loads((tmp_path / "report.json").read_text())["install"]}
-    assert installed["numpy"] == pins_for(python)["numpy"][0].removeprefix("==")
+    assert installed["numpy"] == pins["numpy"][0].removeprefix("==")
+    assert installed["networkx"] == pins["networkx"][0].removeprefix("==")  # torch's requirement, 3.10 pin
+    listing = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "torch", *target,
+                              "--disable-pip-version-check"], capture_output=True, text=True, timeout=600)
+    torch_pin = pins["torch"][0].removeprefix("==")
+    assert torch_pin in listing.stdout, listing.stdout[-2000:] + listing.stderr[-2000:]
 
 
 # --- torch's wheel: one variable -------------------------------------------------------------------
