@@ -1,5 +1,5 @@
-"""Chapter 6 helpers: sliding-window (local) masks with global tokens, receptive fields, and a tiny
-decoder that generates with or without a KV cache.
+"""Chapter 6 helpers: naive attention and its memory, the SDPA backend, sliding-window (local) masks with
+global tokens, receptive fields, and a tiny decoder that generates with or without a KV cache.
 
 Masks follow the package convention (``True`` = may attend). Shape letters: N batch, H heads, L query
 length, S key length (the cache length plus the new tokens), E model dimension, D head dimension.
@@ -15,7 +15,47 @@ from torch import nn
 
 from utils.attention import causal_mask, merge_heads, split_heads
 
-__all__ = ["sliding_window_mask", "global_tokens_mask", "receptive_field", "attend_with_cache", "TinyDecoder"]
+try:  # torch >= 2.2 names the backends; older versions cannot say which one runs
+    from torch.nn.attention import SDPBackend
+except ImportError:  # pragma: no cover - the pinned torch has it
+    SDPBackend = None
+
+__all__ = ["naive_attention", "naive_bytes", "sdpa_backend", "sliding_window_mask", "global_tokens_mask",
+           "receptive_field", "attend_with_cache", "TinyDecoder", "decode_flops_ratio"]
+
+
+def naive_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """Attention that materialises the scores: ``(..., L, D), (..., S, D), (..., S, Dv) -> (..., L, Dv)``.
+
+    >>> q = torch.randn(1, 2, 5, 4)
+    >>> torch.allclose(naive_attention(q, q, q), torch.nn.functional.scaled_dot_product_attention(q, q, q), atol=1e-6)
+    True
+    """
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (..., L, S): the O(L * S) part
+    return torch.softmax(scores, dim=-1) @ value  # (..., L, S) @ (..., S, Dv) -> (..., L, Dv)
+
+
+def naive_bytes(length: int, heads: int = 8, batch: int = 1, itemsize: int = 4) -> int:
+    """Bytes of the two (N, H, L, L) matrices naive attention holds at once (scores and weights)."""
+    return 2 * batch * heads * length * length * itemsize
+
+
+def sdpa_backend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, is_causal: bool = False) -> str:
+    """The backend ``F.scaled_dot_product_attention`` picks for these inputs: ``"FLASH_ATTENTION"``,
+    ``"EFFICIENT_ATTENTION"``, ``"CUDNN_ATTENTION"``, ``"MATH"``... (``torch._fused_sdp_choice``, a private
+    helper that the dispatcher itself calls; ``"unknown"`` where it is missing).
+
+    >>> sdpa_backend(*(torch.randn(1, 2, 8, 4) for _ in range(3))) in ("FLASH_ATTENTION", "MATH", "unknown")
+    True
+    """
+    choose = getattr(torch, "_fused_sdp_choice", None)
+    if choose is None or SDPBackend is None:
+        return "unknown"
+    try:
+        index = choose(query, key, value, None, 0.0, is_causal)
+        return next((b.name for b in SDPBackend.__members__.values() if int(b) == index), str(index))
+    except Exception:  # noqa: BLE001 - best effort: the name is informative, never essential
+        return "unknown"
 
 
 def sliding_window_mask(L: int, window: int, *, device: torch.device | str | None = None) -> torch.Tensor:

@@ -21,11 +21,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils._checks import (
-    check_floating,
     check_mask,
     check_module_dtype,
     check_positive_int,
     check_probability,
+    check_qkv,
     check_same_dtype,
     check_sequence,
     check_tensor,
@@ -42,28 +42,7 @@ __all__ = [
     "split_heads",
     "merge_heads",
     "MultiHeadAttention",
-    "tiled_attention",
 ]
-
-
-def _check_qkv(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[int, ...]:
-    """Validate ``(..., L, D)``, ``(..., S, D)``, ``(..., S, Dv)``; return the scores' shape ``(..., L, S)``."""
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        check_tensor(name, x, min_ndim=2, expected="(..., L, D)" if name == "query" else "(..., S, D)")
-        check_floating(name, x)
-    check_same_dtype(query=query, key=key, value=value)
-    if query.shape[-1] != key.shape[-1]:
-        raise ValueError(f"query and key must have the same last dimension D: got query {fmt_shape(query.shape)} "
-                         f"(..., L, D) and key {fmt_shape(key.shape)} (..., S, D)")
-    if key.shape[:-1] != value.shape[:-1]:
-        raise ValueError(f"key and value must agree on all but the last dimension (same S): got key "
-                         f"{fmt_shape(key.shape)} (..., S, D) and value {fmt_shape(value.shape)} (..., S, Dv)")
-    try:
-        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
-    except RuntimeError:
-        raise ValueError(f"query and key batch dimensions do not broadcast: got query {fmt_shape(query.shape)} "
-                         f"and key {fmt_shape(key.shape)}") from None
-    return (*batch, query.shape[-2], key.shape[-2])
 
 
 def _safe_softmax(scores: torch.Tensor) -> torch.Tensor:
@@ -110,7 +89,7 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     >>> torch.allclose(weights.sum(-1), torch.ones(2, 3))
     True
     """
-    scores_shape = _check_qkv(query, key, value)
+    scores_shape = check_qkv(query, key, value)
     check_probability("dropout_p", dropout_p)
     L, S = scores_shape[-2:]
     if mask is not None:
@@ -403,5 +382,3 @@ class MultiHeadAttention(nn.Module):
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}, head_dim={self.head_dim}, dropout={self.dropout}"
 
-
-from utils.tiled_attention import tiled_attention  # noqa: E402  (re-export; it imports this module)
