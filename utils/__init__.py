@@ -5,9 +5,11 @@ Modules mirror the course:
 ==========================  ======================================================  ========
 module                      what lives there                                        chapters
 ==========================  ======================================================  ========
-``utils.attention``         scaled dot-product attention, masks, multi-head, tiled  1, 2, 3, 6
+``utils.attention``         scaled dot-product attention, masks, multi-head         1, 2, 3
 ``utils.positional``        sinusoidal, learned and rotary position encodings       4
-``utils.layers``            feed-forward, Transformer encoder layer, tiny encoder   5
+``utils.layers``            feed-forward, encoder layer, tiny token classifier      5
+``utils.tiled_attention``   online softmax, tiled attention (FlashAttention)        6
+``utils.at_scale``          naive attention, window masks, KV-cache decoder         6
 ``utils.tasks``             synthetic datasets made in code (no downloads)          5, 6
 ``utils.device``            ``get_device`` and seeding                              all
 ``utils.plotting``          every figure a chapter shows                            all
@@ -15,7 +17,7 @@ module                      what lives there                                    
 ``utils.exercises``         one definition per exercise; the check-cell API         all
 ``utils.build``             solutions/ -> chapters/                                 -
 ``utils.grading``           the instructor grader (``python -m utils.grade``)       -
-``utils.benchmark``         ratios against the PyTorch built-ins                    3, 6
+``utils.benchmark``         ratios against the PyTorch built-ins, one module each   3, 6
 ==========================  ======================================================  ========
 """
 

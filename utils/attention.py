@@ -80,7 +80,9 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     Returns:
         ``(output, weights)``: output ``(..., L, Dv)`` in the input's dtype and device, and the softmax
         weights ``(..., L, S)`` *before* dropout, summing to 1 over S. A row whose keys are all masked
-        gets zero weights and a zero output (as in torch 2.13), never NaN.
+        gets zero weights and a zero output (as in torch 2.13), never NaN. This function *is* the explicit
+        path, so it always returns the weights (the pair of :class:`MultiHeadAttention` with
+        ``need_weights=True``); for the output alone, call ``F.scaled_dot_product_attention``.
 
     >>> q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
     >>> out, weights = scaled_dot_product_attention(q, k, v)
@@ -249,8 +251,9 @@ class MultiHeadAttention(nn.Module):
 
     The explicit path (:func:`scaled_dot_product_attention`) returns the weights and is what the chapters
     teach. When ``need_weights=False`` a fast path calls ``F.scaled_dot_product_attention`` (FlashAttention
-    and memory-efficient kernels on GPU); it is chosen once in ``__init__`` and tested equal to the explicit
-    path, fully-masked rows included (zero attention output, so ``out`` is ``out_proj``'s bias there).
+    and memory-efficient kernels on GPU); the flag alone chooses the path, and the tests keep the two equal,
+    fully-masked rows included (zero attention output, so ``out`` is ``out_proj``'s bias there). Either way
+    ``forward`` returns a pair ``(out, weights or None)``.
 
     Args:
         d_model: the model dimension E.
@@ -281,9 +284,6 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-        # fast path, chosen once: torch >= 2.0 has the fused kernels
-        self.use_fast_path = hasattr(F, "scaled_dot_product_attention")
-
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None, value: torch.Tensor | None = None,
                 *, mask: torch.Tensor | None = None, is_causal: bool = False,
                 need_weights: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -297,10 +297,12 @@ class MultiHeadAttention(nn.Module):
                 ``(N, 1, 1, S)`` from :func:`padding_mask`, ``(N, 1, L, S)``. A 3-D mask is refused as
                 ambiguous. Default: ``None``.
             is_causal: also apply :func:`causal_mask` ``(L, S)``. Default: ``False``.
-            need_weights: return the weights (explicit path); ``False`` takes the fast path. Default: ``True``.
+            need_weights: return the weights (explicit path); ``False`` takes the fast path. Default: ``True``,
+                as in ``nn.MultiheadAttention``.
 
         Returns:
-            ``(out (N, L, E), weights (N, H, L, S))``, or ``(out, None)`` when ``need_weights=False``.
+            Always a pair: ``(out (N, L, E), weights (N, H, L, S))``, or ``(out, None)`` when
+            ``need_weights=False``.
         """
         key = query if key is None else key
         value = key if value is None else value
@@ -324,7 +326,7 @@ class MultiHeadAttention(nn.Module):
         k = split_heads(self.k_proj(key), H)  # (N, S, E) -> (N, H, S, D)
         v = split_heads(self.v_proj(value), H)  # (N, S, E) -> (N, H, S, D)
         dropout_p = self.dropout if self.training else 0.0
-        if need_weights or not self.use_fast_path:
+        if need_weights:  # the explicit path: the weights come with the output
             heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p,
                                                           is_causal=is_causal, training=self.training)
         else:

@@ -40,7 +40,7 @@ def _mask(data: PronounData) -> torch.Tensor:
 
 def batch_loss(model: nn.Module, data: PronounData) -> torch.Tensor:
     """Cross-entropy over the labelled positions of ``data`` (positions labelled ``IGNORE`` do not count)."""
-    logits = model(data.tokens, mask=_mask(data))  # (N, L, C)
+    logits, _ = model(data.tokens, mask=_mask(data))  # (N, L, C)
     return F.cross_entropy(logits.flatten(0, 1), data.labels.flatten(), ignore_index=IGNORE)
 
 
@@ -50,7 +50,7 @@ def predict(model: nn.Module, data: PronounData) -> torch.Tensor:
     was_training = model.training
     model.eval()
     try:
-        return model(data.tokens, mask=_mask(data)).argmax(dim=-1)  # (N, L)
+        return model(data.tokens, mask=_mask(data))[0].argmax(dim=-1)  # (N, L)
     finally:
         model.train(was_training)
 
@@ -58,9 +58,9 @@ def predict(model: nn.Module, data: PronounData) -> torch.Tensor:
 def accuracy(model: nn.Module, data: PronounData) -> float:
     """The fraction of labelled positions where the model predicts the label.
 
-    >>> from utils.layers import TransformerEncoder
+    >>> from utils.layers import TinyEncoderClassifier
     >>> from utils.tasks import NOUNS, VOCAB, pronoun_task
-    >>> model = TransformerEncoder(len(VOCAB), 16, 2, 1, 32, len(NOUNS))
+    >>> model = TinyEncoderClassifier(len(VOCAB), 16, 2, 1, 32, len(NOUNS))
     >>> 0.0 <= accuracy(model, pronoun_task(8)) <= 1.0
     True
     """
@@ -78,7 +78,8 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
     and training stops there (that *is* the result when a learning rate is too high).
 
     Args:
-        model: maps ``tokens (N, L)`` (and ``mask=``) to logits ``(N, L, C)``.
+        model: maps ``tokens (N, L)`` (and ``mask=``) to ``(logits (N, L, C), maps)``, as
+            :class:`~utils.layers.TinyEncoderClassifier` does.
         data: the training sentences.
         steps: the number of optimiser steps.
         batch_size: sentences per step. Default: ``64``.
@@ -125,7 +126,7 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
 def grad_norms_per_layer(model: nn.Module, data: PronounData) -> torch.Tensor:
     """The gradient norm of each encoder layer's parameters after one backward pass on ``data``.
 
-    ``model`` must have a ``layers`` ``ModuleList`` (as ``utils.layers.TransformerEncoder``). Dropout is
+    ``model`` must have a ``layers`` ``ModuleList`` (as ``utils.layers.TinyEncoderClassifier``). Dropout is
     switched off (eval mode) so that the measurement is deterministic; the gradients are cleared afterwards.
 
     Returns:
