@@ -14,7 +14,7 @@ from utils.attention import (
     scaled_dot_product_attention,
     split_heads,
 )
-from utils.layers import FeedForward, TransformerEncoder, TransformerEncoderLayer
+from utils.layers import FeedForward, TinyEncoderClassifier, TransformerEncoderLayer
 from utils.positional import PositionalEncoding, sinusoidal_encoding
 
 x3 = torch.randn(2, 5, 16)
@@ -76,11 +76,11 @@ CASES = [
     ("layer wrong E", lambda: layer(torch.randn(2, 5, 12)), ValueError, ["x", "(2, 5, 12)", "16"]),
     ("layer d_model % heads", lambda: TransformerEncoderLayer(10, 4), ValueError, ["d_model = 10", "num_heads = 4"]),
     ("layer mask", lambda: layer(x3, mask=torch.ones(3, 3, dtype=torch.bool)), ValueError, ["mask", "(3, 3)", "(2, 4, 5, 5)"]),
-    ("encoder float tokens", lambda: TransformerEncoder(5, 16, 2, 1, 32, 3)(torch.rand(2, 3)),
+    ("encoder float tokens", lambda: TinyEncoderClassifier(5, 16, 2, 1, 32, 3)(torch.rand(2, 3)),
      TypeError, ["tokens", "torch.float32"]),
-    ("encoder token range", lambda: TransformerEncoder(5, 16, 2, 1, 32, 3)(torch.tensor([[1, 9]])),
+    ("encoder token range", lambda: TinyEncoderClassifier(5, 16, 2, 1, 32, 3)(torch.tensor([[1, 9]])),
      ValueError, ["tokens", "vocab_size=5", "(1, 2)"]),
-    ("encoder tokens rank", lambda: TransformerEncoder(5, 16, 2, 1, 32, 3)(torch.tensor([1, 2])),
+    ("encoder tokens rank", lambda: TinyEncoderClassifier(5, 16, 2, 1, 32, 3)(torch.tensor([1, 2])),
      ValueError, ["tokens", "(2,)", "(N, L)"]),
 ]
 

@@ -1,13 +1,16 @@
-"""utils.benchmark: the table's structure and sane ratios (never the timings themselves)."""
+"""utils.benchmark attention, its CLI and the shared table: the table's structure and sane ratios (never the timings themselves)."""
 
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
 
-from utils import benchmark
+from utils.benchmark.attention import attention_benchmark, format_attention_table
+from utils.benchmark.cli import build_parser, main, subcommand_names
+from utils.benchmark.common import text_table, time_round_robin
 
 TINY = dict(batch=1, length=8, d_model=8, num_heads=2, repeats=5, warmup=1)
 
@@ -16,7 +19,7 @@ TINY = dict(batch=1, length=8, d_model=8, num_heads=2, repeats=5, warmup=1)
 def rows():
     threads = torch.get_num_threads()
     try:
-        return benchmark.attention_benchmark(**TINY, threads=1)
+        return attention_benchmark(**TINY, threads=1)
     finally:
         torch.set_num_threads(threads)
 
@@ -40,7 +43,7 @@ def test_ratios_positive_finite(rows):
 
 
 def test_format_table(rows):
-    text = benchmark.format_table(rows)
+    text = format_attention_table(rows)
     lines = text.splitlines()
     assert lines[0].startswith("implementation") and "ratio (median)" in lines[0] and "spread (min-max)" in lines[0]
     assert len(lines) == 1 + len(rows)
@@ -49,18 +52,18 @@ def test_format_table(rows):
 
 def test_round_robin_counts_and_checks():
     calls = []
-    timings = benchmark.time_round_robin({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
+    timings = time_round_robin({"a": lambda: calls.append("a"), "b": lambda: calls.append("b")},
                                          repeats=5, warmup=2)
     assert calls[:4] == ["a", "b", "a", "b"] and len(calls) == 14  # interleaved, warm-up untimed
     assert all(len(t.seconds) == 5 and t.median > 0 for t in timings.values())
     with pytest.raises(ValueError, match="repeats"):
-        benchmark.time_round_robin({"a": lambda: None}, repeats=0)
+        time_round_robin({"a": lambda: None}, repeats=0)
 
 
 def test_cli_quick(capsys, tmp_path):
     threads = torch.get_num_threads()
     try:
-        assert benchmark.main(["attention", "--quick", "--no-encoder", "--plot", str(tmp_path / "a.png")]) == 0
+        assert main(["attention", "--quick", "--no-encoder", "--plot", str(tmp_path / "a.png")]) == 0
     finally:
         torch.set_num_threads(threads)
     out = capsys.readouterr().out
@@ -71,10 +74,29 @@ def test_cli_quick(capsys, tmp_path):
 
 def test_cli_rejects_few_repeats():
     with pytest.raises(SystemExit):
-        benchmark.main(["attention", "--repeats", "3"])
+        main(["attention", "--repeats", "3"])
 
 
 def test_parser_has_subcommands_to_extend():
-    parser = benchmark.build_parser()
+    parser = build_parser()
     assert parser.parse_args(["attention", "--quick"]).run is not None
-    assert benchmark._names() == ["attention", "memory", "grader"]
+    assert subcommand_names() == ["attention", "memory", "grader"]
+
+
+def test_one_table_formatter_aligns_columns():
+    text = text_table(("name", "ratio"), [("fast path", "0.95x"), ("explicit path", "1.20x")])
+    lines = text.splitlines()
+    assert [line.index(line.split()[-1]) for line in lines] == [15, 15, 15]  # one column start for all rows
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_python_dash_m_runs_the_package(tmp_path):
+    """`python -m utils.benchmark attention --quick` still works now that the benchmark is a package."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "utils.benchmark", "attention", "--quick", "--no-encoder",
+                           "--plot", ""], capture_output=True, text=True, timeout=300,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 0, done.stderr
+    assert "N=2, L=32, E=32, H=4" in done.stdout and done.stdout.count("nn.MultiheadAttention") == 4

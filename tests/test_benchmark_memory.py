@@ -8,8 +8,12 @@ import sys
 import matplotlib.pyplot as plt
 import pytest
 import torch
+import torch.nn.functional as F
 
-from utils import benchmark
+from utils.at_scale import naive_attention, naive_bytes, sdpa_backend
+from utils.benchmark.cli import main, subcommand_names
+from utils.benchmark.grader import format_grader_table
+from utils.benchmark.memory import format_memory_table, measure_memory_subprocess, memory_benchmark
 from utils.plotting.at_scale import memory_scaling_figure
 
 
@@ -23,7 +27,7 @@ def quick_run(tmp_path_factory):
     threads = torch.get_num_threads()
     try:
         with contextlib.redirect_stdout(text):
-            assert benchmark.main(["memory", "--quick", "--device", "cpu", "--threads", "1",
+            assert main(["memory", "--quick", "--device", "cpu", "--threads", "1",
                                    "--plot", str(plot)]) == 0
     finally:
         torch.set_num_threads(threads)
@@ -41,28 +45,28 @@ def test_cli_prints_environment_table_and_saves_plot(quick_run):
 
 
 def test_rows_ratios_and_naive_skip():
-    rows = benchmark.memory_benchmark((256,), impls=("sdpa", "naive"), heads=2, head_dim=8, threads=1,
+    rows = memory_benchmark((256,), impls=("sdpa", "naive"), heads=2, head_dim=8, threads=1,
                                       naive_max_bytes=0)
     sdpa, naive = rows
     assert sdpa["impl"] == "sdpa" and not sdpa["skipped"] and sdpa["mem_ratio"] == pytest.approx(1.0)
     assert sdpa["time_ratio"] == pytest.approx(1.0) and sdpa["seconds"] > 0 and sdpa["peak_mib"] >= 0
     assert naive["skipped"] and naive["peak_mib"] is None
-    assert naive["predicted_mib"] == pytest.approx(benchmark.naive_bytes(256, 2) / 2**20)
-    assert "skipped (needs ~" in benchmark.format_memory_table(rows)
+    assert naive["predicted_mib"] == pytest.approx(naive_bytes(256, 2) / 2**20)
+    assert "skipped (needs ~" in format_memory_table(rows)
 
 
 def test_naive_memory_grows_quadratically_in_fresh_processes():
-    small = benchmark.measure_memory_subprocess("naive", 512, heads=8, threads=1)
-    large = benchmark.measure_memory_subprocess("naive", 2048, heads=8, threads=1)
-    predicted = benchmark.naive_bytes(2048, 8) / 2**20  # 256 MiB
+    small = measure_memory_subprocess("naive", 512, heads=8, threads=1)
+    large = measure_memory_subprocess("naive", 2048, heads=8, threads=1)
+    predicted = naive_bytes(2048, 8) / 2**20  # 256 MiB
     assert 0.4 * predicted < large["peak_mib"] < 1.6 * predicted
     assert large["peak_mib"] > 8 * small["peak_mib"]  # 4x the length, ~16x the memory
 
 
 def test_naive_attention_and_backend_name():
     q, k, v = (torch.randn(1, 2, 6, 4) for _ in range(3))
-    torch.testing.assert_close(benchmark.naive_attention(q, k, v), torch.nn.functional.scaled_dot_product_attention(q, k, v))
-    assert isinstance(benchmark.sdpa_backend(q, k, v), str)
+    torch.testing.assert_close(naive_attention(q, k, v), F.scaled_dot_product_attention(q, k, v))
+    assert isinstance(sdpa_backend(q, k, v), str)
 
 
 def test_plot_from_rows():
@@ -83,12 +87,12 @@ def test_plot_from_rows():
 
 def test_grader_subcommand_without_grading_package(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "utils.grading", None)  # import raises ImportError
-    assert benchmark.main(["grader"]) == 0
+    assert main(["grader"]) == 0
     assert "not available" in capsys.readouterr().out
 
 
 def test_grader_table_format():
-    text = benchmark.format_grader_table([
+    text = format_grader_table([
         {"name": "nbclient, top to bottom", "seconds": 10.0, "per_notebook": 5.0, "ratio": 1.0, "notebooks": 2,
          "detail": "sequential"},
         {"name": "utils.grading.grade", "seconds": 2.0, "per_notebook": 1.0, "ratio": 0.2, "notebooks": 2,
@@ -98,13 +102,13 @@ def test_grader_table_format():
 
 
 def test_parser_lists_the_three_subcommands():
-    assert benchmark._names() == ["attention", "memory", "grader"]
+    assert subcommand_names() == ["attention", "memory", "grader"]
 
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device; none is available here")
 def test_cuda_memory_report_names_the_backend():
-    rows = benchmark.memory_benchmark((1024, 4096), heads=8, head_dim=64, device="cuda")
+    rows = memory_benchmark((1024, 4096), heads=8, head_dim=64, device="cuda")
     by = {(r["impl"], r["length"]): r for r in rows}
     assert by[("sdpa", 1024)]["backend"] not in ("", "unknown")
     assert by[("sdpa", 1024)]["method"] == "torch.cuda.max_memory_allocated"

@@ -14,7 +14,7 @@ from utils.exercises import transformer as ex
 from utils.exercises.check_cell import run_public_check
 from utils.exercises.judging import compare
 from utils.heads import head_similarity
-from utils.layers import FeedForward, TransformerEncoder, TransformerEncoderLayer
+from utils.layers import FeedForward, TinyEncoderClassifier, TransformerEncoderLayer
 from utils.plotting import transformer as plots
 from utils.tasks import NOUNS, VOCAB, pronoun_task
 from utils.training import accuracy, grad_norms_per_layer, head_ablation, train
@@ -29,7 +29,7 @@ def _close_figures():
 
 def _tiny_model(num_layers=2, norm_first=True, seed=0):
     torch.manual_seed(seed)
-    return TransformerEncoder(len(VOCAB), 16, 2, num_layers, 32, len(NOUNS), norm_first=norm_first)
+    return TinyEncoderClassifier(len(VOCAB), 16, 2, num_layers, 32, len(NOUNS), norm_first=norm_first)
 
 
 # ------------------------------------------------------------------ exercises
@@ -169,7 +169,7 @@ def test_head_similarity_of_a_trained_model_skips_padding_rows():
     assert (data.lengths < L).any()  # some sentences are padded
     mask = padding_mask(data.lengths, L)  # (N, 1, 1, L)
     with torch.no_grad():
-        _, maps = model(data.tokens, mask=mask, return_attention=True)
+        _, maps = model(data.tokens, mask=mask, need_weights=True)
     real = mask.transpose(-1, -2)  # (N, 1, L, 1): True at real query rows
     sim = head_similarity(maps[0] * real)  # (H, H)
     assert sim.shape == (2, 2)
@@ -255,7 +255,7 @@ def test_attention_view_picks_the_right_map():
     model, data = _tiny_model().eval(), pronoun_task(5, seed=3)
     view = attention_view(model, data, 2, 1, 0)
     L = int(data.lengths[2])
-    _, maps = model(data.tokens[2:3, :L], return_attention=True)
+    _, maps = model(data.tokens[2:3, :L], need_weights=True)
     assert_close(view.weights, maps[1][0, 0])  # padding only ever follows the sentence, so trimming is exact
     assert view.tokens == data.words(2) and view.pronoun_pos == int(data.pronoun_pos[2])
     assert_close(view.weights.sum(-1), torch.ones(L))

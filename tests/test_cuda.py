@@ -8,7 +8,7 @@ import torch
 from torch.testing import assert_close
 
 from utils.attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
-from utils.layers import TransformerEncoder, TransformerEncoderLayer
+from utils.layers import TinyEncoderClassifier, TransformerEncoderLayer
 from utils.positional import PositionalEncoding, apply_rotary
 
 pytestmark = [
@@ -54,8 +54,8 @@ def test_modules_keep_device_and_dtype_on_cuda(dtype):
     assert PositionalEncoding(32).cuda()(x).dtype == dtype
     assert apply_rotary(x).dtype == dtype and apply_rotary(x).is_cuda
     layer = TransformerEncoderLayer(32, 4, 64).to("cuda", dtype).eval()
-    out, weights = layer(x, mask=padding_mask(torch.tensor([16, 0], device="cuda"), 16), return_attention=True)
+    out, weights = layer(x, mask=padding_mask(torch.tensor([16, 0], device="cuda"), 16), need_weights=True)
     assert out.is_cuda and out.dtype == dtype and torch.isfinite(out).all()
-    model = TransformerEncoder(10, 32, 4, 2, 64, 3).to("cuda", dtype).eval()
-    logits = model(torch.randint(0, 10, (2, 16), device="cuda"))
+    model = TinyEncoderClassifier(10, 32, 4, 2, 64, 3).to("cuda", dtype).eval()
+    logits, _ = model(torch.randint(0, 10, (2, 16), device="cuda"))
     assert logits.is_cuda and logits.dtype == dtype

@@ -8,7 +8,7 @@ from torch import nn
 from torch.testing import assert_close
 
 from utils.attention import causal_mask, padding_mask, to_torch_mask
-from utils.layers import FeedForward, TransformerEncoder, TransformerEncoderLayer
+from utils.layers import FeedForward, TinyEncoderClassifier, TransformerEncoderLayer
 
 
 def torch_kwargs(kind: str, mask):
@@ -35,8 +35,8 @@ def test_layer_from_torch_matches_in_eval(norm_first, activation, kind, dtype, t
             "bool": torch.rand(L, L) > 0.3}[kind]
     if kind == "bool":
         mask[:, 0] = True
-    out = layer(x, mask=mask)
-    assert out.dtype == dtype
+    out, weights = layer(x, mask=mask)
+    assert out.dtype == dtype and weights is None
     ref_out = ref(x, **torch_kwargs(kind, mask))
     if kind == "padding":  # torch's fast path may zero the padded query rows: compare the real tokens only
         real = padding_mask(torch.tensor([5, 2, 4]), L)[:, 0, 0, :, None]  # (N, L, 1)
@@ -50,7 +50,7 @@ def test_layer_from_torch_gradients_match(norm_first, tol):
     layer = TransformerEncoderLayer.from_torch(ref)
     x = torch.randn(2, 4, 8)
     x_ours, x_ref = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
-    layer(x_ours).pow(2).sum().backward()
+    layer(x_ours)[0].pow(2).sum().backward()
     ref(x_ref).pow(2).sum().backward()
     assert_close(x_ours.grad, x_ref.grad, **tol(torch.float32, 10))
     assert_close(layer.feed_forward.linear1.weight.grad, ref.linear1.weight.grad, **tol(torch.float32, 10))
@@ -62,27 +62,27 @@ def test_layer_from_torch_requires_batch_first():
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
-def test_return_attention_and_last_attention(norm_first, tol):
+def test_need_weights_returns_a_pair_either_way(norm_first, tol):
     layer = TransformerEncoderLayer(8, 2, 16, dropout=0.0, norm_first=norm_first).eval()
     x = torch.randn(2, 4, 8)
-    assert layer.last_attention is None
-    plain = layer(x)  # fast path
-    assert isinstance(plain, torch.Tensor) and layer.last_attention is None
-    out, weights = layer(x, mask=causal_mask(4), return_attention=True)
-    assert weights.shape == (2, 2, 4, 4) and torch.equal(layer.last_attention, weights)
-    assert not layer.last_attention.requires_grad
+    plain, no_weights = layer(x)  # fast path
+    assert isinstance(plain, torch.Tensor) and no_weights is None
+    assert not hasattr(layer, "last_attention")  # the maps come back through the flag only
+    out, weights = layer(x, mask=causal_mask(4), need_weights=True)
+    assert weights.shape == (2, 2, 4, 4)
     assert (weights[..., 0, 1:] == 0).all()
-    assert_close(out, layer(x, is_causal=True), **tol(torch.float32))  # explicit == fast path
+    assert_close(weights.sum(-1), torch.ones(2, 2, 4))
+    assert_close(out, layer(x, is_causal=True)[0], **tol(torch.float32))  # explicit == fast path
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64], ids=str)
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
-@pytest.mark.parametrize("return_attention", [False, True])
-def test_layer_fully_masked_rows_finite(dtype, norm_first, return_attention):
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_layer_fully_masked_rows_finite(dtype, norm_first, need_weights):
     layer = TransformerEncoderLayer(8, 2, 16, dropout=0.0, norm_first=norm_first).to(dtype).eval()
     x = torch.randn(2, 3, 8).to(dtype)
-    result = layer(x, mask=padding_mask(torch.tensor([3, 0]), 3), return_attention=return_attention)
-    out = result[0] if return_attention else result
+    out, weights = layer(x, mask=padding_mask(torch.tensor([3, 0]), 3), need_weights=need_weights)
+    assert (weights is None) != need_weights
     assert out.dtype == dtype and torch.isfinite(out).all()
 
 
@@ -96,13 +96,13 @@ def test_feed_forward(activation):
 
 
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
-def test_transformer_encoder_shapes_and_maps(norm_first):
-    model = TransformerEncoder(11, 16, 2, 3, 32, 4, max_len=20, norm_first=norm_first).eval()
+def test_tiny_encoder_classifier_shapes_and_maps(norm_first):
+    model = TinyEncoderClassifier(11, 16, 2, 3, 32, 4, max_len=20, norm_first=norm_first).eval()
     assert isinstance(model.norm, nn.LayerNorm) == norm_first
     tokens = torch.randint(0, 11, (2, 6))
-    logits = model(tokens)
-    assert logits.shape == (2, 6, 4)
-    logits2, maps = model(tokens, mask=padding_mask(torch.tensor([6, 3]), 6), return_attention=True)
+    logits, no_maps = model(tokens)
+    assert logits.shape == (2, 6, 4) and no_maps is None
+    logits2, maps = model(tokens, mask=padding_mask(torch.tensor([6, 3]), 6), need_weights=True)
     assert len(maps) == 3 and all(m.shape == (2, 2, 6, 6) for m in maps)
     assert (maps[0][1, ..., 3:] == 0).all()
     assert_close(logits2[0], logits[0], atol=1e-5, rtol=1e-4)  # sample 0 has no padding
@@ -110,8 +110,8 @@ def test_transformer_encoder_shapes_and_maps(norm_first):
     assert model.embedding.weight.grad is not None
 
 
-def test_transformer_encoder_embedding_is_scaled():
-    model = TransformerEncoder(5, 16, 2, 1, 32, 3).eval()
+def test_tiny_encoder_classifier_embedding_is_scaled():
+    model = TinyEncoderClassifier(5, 16, 2, 1, 32, 3).eval()
     tokens = torch.tensor([[1, 2, 3]])
     captured = {}
     model.layers[0].register_forward_pre_hook(lambda module, args: captured.setdefault("x", args[0]))

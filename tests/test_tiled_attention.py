@@ -8,8 +8,10 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
-from utils.attention import causal_mask, padding_mask, tiled_attention
-from utils.tiled_attention import online_softmax, online_softmax_update
+from utils.at_scale import naive_bytes
+from utils.attention import causal_mask, padding_mask
+from utils.benchmark.memory import measure_memory_subprocess
+from utils.tiled_attention import online_softmax, online_softmax_update, tiled_attention
 
 TOL = {torch.float32: dict(atol=2e-5, rtol=1e-4), torch.bfloat16: dict(atol=2e-2, rtol=2e-2)}
 
@@ -38,7 +40,7 @@ def test_matches_sdpa_outputs_and_gradients(dtype, block_size, kind):
         is_causal_torch = is_causal
     q1, k1, v1 = (t.clone().requires_grad_(True) for t in (q, k, v))
     q2, k2, v2 = (t.clone().requires_grad_(True) for t in (q, k, v))
-    ours = tiled_attention(q1, k1, v1, block_size=block_size, is_causal=is_causal, mask=mask)
+    ours = tiled_attention(q1, k1, v1, mask, block_size=block_size, is_causal=is_causal)
     theirs = F.scaled_dot_product_attention(q2, k2, v2, attn_mask=torch_mask, is_causal=is_causal_torch)
     assert ours.shape == theirs.shape and ours.dtype == dtype
     assert_close(ours, theirs, **TOL[dtype])
@@ -59,7 +61,7 @@ def test_no_batch_dims_cross_attention_and_scale():
 def test_fully_masked_rows_are_zero_not_nan():
     q, k, v = _qkv(2, 1, 6, 6, 4, torch.float32)
     mask = padding_mask(torch.tensor([6, 0]), 6)  # the second sequence has no key at all
-    out = tiled_attention(q, k, v, block_size=4, mask=mask)
+    out = tiled_attention(q, k, v, mask, block_size=4)
     assert torch.isfinite(out).all() and out[1].abs().max() == 0
     assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
 
@@ -75,7 +77,7 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="block_size"):
         tiled_attention(q, q, q, block_size=0)
     with pytest.raises(ValueError, match="mask"):
-        tiled_attention(q, q, q, mask=torch.ones(3, 3, dtype=torch.bool))
+        tiled_attention(q, q, q, torch.ones(3, 3, dtype=torch.bool))
 
 
 @pytest.mark.parametrize("block_size", [1, 3, 10])
@@ -95,7 +97,5 @@ def test_online_softmax_update_handles_minus_inf_and_big_values():
 
 def test_forward_memory_is_linear_in_a_fresh_process():
     """At L=4096, H=8: the naive (L, L) scores alone are 512 MiB; tiled stays far below."""
-    from utils.benchmark import measure_memory_subprocess, naive_bytes
-
     row = measure_memory_subprocess("tiled", 4096, heads=8, head_dim=64, block_size=256, threads=1)
     assert row["peak_mib"] < naive_bytes(4096, 8) / 2 / 2**20 / 8  # < 64 MiB, an eighth of one (L, L) matrix

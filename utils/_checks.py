@@ -1,4 +1,5 @@
-"""Input validation shared by ``utils.attention``, ``utils.positional`` and ``utils.layers``.
+"""Input validation shared by ``utils.attention``, ``utils.tiled_attention``, ``utils.positional`` and
+``utils.layers``.
 
 Every check raises ``TypeError`` for a wrong type and ``ValueError`` for a wrong value, and the message
 names the argument and shows the shape (or value) it got next to the one it expected. One helper per
@@ -21,6 +22,7 @@ __all__ = [
     "check_positive_int",
     "check_probability",
     "check_mask",
+    "check_qkv",
     "fmt_shape",
 ]
 
@@ -167,3 +169,23 @@ def check_mask(mask: object, target: Sequence[int], *, dtype: torch.dtype, name:
         raise ValueError(f"{name}: shape {fmt_shape(mask.shape)} does not broadcast to the attention scores "
                          f"{fmt_shape(target)} {letters}")
     return mask
+
+
+def check_qkv(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[int, ...]:
+    """Validate ``(..., L, D)``, ``(..., S, D)``, ``(..., S, Dv)``; return the scores' shape ``(..., L, S)``."""
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        check_tensor(name, x, min_ndim=2, expected="(..., L, D)" if name == "query" else "(..., S, D)")
+        check_floating(name, x)
+    check_same_dtype(query=query, key=key, value=value)
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"query and key must have the same last dimension D: got query {fmt_shape(query.shape)} "
+                         f"(..., L, D) and key {fmt_shape(key.shape)} (..., S, D)")
+    if key.shape[:-1] != value.shape[:-1]:
+        raise ValueError(f"key and value must agree on all but the last dimension (same S): got key "
+                         f"{fmt_shape(key.shape)} (..., S, D) and value {fmt_shape(value.shape)} (..., S, Dv)")
+    try:
+        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"query and key batch dimensions do not broadcast: got query {fmt_shape(query.shape)} "
+                         f"and key {fmt_shape(key.shape)}") from None
+    return (*batch, query.shape[-2], key.shape[-2])

@@ -1,5 +1,5 @@
-"""Chapter 6 helpers: sliding-window (local) masks with global tokens, receptive fields, and a tiny
-decoder that generates with or without a KV cache.
+"""Chapter 6 helpers: naive attention and its memory, the SDPA backend, sliding-window (local) masks with
+global tokens, receptive fields, and a tiny decoder that generates with or without a KV cache.
 
 Masks follow the package convention (``True`` = may attend). Shape letters: N batch, H heads, L query
 length, S key length (the cache length plus the new tokens), E model dimension, D head dimension.
@@ -13,9 +13,50 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from utils.attention import causal_mask, merge_heads, split_heads
+from utils.attention import MultiHeadAttention, causal_mask, merge_heads, split_heads
+from utils.layers import FeedForward
 
-__all__ = ["sliding_window_mask", "global_tokens_mask", "receptive_field", "attend_with_cache", "TinyDecoder"]
+try:  # torch >= 2.2 names the backends; older versions cannot say which one runs
+    from torch.nn.attention import SDPBackend
+except ImportError:  # pragma: no cover - the pinned torch has it
+    SDPBackend = None
+
+__all__ = ["naive_attention", "naive_bytes", "sdpa_backend", "sliding_window_mask", "global_tokens_mask",
+           "receptive_field", "attend_with_cache", "TinyDecoder", "decode_flops_ratio"]
+
+
+def naive_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """Attention that materialises the scores: ``(..., L, D), (..., S, D), (..., S, Dv) -> (..., L, Dv)``.
+
+    >>> q = torch.randn(1, 2, 5, 4)
+    >>> torch.allclose(naive_attention(q, q, q), torch.nn.functional.scaled_dot_product_attention(q, q, q), atol=1e-6)
+    True
+    """
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])  # (..., L, S): the O(L * S) part
+    return torch.softmax(scores, dim=-1) @ value  # (..., L, S) @ (..., S, Dv) -> (..., L, Dv)
+
+
+def naive_bytes(length: int, heads: int = 8, batch: int = 1, itemsize: int = 4) -> int:
+    """Bytes of the two (N, H, L, L) matrices naive attention holds at once (scores and weights)."""
+    return 2 * batch * heads * length * length * itemsize
+
+
+def sdpa_backend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, is_causal: bool = False) -> str:
+    """The backend ``F.scaled_dot_product_attention`` picks for these inputs: ``"FLASH_ATTENTION"``,
+    ``"EFFICIENT_ATTENTION"``, ``"CUDNN_ATTENTION"``, ``"MATH"``... (``torch._fused_sdp_choice``, a private
+    helper that the dispatcher itself calls; ``"unknown"`` where it is missing).
+
+    >>> sdpa_backend(*(torch.randn(1, 2, 8, 4) for _ in range(3))) in ("FLASH_ATTENTION", "MATH", "unknown")
+    True
+    """
+    choose = getattr(torch, "_fused_sdp_choice", None)
+    if choose is None or SDPBackend is None:
+        return "unknown"
+    try:
+        index = choose(query, key, value, None, 0.0, is_causal)
+        return next((b.name for b in SDPBackend.__members__.values() if int(b) == index), str(index))
+    except Exception:  # noqa: BLE001 - best effort: the name is informative, never essential
+        return "unknown"
 
 
 def sliding_window_mask(L: int, window: int, *, device: torch.device | str | None = None) -> torch.Tensor:
@@ -96,31 +137,49 @@ def attend_with_cache(q_new: torch.Tensor, k_new: torch.Tensor, v_new: torch.Ten
     return output, k_all, v_all
 
 
-class _Block(nn.Module):
-    """Pre-norm decoder block: causal self-attention and an MLP, each with a residual connection."""
+class _DecoderLayer(nn.Module):
+    """Pre-norm decoder layer: causal self-attention and a feed-forward block, each with a residual.
+
+    Built from the course's modules and named like :class:`~utils.layers.TransformerEncoderLayer`:
+    ``self_attn`` is a :class:`~utils.attention.MultiHeadAttention` (its ``q_proj``, ``k_proj``, ``v_proj``
+    and ``out_proj``), ``feed_forward`` a :class:`~utils.layers.FeedForward`. The attention itself goes
+    through :func:`attend_with_cache`, because the layer must read and extend a KV cache.
+    """
 
     def __init__(self, d_model: int, num_heads: int) -> None:
         super().__init__()
-        self.num_heads = num_heads
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.qkv = nn.Linear(d_model, 3 * d_model)
-        self.out = nn.Linear(d_model, d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.feed_forward = FeedForward(d_model, 4 * d_model, activation="gelu")
 
     def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
+        """``x (N, L, E)`` -> ``(N, L, E)``; with a ``cache`` dict, read and extend its ``"k"`` and ``"v"``."""
         N, L, E = x.shape
-        q, k, v = self.qkv(self.norm1(x)).split(E, dim=-1)  # 3 x (N, L, E)
-        q, k, v = (split_heads(t, self.num_heads) for t in (q, k, v))  # (N, H, L, D)
-        if cache is None:  # no cache: every step recomputes K and V for the whole prefix
-            attended = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_mask(L, device=x.device))
-        else:
-            attended, cache["k"], cache["v"] = attend_with_cache(q, k, v, cache.get("k"), cache.get("v"))
-        x = x + self.out(merge_heads(attended))  # (N, L, E)
-        return x + self.mlp(self.norm2(x))  # (N, L, E)
+        attn = self.self_attn
+        h = self.norm1(x)  # (N, L, E)
+        q, k, v = (split_heads(proj(h), attn.num_heads) for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
+        # (N, H, L, D) each. Without a cache every step recomputes K and V for the whole prefix.
+        past = {} if cache is None else cache
+        attended, k_all, v_all = attend_with_cache(q, k, v, past.get("k"), past.get("v"))  # (N, H, L, D)
+        if cache is not None:
+            cache["k"], cache["v"] = k_all, v_all  # (N, H, S, D)
+        x = x + attn.out_proj(merge_heads(attended))  # (N, L, E)
+        return x + self.feed_forward(self.norm2(x))  # (N, L, E)
 
 
 class TinyDecoder(nn.Module):
     """A small random GPT-style decoder, just big enough to time generation with and without a KV cache.
+
+    ``logits = head(norm(layers(embedding(tokens) + position(positions))))``, with pre-norm decoder layers
+    (causal self-attention through :class:`~utils.attention.MultiHeadAttention`'s projections, then
+    :class:`~utils.layers.FeedForward` with GELU) and learned absolute positions.
+
+    Args:
+        vocab_size: the number of token ids. Default: ``256``.
+        d_model: the model dimension E. Default: ``128``.
+        num_heads: the number of heads H; must divide ``d_model``. Default: ``4``.
+        num_layers: the number of decoder layers. Default: ``4``.
+        max_len: the number of positions that have an embedding. Default: ``512``.
 
     >>> model = TinyDecoder(vocab_size=50, d_model=32, num_heads=4, num_layers=2, max_len=64).eval()
     >>> prompt = torch.tensor([[1, 2, 3]])
@@ -131,28 +190,52 @@ class TinyDecoder(nn.Module):
     def __init__(self, vocab_size: int = 256, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
                  max_len: int = 512) -> None:
         super().__init__()
-        self.token = nn.Embedding(vocab_size, d_model)
+        # input: token and learned position embeddings
+        self.embedding = nn.Embedding(vocab_size, d_model)
         self.position = nn.Embedding(max_len, d_model)
-        self.blocks = nn.ModuleList(_Block(d_model, num_heads) for _ in range(num_layers))
+        # body
+        self.layers = nn.ModuleList(_DecoderLayer(d_model, num_heads) for _ in range(num_layers))
+        # next-token head
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size)
         self.max_len = max_len
 
     def forward(self, tokens: torch.Tensor, caches: list[dict] | None = None, start: int = 0) -> torch.Tensor:
-        """``tokens (N, L)`` at positions ``start..start+L-1`` -> logits ``(N, L, vocab)``."""
+        """Next-token logits for every position.
+
+        Args:
+            tokens: ``(N, L)`` integer ids, at positions ``start .. start + L - 1``.
+            caches: one dict per layer holding that layer's ``"k"`` and ``"v"`` ``(N, H, T, D)`` (empty
+                before the first call); read and extended in place. Default: ``None`` (no cache).
+            start: the position of the first token, ``T`` when the caches hold T positions. Default: ``0``.
+
+        Returns:
+            Logits ``(N, L, vocab_size)``.
+
+        Shape:
+            N batch, L new tokens, T cached positions, E ``d_model``, H ``num_heads``, D ``d_model // H``.
+        """
         N, L = tokens.shape
         positions = torch.arange(start, start + L, device=tokens.device)  # (L,)
-        x = self.token(tokens) + self.position(positions)  # (N, L, E)
-        for i, block in enumerate(self.blocks):
-            x = block(x, None if caches is None else caches[i])  # (N, L, E)
+        x = self.embedding(tokens) + self.position(positions)  # (N, L, E)
+        for i, layer in enumerate(self.layers):
+            x = layer(x, None if caches is None else caches[i])  # (N, L, E)
         return self.head(self.norm(x))  # (N, L, vocab)
 
     @torch.no_grad()
     def generate(self, prompt: torch.Tensor, new_tokens: int, *, use_cache: bool = True) -> torch.Tensor:
-        """Greedy decoding: ``prompt (N, P)`` -> ``(N, P + new_tokens)``.
+        """Greedy decoding.
 
         Without a cache every step runs the whole sequence so far (``O(T²)`` work for T tokens); with it,
         the prompt is run once (prefill) and each step runs one token against the cached K and V.
+
+        Args:
+            prompt: ``(N, P)`` integer ids.
+            new_tokens: how many tokens to append; ``P + new_tokens`` must not exceed ``max_len``.
+            use_cache: keep each layer's K and V between steps. Default: ``True``.
+
+        Returns:
+            ``(N, P + new_tokens)``: the prompt followed by the generated ids.
         """
         if prompt.shape[1] + new_tokens > self.max_len:
             raise ValueError(f"prompt length {prompt.shape[1]} + new_tokens {new_tokens} exceeds max_len "
@@ -163,7 +246,7 @@ class TinyDecoder(nn.Module):
                 logits = self(tokens)  # (N, T, vocab): recomputes every position
                 tokens = torch.cat([tokens, logits[:, -1:].argmax(-1)], dim=1)  # (N, T + 1)
             return tokens
-        caches: list[dict] = [{} for _ in self.blocks]
+        caches: list[dict] = [{} for _ in self.layers]
         logits = self(tokens, caches)  # prefill: (N, P, vocab)
         for _ in range(new_tokens):
             next_token = logits[:, -1:].argmax(-1)  # (N, 1)

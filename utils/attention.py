@@ -21,11 +21,11 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils._checks import (
-    check_floating,
     check_mask,
     check_module_dtype,
     check_positive_int,
     check_probability,
+    check_qkv,
     check_same_dtype,
     check_sequence,
     check_tensor,
@@ -42,28 +42,7 @@ __all__ = [
     "split_heads",
     "merge_heads",
     "MultiHeadAttention",
-    "tiled_attention",
 ]
-
-
-def _check_qkv(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> tuple[int, ...]:
-    """Validate ``(..., L, D)``, ``(..., S, D)``, ``(..., S, Dv)``; return the scores' shape ``(..., L, S)``."""
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        check_tensor(name, x, min_ndim=2, expected="(..., L, D)" if name == "query" else "(..., S, D)")
-        check_floating(name, x)
-    check_same_dtype(query=query, key=key, value=value)
-    if query.shape[-1] != key.shape[-1]:
-        raise ValueError(f"query and key must have the same last dimension D: got query {fmt_shape(query.shape)} "
-                         f"(..., L, D) and key {fmt_shape(key.shape)} (..., S, D)")
-    if key.shape[:-1] != value.shape[:-1]:
-        raise ValueError(f"key and value must agree on all but the last dimension (same S): got key "
-                         f"{fmt_shape(key.shape)} (..., S, D) and value {fmt_shape(value.shape)} (..., S, Dv)")
-    try:
-        batch = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2])
-    except RuntimeError:
-        raise ValueError(f"query and key batch dimensions do not broadcast: got query {fmt_shape(query.shape)} "
-                         f"and key {fmt_shape(key.shape)}") from None
-    return (*batch, query.shape[-2], key.shape[-2])
 
 
 def _safe_softmax(scores: torch.Tensor) -> torch.Tensor:
@@ -101,7 +80,9 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     Returns:
         ``(output, weights)``: output ``(..., L, Dv)`` in the input's dtype and device, and the softmax
         weights ``(..., L, S)`` *before* dropout, summing to 1 over S. A row whose keys are all masked
-        gets zero weights and a zero output (as in torch 2.13), never NaN.
+        gets zero weights and a zero output (as in torch 2.13), never NaN. This function *is* the explicit
+        path, so it always returns the weights (the pair of :class:`MultiHeadAttention` with
+        ``need_weights=True``); for the output alone, call ``F.scaled_dot_product_attention``.
 
     >>> q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
     >>> out, weights = scaled_dot_product_attention(q, k, v)
@@ -110,7 +91,7 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     >>> torch.allclose(weights.sum(-1), torch.ones(2, 3))
     True
     """
-    scores_shape = _check_qkv(query, key, value)
+    scores_shape = check_qkv(query, key, value)
     check_probability("dropout_p", dropout_p)
     L, S = scores_shape[-2:]
     if mask is not None:
@@ -270,8 +251,9 @@ class MultiHeadAttention(nn.Module):
 
     The explicit path (:func:`scaled_dot_product_attention`) returns the weights and is what the chapters
     teach. When ``need_weights=False`` a fast path calls ``F.scaled_dot_product_attention`` (FlashAttention
-    and memory-efficient kernels on GPU); it is chosen once in ``__init__`` and tested equal to the explicit
-    path, fully-masked rows included (zero attention output, so ``out`` is ``out_proj``'s bias there).
+    and memory-efficient kernels on GPU); the flag alone chooses the path, and the tests keep the two equal,
+    fully-masked rows included (zero attention output, so ``out`` is ``out_proj``'s bias there). Either way
+    ``forward`` returns a pair ``(out, weights or None)``.
 
     Args:
         d_model: the model dimension E.
@@ -302,9 +284,6 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-        # fast path, chosen once: torch >= 2.0 has the fused kernels
-        self.use_fast_path = hasattr(F, "scaled_dot_product_attention")
-
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None, value: torch.Tensor | None = None,
                 *, mask: torch.Tensor | None = None, is_causal: bool = False,
                 need_weights: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -318,10 +297,12 @@ class MultiHeadAttention(nn.Module):
                 ``(N, 1, 1, S)`` from :func:`padding_mask`, ``(N, 1, L, S)``. A 3-D mask is refused as
                 ambiguous. Default: ``None``.
             is_causal: also apply :func:`causal_mask` ``(L, S)``. Default: ``False``.
-            need_weights: return the weights (explicit path); ``False`` takes the fast path. Default: ``True``.
+            need_weights: return the weights (explicit path); ``False`` takes the fast path. Default: ``True``,
+                as in ``nn.MultiheadAttention``.
 
         Returns:
-            ``(out (N, L, E), weights (N, H, L, S))``, or ``(out, None)`` when ``need_weights=False``.
+            Always a pair: ``(out (N, L, E), weights (N, H, L, S))``, or ``(out, None)`` when
+            ``need_weights=False``.
         """
         key = query if key is None else key
         value = key if value is None else value
@@ -345,7 +326,7 @@ class MultiHeadAttention(nn.Module):
         k = split_heads(self.k_proj(key), H)  # (N, S, E) -> (N, H, S, D)
         v = split_heads(self.v_proj(value), H)  # (N, S, E) -> (N, H, S, D)
         dropout_p = self.dropout if self.training else 0.0
-        if need_weights or not self.use_fast_path:
+        if need_weights:  # the explicit path: the weights come with the output
             heads, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p,
                                                           is_causal=is_causal, training=self.training)
         else:
@@ -403,5 +384,3 @@ class MultiHeadAttention(nn.Module):
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, num_heads={self.num_heads}, head_dim={self.head_dim}, dropout={self.dropout}"
 
-
-from utils.tiled_attention import tiled_attention  # noqa: E402  (re-export; it imports this module)

@@ -1,5 +1,8 @@
 """The Transformer encoder: feed-forward block, encoder layer (post-LN and pre-LN) and a tiny token classifier.
 
+The layer and the classifier return attention maps as :class:`~utils.attention.MultiHeadAttention` does:
+``need_weights=True`` asks for them, and the result is always a pair ``(output, weights or None)``.
+
 Shape letters: N batch, L sequence length, S source length (= L here), E model dimension (``d_model``),
 H heads, C classes. All tensors are batch-first; masks follow the package convention (bool ``True`` = may
 attend, float added to the scores, broadcastable to ``(N, H, L, S)``).
@@ -17,7 +20,7 @@ from utils._checks import check_positive_int, check_probability, check_sequence,
 from utils.attention import MultiHeadAttention
 from utils.positional import PositionalEncoding
 
-__all__ = ["FeedForward", "TransformerEncoderLayer", "TransformerEncoder"]
+__all__ = ["FeedForward", "TransformerEncoderLayer", "TinyEncoderClassifier"]
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -49,7 +52,17 @@ class FeedForward(nn.Module):
         self.linear2 = nn.Linear(dim_feedforward, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Args: x ``(N, L, E)``. Returns: ``(N, L, E)``."""
+        """Apply the block to every position independently.
+
+        Args:
+            x: ``(N, L, E)``.
+
+        Returns:
+            ``(N, L, E)``.
+
+        Shape:
+            N batch, L sequence length, E ``d_model``; the hidden width is ``dim_feedforward``.
+        """
         check_sequence("x", x, self.d_model)
         hidden = self.dropout(self.activation(self.linear1(x)))  # (N, L, dim_feedforward)
         return self.linear2(hidden)  # (N, L, E)
@@ -61,10 +74,10 @@ class TransformerEncoderLayer(nn.Module):
     Post-LN (``norm_first=False``, the original paper): ``x = norm1(x + attn(x)); x = norm2(x + ff(x))``.
     Pre-LN (``norm_first=True``): ``x = x + attn(norm1(x)); x = x + ff(norm2(x))``.
 
-    **Attention maps for plotting**: pass ``return_attention=True``; ``forward`` then returns
-    ``(out, weights)`` and also keeps a detached copy in ``self.last_attention`` ``(N, H, L, S)``. With the
-    default ``return_attention=False`` the fast attention path runs and ``last_attention`` is left unchanged
-    (``None`` until the first call that asks for it).
+    ``forward`` returns ``(out, weights)``, like :class:`~utils.attention.MultiHeadAttention`. **Attention maps
+    for plotting**: pass ``need_weights=True`` to get ``weights`` ``(N, H, L, S)`` from the explicit path. With
+    the default ``need_weights=False`` the fast attention path runs and ``weights`` is ``None`` (the default
+    differs from ``MultiHeadAttention``'s, as in torch, where the layer calls attention without weights).
 
     Args:
         d_model: the model dimension E.
@@ -76,9 +89,11 @@ class TransformerEncoderLayer(nn.Module):
         layer_norm_eps: LayerNorm epsilon. Default: ``1e-5``.
 
     >>> layer = TransformerEncoderLayer(16, 4, 32, dropout=0.0)
-    >>> out, weights = layer(torch.randn(2, 5, 16), return_attention=True)
-    >>> out.shape, weights.shape, layer.last_attention.shape
-    (torch.Size([2, 5, 16]), torch.Size([2, 4, 5, 5]), torch.Size([2, 4, 5, 5]))
+    >>> out, weights = layer(torch.randn(2, 5, 16), need_weights=True)
+    >>> out.shape, weights.shape
+    (torch.Size([2, 5, 16]), torch.Size([2, 4, 5, 5]))
+    >>> layer(torch.randn(2, 5, 16))[1] is None
+    True
     """
 
     def __init__(self, d_model: int, num_heads: int, dim_feedforward: int = 2048, dropout: float = 0.1, *,
@@ -93,26 +108,35 @@ class TransformerEncoderLayer(nn.Module):
         self.dropout1 = nn.Dropout(dropout)
         self.dropout2 = nn.Dropout(dropout)
         self.d_model, self.norm_first = d_model, norm_first
-        self.last_attention: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor, *, mask: torch.Tensor | None = None, is_causal: bool = False,
-                return_attention: bool = False) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """Args: x ``(N, L, E)``; mask broadcastable to ``(N, H, L, L)``; is_causal; return_attention.
+                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Self-attention then feed-forward, each around a residual connection (post-LN or pre-LN).
 
-        Returns: ``out (N, L, E)``, or ``(out, weights (N, H, L, L))`` when ``return_attention=True``.
+        Args:
+            x: ``(N, L, E)``.
+            mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, H, L, L)``, e.g.
+                :func:`~utils.attention.padding_mask` ``(N, 1, 1, L)``. Default: ``None``.
+            is_causal: also apply :func:`~utils.attention.causal_mask` ``(L, L)``. Default: ``False``.
+            need_weights: also return the attention weights (explicit path); ``False`` takes the fast
+                path. Default: ``False``.
+
+        Returns:
+            ``(out, weights)``: ``out`` ``(N, L, E)``, and ``weights`` ``(N, H, L, L)`` (before dropout, rows
+            summing to 1 over the keys) when ``need_weights=True``, else ``None``.
+
+        Shape:
+            N batch, L sequence length, E ``d_model``, H ``num_heads``.
         """
         N, L, E = check_sequence("x", x, self.d_model)
         if self.norm_first:
-            attended, weights = self._attention(self.norm1(x), mask, is_causal, return_attention)
+            attended, weights = self._attention(self.norm1(x), mask, is_causal, need_weights)
             x = x + attended  # (N, L, E)
             x = x + self.dropout2(self.feed_forward(self.norm2(x)))  # (N, L, E)
         else:
-            attended, weights = self._attention(x, mask, is_causal, return_attention)
+            attended, weights = self._attention(x, mask, is_causal, need_weights)
             x = self.norm1(x + attended)  # (N, L, E)
             x = self.norm2(x + self.dropout2(self.feed_forward(x)))  # (N, L, E)
-        if not return_attention:
-            return x
-        self.last_attention = weights.detach()
         return x, weights
 
     def _attention(self, x: torch.Tensor, mask: torch.Tensor | None, is_causal: bool,
@@ -130,7 +154,7 @@ class TransformerEncoderLayer(nn.Module):
         >>> torch_layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True, norm_first=True).eval()
         >>> layer = TransformerEncoderLayer.from_torch(torch_layer).eval()
         >>> x = torch.randn(2, 3, 8)
-        >>> torch.allclose(layer(x), torch_layer(x), atol=1e-5)
+        >>> torch.allclose(layer(x)[0], torch_layer(x), atol=1e-5)
         True
         """
         if not isinstance(layer, nn.TransformerEncoderLayer):
@@ -159,8 +183,10 @@ class TransformerEncoderLayer(nn.Module):
         return new.train(layer.training)
 
 
-class TransformerEncoder(nn.Module):
+class TinyEncoderClassifier(nn.Module):
     r"""A small encoder that labels every token: embedding, positions, ``num_layers`` layers, linear head.
+
+    Not torch's ``nn.TransformerEncoder`` (a stack of layers only): this is a whole token classifier.
 
     ``logits = head(norm(layers(pos(embedding(tokens) * sqrt(d_model)))))``; the final LayerNorm is there only
     when ``norm_first`` (pre-LN layers leave their output un-normalised).
@@ -176,9 +202,9 @@ class TransformerEncoder(nn.Module):
         dropout: dropout in the layers and after the positional encoding. Default: ``0.0``.
         norm_first: pre-LN layers and a final LayerNorm. Default: ``False``.
 
-    >>> model = TransformerEncoder(vocab_size=10, d_model=16, num_heads=2, num_layers=2, dim_feedforward=32,
-    ...                            num_classes=3)
-    >>> logits, maps = model(torch.randint(0, 10, (4, 7)), return_attention=True)
+    >>> model = TinyEncoderClassifier(vocab_size=10, d_model=16, num_heads=2, num_layers=2, dim_feedforward=32,
+    ...                               num_classes=3)
+    >>> logits, maps = model(torch.randint(0, 10, (4, 7)), need_weights=True)
     >>> logits.shape, len(maps), maps[0].shape
     (torch.Size([4, 7, 3]), 2, torch.Size([4, 2, 7, 7]))
     """
@@ -202,10 +228,22 @@ class TransformerEncoder(nn.Module):
         self.head = nn.Linear(d_model, num_classes)
 
     def forward(self, tokens: torch.Tensor, *, mask: torch.Tensor | None = None, is_causal: bool = False,
-                return_attention: bool = False) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
-        """Args: tokens ``(N, L)`` integer ids; mask broadcastable to ``(N, H, L, L)``, e.g. a padding mask.
+                need_weights: bool = False) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+        """Label every token.
 
-        Returns: logits ``(N, L, C)``, or ``(logits, [weights (N, H, L, L) per layer])`` with ``return_attention``.
+        Args:
+            tokens: ``(N, L)`` integer token ids in ``[0, vocab_size)``.
+            mask: bool (``True`` = may attend) or float (added), broadcastable to ``(N, H, L, L)``, e.g.
+                :func:`~utils.attention.padding_mask` ``(N, 1, 1, L)``. Default: ``None``.
+            is_causal: also apply :func:`~utils.attention.causal_mask` in every layer. Default: ``False``.
+            need_weights: also return every layer's attention weights. Default: ``False``.
+
+        Returns:
+            ``(logits, maps)``: ``logits`` ``(N, L, C)``, and ``maps`` a list of ``num_layers`` weights
+            ``(N, H, L, L)`` when ``need_weights=True``, else ``None``.
+
+        Shape:
+            N batch, L sequence length, H ``num_heads``, C ``num_classes``.
         """
         check_tensor("tokens", tokens, ndim=2, expected="(N, L)")
         if tokens.is_floating_point() or tokens.dtype == torch.bool:
@@ -217,10 +255,7 @@ class TransformerEncoder(nn.Module):
         x = self.positional(self.embedding(tokens) * math.sqrt(self.d_model))  # (N, L, E)
         maps = []
         for layer in self.layers:
-            if return_attention:
-                x, weights = layer(x, mask=mask, is_causal=is_causal, return_attention=True)  # (N, L, E)
-                maps.append(weights)  # (N, H, L, L)
-            else:
-                x = layer(x, mask=mask, is_causal=is_causal)  # (N, L, E)
+            x, weights = layer(x, mask=mask, is_causal=is_causal, need_weights=need_weights)  # (N, L, E)
+            maps.append(weights)  # (N, H, L, L), or None
         logits = self.head(self.norm(x))  # (N, L, C)
-        return (logits, maps) if return_attention else logits
+        return logits, (maps if need_weights else None)

@@ -19,7 +19,9 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-__all__ = ["CELL_TIMEOUT_S", "RunResult", "deterministic_env", "execute_notebook", "peak_rss_bytes"]
+from utils._proc import peak_rss_bytes
+
+__all__ = ["CELL_TIMEOUT_S", "RunResult", "deterministic_env", "execute_notebook"]
 
 CELL_TIMEOUT_S = 300
 """Seconds any one cell may run before the execution fails."""
@@ -29,8 +31,8 @@ CELL_TIMEOUT_S = 300
 class RunResult:
     """What :func:`execute_notebook` measured.
 
-    ``peak_rss_bytes`` is the kernel's ``VmHWM`` read just before shutdown, or None where ``/proc``
-    is not available (not Linux).
+    ``peak_rss_bytes`` is the kernel's ``VmHWM`` read just before shutdown
+    (:func:`utils._proc.peak_rss_bytes`), or None where ``/proc`` is not available (not Linux).
     """
 
     notebook: nbformat.NotebookNode
@@ -50,19 +52,6 @@ def deterministic_env(base: dict[str, str] | None = None) -> dict[str, str]:
     env["PYTHONHASHSEED"] = "0"
     env["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     return env
-
-
-def peak_rss_bytes(pid: int) -> int | None:
-    """The peak resident set size (``VmHWM``) of process ``pid`` in bytes, or None if unknown."""
-    try:
-        text = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return None
-    for line in text.splitlines():
-        if line.startswith("VmHWM:"):
-            value, unit = line.split()[1:3]
-            return int(value) * {"kB": 1024, "mB": 2**20}.get(unit, 1)
-    return None
 
 
 def _kernel_pid(client: NotebookClient) -> int | None:

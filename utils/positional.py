@@ -80,7 +80,17 @@ class PositionalEncoding(nn.Module):
         self.register_buffer("pe", sinusoidal_encoding(max_len, d_model), persistent=False)  # (max_len, E)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Args: x ``(N, L, E)``. Returns: ``(N, L, E)``, same dtype and device."""
+        """Add the encoding of positions ``0..L-1`` to every sequence of the batch, then apply dropout.
+
+        Args:
+            x: ``(N, L, E)``, any length L (beyond ``max_len`` the table is computed for this call).
+
+        Returns:
+            ``(N, L, E)``, same dtype and device as ``x``.
+
+        Shape:
+            N batch, L sequence length, E ``d_model``; the table ``(L, E)`` broadcasts over N.
+        """
         N, L, E = check_sequence("x", x, self.d_model)
         table = self.pe if L <= self.max_len else sinusoidal_encoding(L, E)
         pe = table[:L].to(device=x.device, dtype=x.dtype)  # (L, E): indexed by position, never by N
@@ -111,7 +121,17 @@ class LearnedPositionalEncoding(nn.Module):
         self.weight = nn.Parameter(torch.randn(max_len, d_model) * 0.02)  # (max_len, E); small, like GPT-2
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Args: x ``(N, L, E)``. Returns: ``(N, L, E)``."""
+        """Add the learned vectors of positions ``0..L-1`` to every sequence of the batch.
+
+        Args:
+            x: ``(N, L, E)`` with ``L <= max_len``.
+
+        Returns:
+            ``(N, L, E)``.
+
+        Shape:
+            N batch, L sequence length, E ``d_model``; ``weight[:L]`` ``(L, E)`` broadcasts over N.
+        """
         N, L, E = check_sequence("x", x, self.d_model)
         if L > self.max_len:
             raise ValueError(f"x: sequence length L = {L} exceeds max_len = {self.max_len} "

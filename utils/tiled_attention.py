@@ -25,7 +25,7 @@ import math
 
 import torch
 
-from utils._checks import check_mask, check_positive_int
+from utils._checks import check_mask, check_positive_int, check_qkv
 
 __all__ = ["online_softmax_update", "online_softmax", "tiled_attention"]
 
@@ -49,11 +49,32 @@ def online_softmax_update(running_max: torch.Tensor, running_sum: torch.Tensor,
     >>> torch.allclose(s, torch.tensor([1.0, 2.0, 3.0]).sub(3.0).exp().sum())
     True
     """
-    new_max = torch.maximum(running_max, block.amax(dim=-1))  # (...,)
-    shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # (...,): avoid -inf - -inf = nan
-    rescale = torch.exp(running_max - shift)  # (...,): old terms, now relative to the new max
-    new_sum = running_sum * rescale + torch.exp(block - shift[..., None]).sum(dim=-1)  # (...,)
-    return new_max, new_sum
+    new_max, new_sum, _, _ = _online_step(running_max[..., None], running_sum[..., None], block)  # (..., 1)
+    return new_max[..., 0], new_sum[..., 0]  # (...,)
+
+
+def _online_step(running_max: torch.Tensor, running_sum: torch.Tensor, scores: torch.Tensor, *,
+                 reuse_scores: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The online-softmax update, the one place it is written: fold the block ``scores`` into the state.
+
+    Args:
+        running_max: ``(..., R, 1)`` the maximum so far per row; ``-inf`` before the first block.
+        running_sum: ``(..., R, 1)`` ``sum(exp(x - running_max))`` so far; ``0`` before the first block.
+        scores: ``(..., R, B)`` the new block of scores.
+        reuse_scores: compute the weights in place in ``scores`` (only when no autograd graph needs it).
+            Default: ``False``.
+
+    Returns:
+        ``(new_max, new_sum, rescale, weights)``: the new state ``(..., R, 1)`` each, the factor
+        ``exp(running_max - new_max)`` ``(..., R, 1)`` that moves anything accumulated relative to the old
+        maximum onto the new one, and the block's unnormalised weights ``exp(scores - new_max)`` ``(..., R, B)``.
+    """
+    new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))  # (..., R, 1)
+    shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # (..., R, 1): avoid -inf - -inf = nan
+    rescale = torch.exp(running_max - shift)  # (..., R, 1), <= 1: old terms, now relative to the new max
+    weights = scores.sub_(shift).exp_() if reuse_scores else torch.exp(scores - shift)  # (..., R, B)
+    new_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)  # (..., R, 1)
+    return new_max, new_sum, rescale, weights
 
 
 def online_softmax(x: torch.Tensor, block_size: int) -> torch.Tensor:
@@ -86,8 +107,8 @@ def _mask_block(mask: torch.Tensor | None, rows: slice, cols: slice) -> torch.Te
     return mask
 
 
-def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, block_size: int = 256,
-                    is_causal: bool = False, mask: torch.Tensor | None = None,
+def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                    mask: torch.Tensor | None = None, *, block_size: int = 256, is_causal: bool = False,
                     scale: float | None = None) -> torch.Tensor:
     r"""``softmax(Q K^T * scale + mask) V`` without ever building the ``(..., L, S)`` scores.
 
@@ -101,10 +122,12 @@ def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
         query: ``(..., L, D)``.
         key: ``(..., S, D)``.
         value: ``(..., S, Dv)``.
+        mask: bool (``True`` = may attend) or float (added), broadcastable to ``(..., L, S)``; fourth, as in
+            ``F.scaled_dot_product_attention`` and :func:`utils.attention.scaled_dot_product_attention`.
+            Default: ``None``.
         block_size: rows per query block and per key block; need not divide L or S. Default: ``256``.
         is_causal: query ``i`` sees keys ``0..i`` (top-left aligned, like torch); key blocks wholly in the
             future are skipped. May be combined with ``mask``. Default: ``False``.
-        mask: bool (``True`` = may attend) or float (added), broadcastable to ``(..., L, S)``. Default: ``None``.
         scale: factor on the scores. Default: ``None``, meaning ``1 / sqrt(D)``.
 
     Returns:
@@ -115,9 +138,7 @@ def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
     >>> torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v), atol=1e-5)
     True
     """
-    from utils.attention import _check_qkv  # here, not at the top: utils.attention re-exports this module
-
-    scores_shape = _check_qkv(query, key, value)
+    scores_shape = check_qkv(query, key, value)
     check_positive_int("block_size", block_size)
     if mask is not None:
         check_mask(mask, scores_shape, dtype=query.dtype)
@@ -155,17 +176,12 @@ def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
                           > torch.arange(rows.start, rows.stop, device=query.device)[:, None])  # (Bq, Bk)
                 scores.masked_fill_(future, float("-inf"))  # (..., Bq, Bk)
 
-            # online softmax: raise the running max, rescale what was accumulated relative to the old one
-            new_max = torch.maximum(running_max, scores.amax(dim=-1, keepdim=True))  # (..., Bq, 1)
-            shift = torch.where(new_max == float("-inf"), 0.0, new_max)  # (..., Bq, 1): all-masked so far
-            rescale = torch.exp(running_max - shift)  # (..., Bq, 1), <= 1
-            if scores.requires_grad:  # amax's backward needs the scores as they were
-                weights = torch.exp(scores - shift)  # (..., Bq, Bk), unnormalised
-            else:  # no graph to keep: reuse the block's memory
-                weights = scores.sub_(shift).exp_()  # (..., Bq, Bk), unnormalised
-            running_sum = running_sum * rescale + weights.sum(dim=-1, keepdim=True)  # (..., Bq, 1)
+            # online softmax: raise the running max, rescale what was accumulated relative to the old one.
+            # Without a graph to keep, the weights reuse the block's memory (amax's backward needs the scores).
+            running_max, running_sum, rescale, weights = _online_step(
+                running_max, running_sum, scores, reuse_scores=not scores.requires_grad)
+            # running_max, running_sum, rescale: (..., Bq, 1); weights: (..., Bq, Bk), unnormalised
             acc = acc * rescale + weights @ v_block  # (..., Bq, Bk) @ (..., Bk, Dv) -> (..., Bq, Dv)
-            running_max = new_max  # (..., Bq, 1)
 
         # normalise once at the end; a row that saw no key at all (sum 0) gets zeros, as torch does
         denominator = torch.where(running_sum == 0, 1.0, running_sum)  # (..., Bq, 1)

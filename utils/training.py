@@ -41,7 +41,7 @@ def _mask(data: PronounData) -> torch.Tensor:
 
 def batch_loss(model: nn.Module, data: PronounData) -> torch.Tensor:
     """Cross-entropy over the labelled positions of ``data`` (positions labelled ``IGNORE`` do not count)."""
-    logits = model(data.tokens, mask=_mask(data))  # (N, L, C)
+    logits, _ = model(data.tokens, mask=_mask(data))  # (N, L, C)
     return F.cross_entropy(logits.flatten(0, 1), data.labels.flatten(), ignore_index=IGNORE)
 
 
@@ -51,7 +51,7 @@ def predict(model: nn.Module, data: PronounData) -> torch.Tensor:
     was_training = model.training
     model.eval()
     try:
-        return model(data.tokens, mask=_mask(data)).argmax(dim=-1)  # (N, L)
+        return model(data.tokens, mask=_mask(data))[0].argmax(dim=-1)  # (N, L)
     finally:
         model.train(was_training)
 
@@ -59,9 +59,9 @@ def predict(model: nn.Module, data: PronounData) -> torch.Tensor:
 def accuracy(model: nn.Module, data: PronounData) -> float:
     """The fraction of labelled positions where the model predicts the label.
 
-    >>> from utils.layers import TransformerEncoder
+    >>> from utils.layers import TinyEncoderClassifier
     >>> from utils.tasks import NOUNS, VOCAB, pronoun_task
-    >>> model = TransformerEncoder(len(VOCAB), 16, 2, 1, 32, len(NOUNS))
+    >>> model = TinyEncoderClassifier(len(VOCAB), 16, 2, 1, 32, len(NOUNS))
     >>> 0.0 <= accuracy(model, pronoun_task(8)) <= 1.0
     True
     """
@@ -83,7 +83,7 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
 
     Args:
         model: maps ``tokens`` ``(B, L)`` (and ``mask=`` ``(B, 1, 1, L)``, True = a real token) to logits
-            ``(B, L, C)``, e.g. :class:`utils.layers.TransformerEncoder`.
+            ``(B, L, C)`` and the attention maps, as :class:`~utils.layers.TinyEncoderClassifier` does.
         data: the N training sentences: ``tokens`` and ``labels`` ``(N, L)``, ``lengths`` ``(N,)``.
         steps: the number of optimiser steps, a positive int.
         batch_size: B, sentences drawn (with replacement) per step, a positive int. Default: ``64``.
@@ -105,10 +105,10 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
         TypeError: when ``steps``, ``batch_size``, ``warmup``, ``seed`` or ``eval_every`` is not an int.
         ValueError: when ``steps``, ``batch_size`` or ``eval_every`` is not positive, or ``warmup`` is negative.
 
-    >>> from utils.layers import TransformerEncoder
+    >>> from utils.layers import TinyEncoderClassifier
     >>> from utils.tasks import NOUNS, VOCAB, pronoun_task
     >>> _ = torch.manual_seed(0)
-    >>> model = TransformerEncoder(len(VOCAB), 16, 2, 1, 32, len(NOUNS))
+    >>> model = TinyEncoderClassifier(len(VOCAB), 16, 2, 1, 32, len(NOUNS))
     >>> history = train(model, pronoun_task(32), steps=3, batch_size=8, progress=False)
     >>> len(history.loss), history.eval_steps
     (3, [])
@@ -154,7 +154,7 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
 def grad_norms_per_layer(model: nn.Module, data: PronounData) -> torch.Tensor:
     """The gradient norm of each encoder layer's parameters after one backward pass on ``data``.
 
-    ``model`` must have a ``layers`` ``ModuleList`` (as ``utils.layers.TransformerEncoder``). Dropout is
+    ``model`` must have a ``layers`` ``ModuleList`` (as ``utils.layers.TinyEncoderClassifier``). Dropout is
     switched off (eval mode) so that the measurement is deterministic; the gradients are cleared afterwards.
 
     Returns:

@@ -151,7 +151,7 @@ def _encoder_layer(x, num_heads, tensors, *, norm_first: bool) -> torch.Tensor:
         # the explicit attention path: the fast one calls F.scaled_dot_product_attention, which the
         # exercise forbids (and patches while the learner's function runs)
         out, _ = layer_from_tensors(**tensors, num_heads=num_heads, norm_first=norm_first)(
-            x, return_attention=True)
+            x, need_weights=True)
         return out
 
 

@@ -36,9 +36,9 @@ class AttentionView:
 def attention_view(model, data: PronounData, index: int, layer: int, head: int) -> AttentionView:
     """The attention map of ``head`` in ``layer`` (0-based) on sentence ``index`` of ``data``.
 
-    >>> from utils.layers import TransformerEncoder
+    >>> from utils.layers import TinyEncoderClassifier
     >>> from utils.tasks import VOCAB, pronoun_task
-    >>> model = TransformerEncoder(len(VOCAB), 16, 2, 2, 32, len(NOUNS)).eval()
+    >>> model = TinyEncoderClassifier(len(VOCAB), 16, 2, 2, 32, len(NOUNS)).eval()
     >>> view = attention_view(model, pronoun_task(4), 0, 1, 1)
     >>> view.weights.shape[0] == len(view.tokens), view.title.startswith("Layer 2, Head 2")
     (True, True)
@@ -46,7 +46,7 @@ def attention_view(model, data: PronounData, index: int, layer: int, head: int) 
     one = data[index]
     L = int(one.lengths[0])
     model.eval()
-    logits, maps = model(one.tokens, mask=padding_mask(one.lengths, one.tokens.shape[1]), return_attention=True)
+    logits, maps = model(one.tokens, mask=padding_mask(one.lengths, one.tokens.shape[1]), need_weights=True)
     if not 0 <= layer < len(maps) or not 0 <= head < maps[0].shape[1]:
         raise ValueError(f"layer={layer}, head={head}: the model has {len(maps)} layers of {maps[0].shape[1]} heads")
     pronoun, referent = int(one.pronoun_pos[0]), int(one.referent_pos[0])
