@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from utils.build import NOTEBOOK_GLOB
+
 REPO = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((REPO / "chapters").glob(NOTEBOOK_GLOB))  # the student notebooks both environments run
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 

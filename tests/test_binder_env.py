@@ -35,6 +35,8 @@ from pathlib import Path
 
 import pytest
 from env_support import (
+    CHAPTERS,
+    REPO,
     copy_repository,
     displayed_widgets,
     run,
@@ -44,11 +46,8 @@ from env_support import (
     write_kernelspec,
 )
 
-from utils.build import NOTEBOOK_GLOB
 from utils.notebook_run import deterministic_env, execute_notebook
 
-REPO = Path(__file__).resolve().parent.parent
-CHAPTERS = sorted((REPO / "chapters").glob(NOTEBOOK_GLOB))
 BINDER_FILES = ("binder/requirements.txt", "binder/postBuild", "constraints.txt", "pyproject.toml")
 KERNEL = "course-binder"
 

@@ -24,24 +24,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import env_support as support
 import pytest
-from env_support import (
-    copy_repository,
-    displayed_widgets,
-    run,
-    setup_cell_errors,
-    unexpected_errors,
-    venv_env,
-    write_kernelspec,
-)
 
-from utils.build import NOTEBOOK_GLOB, PIP_SOURCE_ENV, load_config
+from utils.build import PIP_SOURCE_ENV, load_config
 from utils.notebook_run import execute_notebook
 
-REPO = Path(__file__).resolve().parent.parent
-CHAPTERS = sorted((REPO / "chapters").glob(NOTEBOOK_GLOB))
 KERNEL = "course-colab-sim"
-PACKAGE = load_config(REPO / "pyproject.toml").package
+PACKAGE = load_config(support.REPO / "pyproject.toml").package
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +62,7 @@ print(json.dumps({"utils": utils.__file__, "direct_url": json.loads(dist.read_te
 
 
 def probe(python: Path, code: str, cwd: Path, env: dict) -> dict:
-    out = run([python, "-c", code], cwd=cwd, env=env, what="probing the Colab venv")
+    out = support.run([python, "-c", code], cwd=cwd, env=env, what="probing the Colab venv")
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -80,18 +70,18 @@ def probe(python: Path, code: str, cwd: Path, env: dict) -> dict:
 def colab(tmp_path_factory):
     root = tmp_path_factory.mktemp("colab")
     # The course's repository, with the working tree committed: the setup cell installs this commit.
-    source = copy_repository(root / "repository")
+    source = support.copy_repository(root / "repository")
     git = ["git", "-c", "user.name=colab-sim", "-c", "user.email=colab-sim@localhost", "-c", "commit.gpgsign=false"]
-    run([*git, "init", "-q"], cwd=source, what="git init")
-    run([*git, "add", "-A"], cwd=source, what="git add")
-    run([*git, "commit", "-q", "-m", "course"], cwd=source, what="git commit")
-    sha = run(["git", "rev-parse", "HEAD"], cwd=source, what="git rev-parse").strip()
+    support.run([*git, "init", "-q"], cwd=source, what="git init")
+    support.run([*git, "add", "-A"], cwd=source, what="git add")
+    support.run([*git, "commit", "-q", "-m", "course"], cwd=source, what="git commit")
+    sha = support.run(["git", "rev-parse", "HEAD"], cwd=source, what="git rev-parse").strip()
     # Colab's preinstalled packages.
     venv = root / "venv"
-    env = venv_env(venv)
-    run([sys.executable, "-m", "venv", venv], cwd=root, env=env, what="python -m venv")
+    env = support.venv_env(venv)
+    support.run([sys.executable, "-m", "venv", venv], cwd=root, env=env, what="python -m venv")
     # Colab's pip is recent; the venv's bundled one may predate `name @ git+file:///path` support.
-    run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "-c", REPO / "constraints.txt",
+    support.run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", "-c", support.REPO / "constraints.txt",
          "pip>=24", "torch==2.13.0", "ipykernel"], cwd=root, env=env, what="installing Colab's torch and ipykernel")
     # The fake google.colab, imported at kernel start.
     fake = root / "fake"
@@ -104,7 +94,7 @@ def colab(tmp_path_factory):
     (startup / "00-colab.py").write_text("import google.colab  # noqa: F401  (Colab imports it at start)\n")
     content = root / "content"
     content.mkdir()
-    write_kernelspec(root / "jupyter", KERNEL, venv / "bin" / "python", "Colab (simulated)")
+    support.write_kernelspec(root / "jupyter", KERNEL, venv / "bin" / "python", "Colab (simulated)")
     kernel_env = dict(env)
     kernel_env.update(
         PYTHONPATH=str(fake), IPYTHONDIR=str(root / "ipython"), COLAB_SIM_MARKER=str(root / "widget-manager"),
@@ -121,14 +111,14 @@ def test_the_setup_cell_installs_the_course_keeps_torch_and_the_chapter_runs(col
     missing = subprocess.run([python, "-c", "import utils"], cwd=content, env=env, capture_output=True)
     assert missing.returncode != 0, "the fresh Colab venv must not have the course yet"
 
-    chapter = content / CHAPTERS[0].name
-    chapter.write_bytes(CHAPTERS[0].read_bytes())
+    chapter = content / support.CHAPTERS[0].name
+    chapter.write_bytes(support.CHAPTERS[0].read_bytes())
     monkeypatch.setenv("JUPYTER_PATH", str(colab["root"] / "jupyter"))
     result = execute_notebook(chapter, kernel_name=KERNEL, env=colab["kernel_env"], cwd=content, allow_errors=True)
     nb, seconds = result.notebook, result.wall_s
     print(f"\n{chapter.name}: {seconds:.1f} s on simulated Colab (pip install included)")
 
-    assert not setup_cell_errors(nb), f"the setup cell failed on Colab: {setup_cell_errors(nb)}"
+    assert not support.setup_cell_errors(nb), f"the setup cell failed on Colab: {support.setup_cell_errors(nb)}"
     installed = probe(python, PACKAGE_PROBE % PACKAGE, content, env)
     assert Path(installed["utils"]).is_relative_to(colab["venv"]), f"`utils` not from site-packages: {installed}"
     vcs = installed["direct_url"].get("vcs_info", {})
@@ -139,7 +129,7 @@ def test_the_setup_cell_installs_the_course_keeps_torch_and_the_chapter_runs(col
     assert after == before, f"Colab's torch was touched by the setup cell:\nbefore {before}\nafter  {after}"
     assert (colab["root"] / "widget-manager").read_text() == "enabled", "enable_custom_widget_manager() not called"
 
-    problems = unexpected_errors(nb)
+    problems = support.unexpected_errors(nb)
     assert not problems, f"{chapter.name} on simulated Colab:\n" + "\n".join(problems)
-    assert displayed_widgets(nb), f"{chapter.name}: no widget was displayed"
-    assert not (content / "utils").exists(), "the chapter must run without the repository around it"
+    assert support.displayed_widgets(nb), f"{chapter.name}: no widget was displayed"
+    assert not (content / "utils").exists(), "the chapter must support.run without the repository around it"
