@@ -49,7 +49,9 @@ def run(command, *, cwd: Path, env: dict[str, str] | None = None, what: str) -> 
     """Run ``command``; fail the test with its output if it fails; return its stdout."""
     result = subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True)
     if result.returncode != 0:
-        pytest.fail(f"{what} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}", pytrace=False)
+        pytest.fail(
+            f"{what} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}", pytrace=False
+        )
     return result.stdout
 
 
@@ -82,4 +84,6 @@ def setup_cell_errors(nb) -> list[str]:
 
 
 def displayed_widgets(nb) -> int:
-    return sum(WIDGET_VIEW in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    return sum(
+        WIDGET_VIEW in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
+    )

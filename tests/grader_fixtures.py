@@ -76,13 +76,18 @@ TOTAL = Exercise(
 TOY_REGISTRY = {e.id: e for e in (ADD_ONE, ATTEND, TOTAL)}
 
 TOY_SOLUTIONS = {
-    "ch1.add_one": 'def add_one(x):\n    """(N, D) -> (N, D)"""\n    # BEGIN SOLUTION\n    return x + 1\n    # END SOLUTION\n',
+    "ch1.add_one": (
+        'def add_one(x):\n    """(N, D) -> (N, D)"""\n    # BEGIN SOLUTION\n    return x + 1\n    # END SOLUTION\n'
+    ),
     "ch1.attend": (
         'def attend(q, k, v):\n    """(N, L, D), (N, S, D), (N, S, D) -> (N, L, D)"""\n    # BEGIN SOLUTION\n'
         "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
         "    return torch.softmax(scores, dim=-1) @ v\n    # END SOLUTION\n"
     ),
-    "ch1.total": 'def total(x):\n    """(N,) -> float"""\n    # BEGIN SOLUTION\n    return float(x.double().sum())\n    # END SOLUTION\n',
+    "ch1.total": (
+        'def total(x):\n    """(N,) -> float"""\n    # BEGIN SOLUTION\n'
+        "    return float(x.double().sum())\n    # END SOLUTION\n"
+    ),
 }
 TOY_POINTS = {e.id: e.points for e in TOY_REGISTRY.values()}
 

@@ -73,6 +73,8 @@ def test_badges_point_at_this_notebook(path):
 def test_setup_cell_follows_the_badges(path):
     nb = nbformat.read(path, as_version=4)
     setup = nb.cells[1]
-    assert setup.cell_type == "code" and "course-setup" in setup.metadata.get("tags", []), "cell 2 must be the setup cell"
+    assert setup.cell_type == "code" and "course-setup" in setup.metadata.get("tags", []), (
+        "cell 2 must be the setup cell"
+    )
     assert '"google.colab" in sys.modules' in setup.source
     assert f"git+{CONFIG.repository.rstrip('/')}@" in setup.source, "the setup cell installs from another repository"

@@ -1,4 +1,5 @@
-"""utils.benchmark attention, its CLI and the shared table: the table's structure and sane ratios (never the timings themselves)."""
+"""utils.benchmark attention, its CLI and the shared table: the table's structure and sane ratios
+(never the timings themselves)."""
 
 from __future__ import annotations
 

@@ -130,7 +130,8 @@ def test_strip_solution_leaves_other_lines_alone():
         ("def f():\n    # BEGIN SOLUTION\n    return 1\n", "line 2: # BEGIN SOLUTION has no matching # END SOLUTION"),
         ("def f():\n    return 1\n    # END SOLUTION\n", "line 3: # END SOLUTION without a # BEGIN SOLUTION"),
         (
-            "def f():\n    # BEGIN SOLUTION\n    # BEGIN SOLUTION\n    return 1\n    # END SOLUTION\n    # END SOLUTION",
+            "def f():\n    # BEGIN SOLUTION\n    # BEGIN SOLUTION\n    return 1\n"
+            "    # END SOLUTION\n    # END SOLUTION",
             "line 3: nested # BEGIN SOLUTION (the one on line 2 is still open)",
         ),
         ("def f():\n    # BEGIN SOLUTION\n    return 1\n# END SOLUTION", "indented differently"),
@@ -209,7 +210,9 @@ def test_badges_render_as_links_in_markdown(course):
         header = read(course / folder / "01_demo.ipynb").cells[0].source
         assert header.startswith("# Chapter 1 · Demo\n<!-- badges -->\n[![Open In Colab]")
         html = markdown2html(header)
-        assert f'href="https://colab.research.google.com/github/acme/demo-course/blob/dev/{folder}/01_demo.ipynb"' in html
+        assert (
+            f'href="https://colab.research.google.com/github/acme/demo-course/blob/dev/{folder}/01_demo.ipynb"' in html
+        )
         assert f'href="https://mybinder.org/v2/gh/acme/demo-course/dev?labpath={folder}/01_demo.ipynb"' in html
         assert '<img src="https://colab.research.google.com/assets/colab-badge.svg"' in html
     assert run_build(course) == []
@@ -260,7 +263,10 @@ def test_cli_check_and_build(course, monkeypatch, capsys):
     nbformat.write(nb, course / "solutions" / "01_demo.ipynb")
     capsys.readouterr()
     assert build.main(["--root", str(course)]) == 2
-    assert "error: solutions/01_demo.ipynb, cell 3: exercise 'ch1.double': metadata says 3 points" in capsys.readouterr().err
+    assert (
+        "error: solutions/01_demo.ipynb, cell 3: exercise 'ch1.double': metadata says 3 points"
+        in capsys.readouterr().err
+    )
 
 
 def test_check_reports_stale_files(course):
@@ -340,7 +346,10 @@ TWO_DEFS = EXERCISE_SOURCE + "\n\ndef helper():\n    return 1\n"
 NO_DEF = "# BEGIN SOLUTION\nx = 1\n# END SOLUTION"
 NO_DOC = "def double(x):\n    # BEGIN SOLUTION\n    return 2 * x\n    # END SOLUTION"
 NO_MARKERS = 'def double(x):\n    """x: (N,) -> (N,)"""\n    return 2 * x'
-BAD_STUB = 'def double(x):\n    """x: (N,)"""\n    return (\n        # BEGIN SOLUTION\n        2 * x\n        # END SOLUTION\n    )'
+BAD_STUB = (
+    'def double(x):\n    """x: (N,)"""\n    return (\n        # BEGIN SOLUTION\n        2 * x\n'
+    "        # END SOLUTION\n    )"
+)
 
 ERROR_CASES = {
     "unbalanced": ([exercise_cell(EXERCISE_SOURCE.rsplit("\n", 1)[0])], 3, "has no matching # END SOLUTION"),
@@ -349,17 +358,23 @@ ERROR_CASES = {
         3,
         "nested # BEGIN SOLUTION",
     ),
-    "marker-outside-exercise": ([new_code_cell("x = 1\n# BEGIN SOLUTION\n# END SOLUTION")], 5, "outside an exercise cell"),
+    "marker-outside-exercise": (
+        [new_code_cell("x = 1\n# BEGIN SOLUTION\n# END SOLUTION")], 5, "outside an exercise cell"
+    ),
     "duplicate-id-in-notebook": ([exercise_cell()], None, "'ch1.double' appears twice"),
     "zero-functions": ([exercise_cell(NO_DEF)], 3, "exactly one top-level function (double), found 0: none"),
     "two-functions": ([exercise_cell(TWO_DEFS)], 3, "found 2: double, helper"),
-    "unknown-id": ([exercise_cell(exercise_id="ch1.quadruple")], 3, "'ch1.quadruple' is not defined in utils.exercises"),
+    "unknown-id": (
+        [exercise_cell(exercise_id="ch1.quadruple")], 3, "'ch1.quadruple' is not defined in utils.exercises"
+    ),
     "points-mismatch": ([exercise_cell(points=5)], 3, "metadata says 5 points but utils.exercises says 1"),
     "wrong-chapter": ([exercise_cell(exercise_id="ch2.halve")], 3, "is in chapter 1's notebook"),
     "wrong-name": ([exercise_cell(exercise_id="ch1.triple", points=2)], 3, "defines double(); name it triple()"),
     "no-docstring": ([exercise_cell(NO_DOC)], 3, "needs a docstring"),
     "no-markers": ([exercise_cell(NO_MARKERS)], 3, "has no # BEGIN SOLUTION / # END SOLUTION block"),
-    "stub-not-python": ([exercise_cell(BAD_STUB)], 3, "with the solution replaced by the stub the cell is not valid Python"),
+    "stub-not-python": (
+        [exercise_cell(BAD_STUB)], 3, "with the solution replaced by the stub the cell is not valid Python"
+    ),
 }
 
 
@@ -463,7 +478,10 @@ def test_setup_cell_imports_utils_from_chapters_and_prints_nothing(tmp_path):
 
 def test_setup_cell_pip_source_is_overridable():
     source = build.setup_source(CourseConfig("https://github.com/a/b", "main", "abc123", "pkg"))
-    assert f'COURSE_PIP_SOURCE = os.environ.get("{build.PIP_SOURCE_ENV}", "pkg @ git+https://github.com/a/b@abc123")' in source
+    assert (
+        f'COURSE_PIP_SOURCE = os.environ.get("{build.PIP_SOURCE_ENV}", "pkg @ git+https://github.com/a/b@abc123")'
+        in source
+    )
     pip_line = next(line for line in source.splitlines() if '"pip", "install"' in line)
     assert "--upgrade" not in pip_line and '"-U"' not in pip_line and "--force-reinstall" not in pip_line
     assert "enable_custom_widget_manager()" in source
@@ -480,7 +498,10 @@ def test_execute_stores_outputs_then_builds(tmp_path, monkeypatch):
     nb = new_notebook(cells=[
         new_markdown_cell("# Chapter 1 · Demo\n<!-- badges -->\n<!-- /badges -->"),
         new_code_cell("# setup", metadata={"tags": ["course-setup"]}),
-        new_code_cell("import os\nprint(os.path.basename(os.getcwd()), os.environ['PYTHONHASHSEED'], DEVICE.type in {'cpu', 'cuda', 'mps'})"),
+        new_code_cell(
+            "import os\n"
+            "print(os.path.basename(os.getcwd()), os.environ['PYTHONHASHSEED'], DEVICE.type in {'cpu', 'cuda', 'mps'})"
+        ),
         new_code_cell("1 / 0", metadata={"tags": ["raises-exception"]}),
         new_code_cell("print('after')"),
     ])

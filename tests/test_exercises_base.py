@@ -102,7 +102,9 @@ def test_forbidden_static_ast(capsys):
     fn = load_function(source, "softmax_rows")
     line = _line(fn, capsys)
     # "uses": found statically in the source (load_function keeps it for inspect), before any call
-    assert line == f"{FAIL} your function uses torch.nn.functional.softmax; this exercise asks you to implement it yourself"
+    assert line == (
+        f"{FAIL} your function uses torch.nn.functional.softmax; this exercise asks you to implement it yourself"
+    )
     assert forbidden_in_source(source, EXERCISE.forbidden) == "torch.nn.functional.softmax"
     assert forbidden_in_source("def f(x):\n    return x.exp()\n", EXERCISE.forbidden) is None
 

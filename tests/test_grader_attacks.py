@@ -71,7 +71,8 @@ def attacks(tmp_path_factory):
             "    os._exit(0)") | {"ch1.total": (
             "import os, time\n"
             "def total(x):\n"
-            f"    if os.fork() == 0:\n        os.setsid()\n        if os.fork() == 0:\n            time.sleep({SLEEP})\n"
+            "    if os.fork() == 0:\n        os.setsid()\n"
+            f"        if os.fork() == 0:\n            time.sleep({SLEEP})\n"
             f"            open({str(drop / 'setsid')!r}, 'w').write('x')\n        os._exit(0)\n"
             "    return float(x.double().sum())\n")},
     }

@@ -49,7 +49,12 @@ def offline_page(tmp_path):
 
         context.route("**/*", route)
         page = context.new_page()
-        page.on("request", lambda request: None if request.url.startswith(("file:", "data:", "blob:")) else blocked.append(request.url))
+        page.on(
+            "request",
+            lambda request: (
+                None if request.url.startswith(("file:", "data:", "blob:")) else blocked.append(request.url)
+            ),
+        )
         page.blocked = blocked
         page.errors = []
         page.on("pageerror", lambda error: page.errors.append(str(error)))

@@ -57,7 +57,9 @@ def definitions() -> dict[str, list[str]]:
         for name, value in vars(module).items():
             if name.startswith("_") or inspect.ismodule(value):
                 continue
-            owner = getattr(value, "__module__", None) if (inspect.isfunction(value) or inspect.isclass(value)) else None
+            owner = (
+                getattr(value, "__module__", None) if (inspect.isfunction(value) or inspect.isclass(value)) else None
+            )
             if owner == module.__name__ or (owner is None and name in assigned):
                 homes[name].append(module.__name__)
     return homes

@@ -97,13 +97,16 @@ def test_chapter_equals_a_fresh_build(path):
     chapter_file = REPO / build.chapter_path(path)
     assert chapter_file.is_file(), f"{chapter_file.relative_to(REPO)} missing; run `python -m utils.build`"
     assert chapter_file.read_text(encoding="utf-8") == expected[chapter_file], (
-        f"{chapter_file.relative_to(REPO)} differs from a fresh build; run `python -m utils.build`, never edit chapters/"
+        f"{chapter_file.relative_to(REPO)} differs from a fresh build; "
+        "run `python -m utils.build`, never edit chapters/"
     )
 
 
 def test_no_chapter_without_a_solution():
     chapters = {p.name for p in (REPO / "chapters").glob("*.ipynb")}
-    assert chapters <= {p.name for p in SOLUTIONS}, "chapters/ holds notebooks with no solution; run `python -m utils.build`"
+    assert chapters <= {p.name for p in SOLUTIONS}, (
+        "chapters/ holds notebooks with no solution; run `python -m utils.build`"
+    )
 
 
 def _is_trivial(line: str) -> bool:

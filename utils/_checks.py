@@ -72,10 +72,12 @@ def check_floating(name: str, x: torch.Tensor) -> None:
 def check_same_dtype(**tensors: torch.Tensor) -> None:
     """Check that all tensors share one dtype and one device, e.g. no float16 mixed with float32.
 
-    >>> check_same_dtype(query=torch.zeros(2, dtype=torch.float16), key=torch.zeros(2))
+    >>> check_same_dtype(query=torch.zeros(2, dtype=torch.float16),  # doctest: +NORMALIZE_WHITESPACE
+    ...                  key=torch.zeros(2))
     Traceback (most recent call last):
         ...
-    ValueError: query and key must share a dtype: got query torch.float16 (shape (2,)), key torch.float32 (shape (2,)); cast one with .to(...)
+    ValueError: query and key must share a dtype: got query torch.float16 (shape (2,)), key torch.float32 (shape (2,));
+        cast one with .to(...)
     """
     items = list(tensors.items())
     for attr in ("dtype", "device"):

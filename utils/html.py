@@ -103,7 +103,9 @@ def _needs_execution(nb: nbformat.NotebookNode) -> bool:
         for output in cell.get("outputs", [])
     )
     has_state = bool(nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state"))
-    unexecuted = any(cell.cell_type == "code" and cell.source.strip() and cell.execution_count is None for cell in nb.cells)
+    unexecuted = any(
+        cell.cell_type == "code" and cell.source.strip() and cell.execution_count is None for cell in nb.cells
+    )
     return unexecuted or (shows_widgets and not has_state)
 
 

@@ -58,7 +58,8 @@ RUN_ALL = """async (timeoutMs) => {
       if (json.cell_type !== 'code' || !json.source.trim()) return;
       if (json.execution_count === null) allRan = false;
       const tags = (json.metadata && json.metadata.tags) || [];
-      if (!tags.includes('raises-exception') && (json.outputs || []).some(o => o.output_type === 'error')) failed = true;
+      if (!tags.includes('raises-exception')
+          && (json.outputs || []).some(o => o.output_type === 'error')) failed = true;
     });
     return (allRan || failed) && panel.sessionContext.session.kernel.status === 'idle';
   };

@@ -73,7 +73,9 @@ def _run_grader(args: argparse.Namespace) -> list[dict] | None:
         print("grader: utils.grading is not available yet, so there is nothing to time "
               "(the grader issue adds it)")
         return None
-    notebooks = args.notebooks or sorted(str(p) for p in (Path(__file__).resolve().parents[2] / "solutions").glob("*.ipynb"))
+    notebooks = args.notebooks or sorted(
+        str(p) for p in (Path(__file__).resolve().parents[2] / "solutions").glob("*.ipynb")
+    )
     if not notebooks:
         print("grader: no notebooks found in solutions/")
         return None

@@ -103,7 +103,9 @@ def strip_exercises(nb: nbformat.NotebookNode, ctx: RenderContext) -> None:
             )
     duplicates = sorted({e for e in ctx.exercise_ids if ctx.exercise_ids.count(e) > 1})
     if duplicates:
-        raise BuildError(ctx.solution, None, f"exercise {duplicates[0]!r} appears twice in this notebook; ids are unique")
+        raise BuildError(
+            ctx.solution, None, f"exercise {duplicates[0]!r} appears twice in this notebook; ids are unique"
+        )
 
 
 def clear_outputs(nb: nbformat.NotebookNode, ctx: RenderContext) -> None:

@@ -24,8 +24,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.build", description=DESCRIPTION)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="exit 1 if solutions' stamps or chapters/ are out of date")
-    mode.add_argument("--execute", nargs="+", metavar="PATH", help="execute these solution notebooks in place, then build")
-    parser.add_argument("--force", action="store_true", help="overwrite chapter notebooks even if edited or not generated")
+    mode.add_argument(
+        "--execute", nargs="+", metavar="PATH", help="execute these solution notebooks in place, then build"
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite chapter notebooks even if edited or not generated"
+    )
     parser.add_argument("--root", default=str(REPO_ROOT), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     root = Path(args.root)

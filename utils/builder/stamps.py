@@ -64,7 +64,9 @@ def _badge_span(nb: Mapping, path: str) -> tuple[int, int]:
         or source.count(BADGES_CLOSE) != 1
         or source.index(BADGES_CLOSE) < source.index(BADGES_OPEN)
     ):
-        raise BuildError(path, 0, f"the header needs one {BADGES_OPEN} followed by one {BADGES_CLOSE} (badges go between)")
+        raise BuildError(
+            path, 0, f"the header needs one {BADGES_OPEN} followed by one {BADGES_CLOSE} (badges go between)"
+        )
     return source.index(BADGES_OPEN), source.index(BADGES_CLOSE) + len(BADGES_CLOSE)
 
 

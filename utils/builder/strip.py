@@ -45,7 +45,9 @@ def strip_solution(source: str, path: str | Path = "<cell>", cell: int | None = 
         indent = line[: len(line) - len(line.lstrip())]
         if stripped == BEGIN:
             if begin is not None:
-                raise BuildError(path, cell, f"line {number}: nested {BEGIN} (the one on line {begin[0]} is still open)")
+                raise BuildError(
+                    path, cell, f"line {number}: nested {BEGIN} (the one on line {begin[0]} is still open)"
+                )
             begin = (number, indent)
             out.extend(indent + stub for stub in STUB)
         elif stripped == END:
@@ -84,11 +86,15 @@ def check_exercise_cell(
     assert meta is not None
     exercise_id = meta["exercise"]
     if cell["cell_type"] != "code":
-        raise BuildError(path, index, f"exercise {exercise_id!r} is on a {cell['cell_type']} cell; it must be a code cell")
+        raise BuildError(
+            path, index, f"exercise {exercise_id!r} is on a {cell['cell_type']} cell; it must be a code cell"
+        )
     if not isinstance(exercise_id, str) or not re.fullmatch(r"ch\d+\.[A-Za-z_]\w*", exercise_id):
         raise BuildError(path, index, f"exercise id {exercise_id!r} must look like 'ch<N>.<function name>'")
     if chapter is not None and exercise_id.split(".")[0] != f"ch{chapter}":
-        raise BuildError(path, index, f"exercise {exercise_id!r} is in chapter {chapter}'s notebook; use 'ch{chapter}.…'")
+        raise BuildError(
+            path, index, f"exercise {exercise_id!r} is in chapter {chapter}'s notebook; use 'ch{chapter}.…'"
+        )
     if exercise_id not in registry:
         raise BuildError(
             path, index,
@@ -97,7 +103,9 @@ def check_exercise_cell(
         )
     points = meta.get("points")
     if not isinstance(points, int) or isinstance(points, bool):
-        raise BuildError(path, index, f"exercise {exercise_id!r}: metadata course.points must be an int, got {points!r}")
+        raise BuildError(
+            path, index, f"exercise {exercise_id!r}: metadata course.points must be an int, got {points!r}"
+        )
     if points != registry[exercise_id].points:
         raise BuildError(
             path, index,
@@ -116,12 +124,15 @@ def check_exercise_cell(
         names = ", ".join(d.name for d in defs) or "none"
         raise BuildError(
             path, index,
-            f"exercise {exercise_id!r} must define exactly one top-level function ({func_name}), found {len(defs)}: {names}",
+            f"exercise {exercise_id!r} must define exactly one top-level function ({func_name}), "
+            f"found {len(defs)}: {names}",
         )
     if defs[0].name != func_name:
         raise BuildError(path, index, f"exercise {exercise_id!r} defines {defs[0].name}(); name it {func_name}()")
     if ast.get_docstring(defs[0]) is None:
         raise BuildError(path, index, f"{func_name}() needs a docstring stating its input and output shapes")
     if not marker_lines(source):
-        raise BuildError(path, index, f"exercise {exercise_id!r} has no {BEGIN} / {END} block, so nothing would be hidden")
+        raise BuildError(
+            path, index, f"exercise {exercise_id!r} has no {BEGIN} / {END} block, so nothing would be hidden"
+        )
     return exercise_id

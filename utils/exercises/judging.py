@@ -60,7 +60,10 @@ def compare(got: Any, expected: Any, atol: float, rtol: float, where: str = "out
     got = plain_copy(got)
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)):
-            return f"{where} should be a tuple of {len(expected)} ({', '.join(map(describe, expected))}), got {describe(got)}"
+            return (
+                f"{where} should be a tuple of {len(expected)} ({', '.join(map(describe, expected))}), "
+                f"got {describe(got)}"
+            )
         if len(got) != len(expected):
             return f"{where} should be a tuple of {len(expected)}, got a tuple of {len(got)}"
         for i, (g, e) in enumerate(zip(got, expected)):
@@ -165,7 +168,9 @@ def _failure_verdict(
     if outcome.error:
         kind, message = outcome.error
         advice = _signature_advice(kind, message, case) or hint
-        return Verdict(False, status, f"your function raised {kind}: {message} ({_where(index, n_cases, case)}).{advice}")
+        return Verdict(
+            False, status, f"your function raised {kind}: {message} ({_where(index, n_cases, case)}).{advice}"
+        )
     return Verdict(False, status, f"{reason} ({_where(index, n_cases, case)}).{hint}")
 
 
@@ -177,7 +182,9 @@ def _best_mistake(
     best: Mistake | None = None
     best_count, best_where = 0, (failures[0][0], failures[0][1])
     for mistake in exercise.mistakes:
-        matched = [(index, case) for index, case, outcome, _ in failures if _reproduces(exercise, mistake, case, outcome)]
+        matched = [
+            (index, case) for index, case, outcome, _ in failures if _reproduces(exercise, mistake, case, outcome)
+        ]
         if len(matched) > best_count:
             best, best_count, best_where = mistake, len(matched), matched[0]
     return best, best_where

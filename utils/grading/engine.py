@@ -11,8 +11,9 @@ threaded process, no shared memory between students) and costs one torch import 
 per student, not per notebook or exercise. Students run ``--jobs`` at a time.
 
 **Trust.** The worker writes only raw outputs; :func:`utils.exercises.judging.judge` compares them with the
-reference in this process (which never imports :mod:`utils.exercises.runner`), on inputs drawn here from a seed derived from ``--seed``, the exercise and
-the student (so no two students share cases and hard-coded answers cannot pass).
+reference in this process (which never imports :mod:`utils.exercises.runner`), on inputs drawn here from a
+seed derived from ``--seed``, the exercise and the student (so no two students share cases and hard-coded
+answers cannot pass).
 """
 
 from __future__ import annotations

@@ -28,7 +28,9 @@ def _check_2d(name: str, values, rows: Sequence[str] | None, cols: Sequence[str]
     if rows is not None and len(rows) != array.shape[0]:
         raise ValueError(f"row labels: got {len(rows)} labels for {array.shape[0]} rows (shape {tuple(array.shape)})")
     if cols is not None and len(cols) != array.shape[1]:
-        raise ValueError(f"column labels: got {len(cols)} labels for {array.shape[1]} columns (shape {tuple(array.shape)})")
+        raise ValueError(
+            f"column labels: got {len(cols)} labels for {array.shape[1]} columns (shape {tuple(array.shape)})"
+        )
     return array
 
 
@@ -72,7 +74,9 @@ def attention_heatmap(
     else:
         fig = ax.figure
     image = ax.imshow(array, cmap=CMAP, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(array.shape[1]), list(keys) if keys is not None else range(array.shape[1]), rotation=45, ha="right")
+    ax.set_xticks(
+        range(array.shape[1]), list(keys) if keys is not None else range(array.shape[1]), rotation=45, ha="right"
+    )
     ax.set_yticks(range(array.shape[0]), list(queries) if queries is not None else range(array.shape[0]))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)

@@ -121,7 +121,9 @@ class Quiz:
         for number, question in enumerate(self.questions, 1):
             label = w.HTML(f"<b>{number}. {question.question}</b>")
             if isinstance(question, Choice):
-                picker = w.RadioButtons(options=list(question.options), value=None, layout=w.Layout(width="max-content"))
+                picker = w.RadioButtons(
+                    options=list(question.options), value=None, layout=w.Layout(width="max-content")
+                )
             else:
                 picker = w.Text(placeholder="type a number")
             button = w.Button(description="Check", button_style="info")
