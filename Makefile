@@ -12,6 +12,7 @@ GRADES ?= grades
 # e.g. TORCH_INDEX=https://download.pytorch.org/whl/cu126 on a GPU machine. See README, Setup.
 TORCH_INDEX ?= auto
 PORT ?= 8888
+WORK ?= work
 
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
@@ -52,7 +53,7 @@ $(NODE_STAMP): package.json package-lock.json
 	@touch $@
 
 lab: setup
-	$(BIN)/python -m utils.lab --port $(PORT)
+	$(BIN)/python -m utils.lab --port $(PORT) --work $(WORK)
 
 # --- tests ----------------------------------------------------------------------------------------
 test: test-prereqs setup lint unit doctest nbval binder-test browser html

@@ -13,13 +13,14 @@ from utils import lab
 from utils.paths import REPO_ROOT
 
 
-def test_command_listens_locally_with_token_and_opens_chapters():
-    command = lab.lab_command(8899, "abc", headless=True, as_root=True)
+def test_command_listens_locally_with_token_and_opens_the_work_folder(tmp_path):
+    command = lab.lab_command(8899, "abc", headless=True, as_root=True, root=tmp_path)
     assert "--ServerApp.ip=127.0.0.1" in command
     assert "--IdentityProvider.token=abc" in command
-    assert "--LabApp.default_url=/lab/tree/chapters" in command
+    assert "--LabApp.default_url=/lab/tree" in command
     assert "--no-browser" in command and "--allow-root" in command
-    assert f"--ServerApp.root_dir={REPO_ROOT}" in command
+    assert f"--ServerApp.root_dir={tmp_path}" in command
+    assert f"--ServerApp.root_dir={REPO_ROOT / 'work'}" in lab.lab_command(1, "t", headless=True, as_root=False)
 
 
 def test_desktop_non_root_command_opens_a_browser():
@@ -37,35 +38,37 @@ def test_free_port_skips_a_busy_port():
         assert lab.free_port(taken) != taken
 
 
-def test_a_busy_port_is_named_in_one_line(capsys):
+def test_a_busy_port_is_named_in_one_line(capsys, tmp_path):
     import socket
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         taken = busy.getsockname()[1]
-        assert lab.main(["--dry-run", "--port", str(taken)]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if "busy" in line]
+        assert lab.main(["--dry-run", "--port", str(taken), "--work", str(tmp_path)]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "is busy" in line]
     assert len(lines) == 1
     assert lines[0].startswith(f"Port {taken} is busy") and "make lab PORT=" in lines[0]
     assert f"--ServerApp.port={taken}" not in lines[0]
 
 
-def test_a_free_port_is_used_silently(capsys):
+def test_a_free_port_is_used_silently(capsys, tmp_path):
     port = lab.free_port(0)
-    assert lab.main(["--dry-run", "--port", str(port)]) == 0
+    assert lab.main(["--dry-run", "--port", str(port), "--work", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "busy" not in out and f"--ServerApp.port={port}" in out
+    assert "is busy" not in out and f"--ServerApp.port={port}" in out
 
 
-def test_dry_run_prints_url_with_token(capsys):
+def test_dry_run_prints_url_with_token_and_fills_the_work_folder(capsys, tmp_path):
     os.environ["COURSE_LAB_TOKEN"] = "t0ken"
     try:
-        assert lab.main(["--dry-run"]) == 0
+        assert lab.main(["--dry-run", "--work", str(tmp_path / "work")]) == 0
     finally:
         del os.environ["COURSE_LAB_TOKEN"]
     out = capsys.readouterr().out
-    assert "/lab/tree/chapters?token=t0ken" in out
+    assert "/lab/tree?token=t0ken" in out and f"your work folder is {tmp_path / 'work'}" in out
+    chapters = sorted(p.name for p in (REPO_ROOT / "chapters").glob("*.ipynb"))
+    assert sorted(p.name for p in (tmp_path / "work").glob("*.ipynb")) == chapters
 
 
 def start_lab(tmp_path):
@@ -73,7 +76,8 @@ def start_lab(tmp_path):
     port = lab.free_port(0)
     env = dict(os.environ, COURSE_LAB_TOKEN="s3cret", JUPYTER_CONFIG_DIR=str(tmp_path / "cfg"),
                JUPYTER_RUNTIME_DIR=str(tmp_path / "rt"), JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "settings"))
-    proc = subprocess.Popen([sys.executable, "-m", "utils.lab", "--port", str(port)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "utils.lab", "--port", str(port), "--work", str(tmp_path / "work")],
+                            env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     return proc, f"http://127.0.0.1:{port}"
 
@@ -94,11 +98,14 @@ def api(base: str, path: str, method: str = "GET", timeout_s: float = 60) -> str
 
 
 @pytest.mark.slow
-def test_server_starts_and_serves_the_chapters(tmp_path):
+def test_server_starts_and_serves_the_work_folder(tmp_path):
+    import json
+
     proc, base = start_lab(tmp_path)
     try:
-        body = api(base, "/api/contents/chapters")
-        assert '"type": "directory"' in body or '"type":"directory"' in body
+        listing = json.loads(api(base, "/api/contents"))
+        names = sorted(item["name"] for item in listing["content"] if item["type"] == "notebook")
+        assert names == sorted(p.name for p in (REPO_ROOT / "chapters").glob("*.ipynb"))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
