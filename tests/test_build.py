@@ -445,47 +445,76 @@ def test_setup_cell_is_ruff_clean(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_setup_cell_imports_utils_from_chapters_and_prints_nothing(tmp_path):
-    """Run the stamped cell in IPython from a course's chapters/ folder: it must find *that* course's
-    utils by walking up, define the preamble names and DEVICE, and print nothing."""
-    fake = tmp_path / "course"
-    (fake / "chapters").mkdir(parents=True)
-    (fake / "utils" / "exercises").mkdir(parents=True)
-    (fake / "utils" / "__init__.py").write_text(
-        "import torch\nMARK = 'fake'\ndef get_device():\n    return torch.device('cpu')\n"
-        "def seed_everything(seed):\n    torch.manual_seed(seed)\n"
-    )
-    (fake / "utils" / "exercises" / "__init__.py").write_text("check = object()\n")
+def run_setup_cell(folder: Path, probe: str, pythonpath: Path | None = None):
+    """Run the stamped setup cell, then ``probe``, in a kernel started in ``folder``."""
     source = build.setup_source(build.load_config(REPO / "pyproject.toml"))
-    probe = textwrap.dedent(
-        """\
+    nb = new_notebook(cells=[new_code_cell(source), new_code_cell(textwrap.dedent(probe))])
+    nbformat.write(nb, folder / "setup.ipynb")
+    env = {k: v for k, v in os.environ.items() if k != build.PIP_SOURCE_ENV}
+    if pythonpath is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(pythonpath), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return execute_notebook(folder / "setup.ipynb", env=deterministic_env(env), timeout=120, allow_errors=True)
+
+
+def test_setup_cell_defines_the_preamble_and_prints_nothing(tmp_path):
+    """The stamped cell, run in IPython: the course's utils, the preamble names, DEVICE, inline figures,
+    the seed; and no output."""
+    result = run_setup_cell(tmp_path, """\
         import sys
         assert "google.colab" not in sys.modules
-        assert utils.MARK == "fake", utils
-        assert (math, torch, nn, F, check) and str(DEVICE) == "cpu"
-        print("PROBE-OK")
-        """
-    )
-    nb = new_notebook(cells=[new_code_cell(source), new_code_cell(probe)])
-    nbformat.write(nb, fake / "chapters" / "setup.ipynb")
-    env = {k: v for k, v in os.environ.items() if k != build.PIP_SOURCE_ENV}
-    result = execute_notebook(fake / "chapters" / "setup.ipynb", env=deterministic_env(env), timeout=120)
+        assert utils.COURSE == "attention-step-by-step" and utils.setup is not None
+        assert (math, torch, nn, F, check) and DEVICE.type in {"cpu", "cuda", "mps"}
+        import matplotlib
+        assert "inline" in matplotlib.get_backend(), matplotlib.get_backend()
+        a = torch.rand(3)
+        utils.seed_everything(0)
+        print("PROBE-OK", bool(torch.equal(a, torch.rand(3))))
+        """)
     setup_cell, probe_cell = result.notebook.cells
     assert setup_cell.outputs == []
-    assert [o.get("text") for o in probe_cell.outputs] == ["PROBE-OK\n"]
+    assert [o.get("text") for o in probe_cell.outputs] == ["PROBE-OK True\n"], probe_cell.outputs
     assert result.wall_s > 0 and (result.peak_rss_bytes is None or result.peak_rss_bytes > 10 * 2**20)
+
+
+def test_a_different_utils_stops_the_setup_cell_with_one_clear_sentence(tmp_path):
+    """A learner's own utils/ folder (or PyPI's utils) found first: one sentence naming what and where,
+    not an AttributeError three cells later."""
+    project = tmp_path / "my_project"
+    (project / "utils").mkdir(parents=True)
+    (project / "utils" / "__init__.py").write_text("def helper():\n    return 1\n")
+    result = run_setup_cell(project, "print('not reached')", pythonpath=project)  # found before the course
+    setup_cell, probe_cell = result.notebook.cells
+    errors = [o for o in setup_cell.outputs if o.output_type == "error"]
+    assert len(errors) == 1 and errors[0].ename == "ImportError", setup_cell.outputs
+    message = errors[0].evalue
+    assert str(project / "utils" / "__init__.py") in message and "not this course's package" in message
+    assert "make lab" in message
+
+
+def test_the_check_api_refuses_a_different_utils(monkeypatch):
+    import sys
+    import types
+
+    from utils.exercises import check
+
+    impostor = types.ModuleType("utils")
+    impostor.__file__ = "/somewhere/utils/__init__.py"
+    monkeypatch.setitem(sys.modules, "utils", impostor)
+    with pytest.raises(ImportError, match="/somewhere/utils/__init__.py, which is not this course's package"):
+        check.project_qkv(lambda x, w_q, w_k, w_v: None)
 
 
 def test_setup_cell_pip_source_is_overridable():
     source = build.setup_source(CourseConfig("https://github.com/a/b", "main", "abc123", "pkg"))
     assert (
-        f'COURSE_PIP_SOURCE = os.environ.get("{build.PIP_SOURCE_ENV}", "pkg @ git+https://github.com/a/b@abc123")'
+        f'COURSE_PIP_SOURCE = os.environ.get(\n        "{build.PIP_SOURCE_ENV}",\n'
+        f'        "pkg @ git+https://github.com/a/b@abc123",\n    )'
         in source
     )
     pip_line = next(line for line in source.splitlines() if '"pip", "install"' in line)
     assert "--upgrade" not in pip_line and '"-U"' not in pip_line and "--force-reinstall" not in pip_line
-    assert "enable_custom_widget_manager()" in source
     assert 'if "google.colab" in sys.modules:' in source
+    assert "DEVICE = utils.setup()" in source  # which enables Colab's widget manager
 
 
 @pytest.mark.slow
@@ -535,5 +564,5 @@ def test_setup_cell_template_is_a_python_file_with_every_placeholder_filled():
     ast.parse(template)
     source = build.setup_source(build.load_config(REPO / "pyproject.toml"))
     assert "{{" not in source and "}}" not in source
-    assert source.splitlines()[-1] == "%matplotlib inline"
+    assert len([line for line in source.splitlines() if line.strip()]) <= 25  # the first code a learner reads
     assert source.splitlines()[:2] == template.split("# ---- TEMPLATE BELOW ----\n", 1)[1].splitlines()[:2]

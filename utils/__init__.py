@@ -15,6 +15,7 @@ module                      what lives there                                    
 ``utils.tasks``             synthetic datasets made in code (no downloads)          5, 6
 ``utils.training``          the training loop and measurements on a trained model   5
 ``utils.device``            ``get_device`` and seeding                              all
+``utils.notebook_setup``    ``setup()``: what every notebook's setup cell calls    all
 ``utils.plotting``          every figure a chapter shows                            all
 ``utils.widgets``           explorers and quizzes                                   all
 ``utils.exercises``         one definition per exercise; the check-cell API         all
@@ -25,6 +26,7 @@ module                      what lives there                                    
 """
 
 from utils.device import get_device, seed_everything
+from utils.notebook_setup import COURSE, setup
 
-__all__ = ["get_device", "seed_everything"]
+__all__ = ["COURSE", "get_device", "seed_everything", "setup"]
 __version__ = "0.1.0"

@@ -16,6 +16,7 @@ from utils.exercises.forbidden import forbidden_in_function
 from utils.exercises.judging import Verdict, describe, judge
 from utils.exercises.registry import all_exercises
 from utils.exercises.runner import run_cases
+from utils.notebook_setup import verify_course_package
 
 
 def run_public_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = 0, quiet: bool = False) -> Verdict:
@@ -43,6 +44,7 @@ class CheckCellAPI:
     def __getattr__(self, func_name: str) -> Callable[..., Verdict]:
         if func_name.startswith("__"):
             raise AttributeError(func_name)
+        verify_course_package()  # a learner's own `utils` imported later would make every check lie
         for exercise in all_exercises().values():
             if exercise.func_name == func_name:
                 return lambda fn, **kwargs: run_public_check(exercise, fn, **kwargs)
