@@ -184,7 +184,7 @@ def test_encoding_heatmap():
     pe = sinusoidal_encoding(12, 6)
     fig = encoding_heatmap(pe, highlight_position=2, highlight_dimension=3)
     ax = fig.axes[0]
-    assert len(fig.axes) == 2  # the map and its colour bar
+    assert len(fig.axes) == 2 and fig.axes[1].get_ylabel() == "value"  # the map and its labelled colour bar
     assert ax.get_title() and ax.get_xlabel() == "dimension j" and ax.get_ylabel() == "position p"
     assert_close(torch.as_tensor(ax.images[0].get_array()), pe)
     assert len(ax.get_lines()) == 4  # two outlines, two lines each
@@ -221,6 +221,7 @@ def test_similarity_figure():
     assert list(line.get_xdata()) == list(range(-5, 11))
     assert_close(torch.as_tensor(line.get_ydata()), pe @ pe[5])
     assert left.get_xlabel() == "position q" and right.get_xlabel() == "offset q - p"
+    assert fig.axes[2].get_ylabel() == "PE(p)·PE(q)"  # the colour bar says what the colour is
     assert fig._suptitle.get_text()
 
 
@@ -302,6 +303,8 @@ def test_quiz():
         else:
             assert question.grade(9647)[0] and not question.grade(10000)[0]
     assert quiz.widget is not None
+    answers = [q.answer for q in quiz.questions if isinstance(q, Choice)]
+    assert max(answers.count(a) for a in set(answers)) <= 2  # the right answer is not always in one place
 
 
 # ---------------------------------------------------------------------------------------------- named bugs
