@@ -28,7 +28,7 @@ from utils.plotting.positional import (
     similarity_figure,
     wavelength_plot,
 )
-from utils.positional import PositionalEncoding, apply_rotary, sinusoidal_encoding
+from utils.positional import LearnedPositionalEncoding, PositionalEncoding, apply_rotary, sinusoidal_encoding
 from utils.widgets.positional import ENCODING_KINDS, ch4_quiz, positional_explorer, positional_explorer_state
 from utils.widgets.quiz import Choice
 
@@ -54,10 +54,20 @@ def test_sinusoidal_reference_matches_the_formula(length, d_model):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_add_reference_matches_positional_encoding_module(seed):
+    kinds = set()
     for case in ADD.cases(seed):
         x, pe = case["x"], case["pe"]
-        module = PositionalEncoding(x.size(-1), max_len=pe.size(0))
-        assert_close(add_positional_encoding_reference(x, pe), module(x))
+        if torch.equal(pe, sinusoidal_encoding(*pe.shape, dtype=pe.dtype)):
+            kinds.add("sinusoidal")
+            module = PositionalEncoding(x.size(-1), max_len=pe.size(0))
+        else:  # a random, learned-style table
+            kinds.add("learned")
+            module = LearnedPositionalEncoding(max_len=pe.size(0), d_model=x.size(-1)).to(pe.dtype)
+            with torch.no_grad():
+                module.weight.copy_(pe)
+        with torch.no_grad():
+            assert_close(add_positional_encoding_reference(x, pe), module(x))
+    assert kinds == {"sinusoidal", "learned"}
 
 
 @pytest.mark.parametrize("d_model", [2, 8, 32])
@@ -174,7 +184,7 @@ def test_encoding_heatmap():
     pe = sinusoidal_encoding(12, 6)
     fig = encoding_heatmap(pe, highlight_position=2, highlight_dimension=3)
     ax = fig.axes[0]
-    assert len(fig.axes) == 2  # the map and its colour bar
+    assert len(fig.axes) == 2 and fig.axes[1].get_ylabel() == "value"  # the map and its labelled colour bar
     assert ax.get_title() and ax.get_xlabel() == "dimension j" and ax.get_ylabel() == "position p"
     assert_close(torch.as_tensor(ax.images[0].get_array()), pe)
     assert len(ax.get_lines()) == 4  # two outlines, two lines each
@@ -211,6 +221,7 @@ def test_similarity_figure():
     assert list(line.get_xdata()) == list(range(-5, 11))
     assert_close(torch.as_tensor(line.get_ydata()), pe @ pe[5])
     assert left.get_xlabel() == "position q" and right.get_xlabel() == "offset q - p"
+    assert fig.axes[2].get_ylabel() == "PE(p)·PE(q)"  # the colour bar says what the colour is
     assert fig._suptitle.get_text()
 
 
@@ -292,3 +303,95 @@ def test_quiz():
         else:
             assert question.grade(9647)[0] and not question.grade(10000)[0]
     assert quiz.widget is not None
+    answers = [q.answer for q in quiz.questions if isinstance(q, Choice)]
+    assert max(answers.count(a) for a in set(answers)) <= 2  # the right answer is not always in one place
+
+
+# ---------------------------------------------------------------------------------------------- named bugs
+# Each is written as a learner would write it (not reusing the Mistake functions), so a regression in the
+# cases or the diagnoses fails here.
+
+
+def _common_recipe(length, d_model):
+    position = torch.arange(length, dtype=torch.float32)[:, None]
+    div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(length, d_model)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+def _good_table(length, d_model, dtype=torch.float32):
+    position = torch.arange(length, dtype=torch.float64)[:, None]
+    angle = position * 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    pe = torch.zeros(length, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = angle.sin(), angle[:, : d_model // 2].cos()
+    return pe.to(dtype)
+
+
+def test_common_recipe_fails_on_odd_d_model_and_points_to_the_myth_check():
+    verdict = run_public_check(SINUSOIDAL, _common_recipe, quiet=True)
+    assert not verdict.passed and "odd d_model" in verdict.message and "myth check" in verdict.message
+
+
+def test_float64_table_fails_and_says_float32():
+    assert run_public_check(SINUSOIDAL, _good_table, quiet=True).passed
+    verdict = run_public_check(SINUSOIDAL, lambda length, d_model: _good_table(length, d_model, torch.float64),
+                               quiet=True)
+    assert not verdict.passed and "float32" in verdict.message
+
+
+def _shift(k, d_model, *, transpose=False):
+    omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    c, s = torch.cos(k * omega), torch.sin(k * omega)
+    sign = -1 if transpose else 1
+    blocks = [torch.stack([torch.stack([ci, sign * si]), torch.stack([-sign * si, ci])]) for ci, si in zip(c, s)]
+    return torch.block_diag(*blocks).float()
+
+
+def test_shift_with_abs_k_is_told_about_negative_k_not_the_block():
+    verdict = run_public_check(SHIFT, lambda k, d_model: _shift(abs(k), d_model), quiet=True)
+    assert not verdict.passed and "abs(k)" in verdict.message and "(sin, cos)" not in verdict.message
+    verdict = run_public_check(SHIFT, lambda k, d_model: _shift(k, d_model, transpose=True), quiet=True)
+    assert not verdict.passed and "(sin, cos)" in verdict.message
+
+
+@pytest.mark.parametrize("factor,word", [(0.5, "factor 2"), (2.0, "twice"), (-1.0, "grow")])
+def test_shift_frequency_exponent_is_diagnosed(factor, word):
+    def shift(k, d_model):
+        omega = 10000.0 ** (-factor * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+        return torch.block_diag(*[torch.tensor([[math.cos(k * w), math.sin(k * w)], [-math.sin(k * w), math.cos(k * w)]])
+                                  for w in omega.tolist()]).float()
+
+    verdict = run_public_check(SHIFT, shift, quiet=True)
+    assert not verdict.passed and word in verdict.message and "exercise 1" in verdict.message
+
+
+def test_add_that_ignores_pe_fails():
+    def add(x, pe):
+        return x + _good_table(x.size(1), x.size(2), x.dtype)
+
+    verdict = run_public_check(ADD, add, quiet=True)
+    assert not verdict.passed and "ignored the table" in verdict.message
+    assert any(not torch.equal(c["pe"], sinusoidal_encoding(*c["pe"].shape, dtype=c["pe"].dtype))
+               for c in ADD.cases(0))  # a learned-style table
+
+
+def test_add_batch_axis_bug_points_to_its_section():
+    verdict = run_public_check(ADD, lambda x, pe: x + pe[: len(x)], quiet=True)
+    assert not verdict.passed and "The batch-axis bug" in verdict.message
+
+
+def test_add_in_place_fails():
+    def add(x, pe):
+        x += pe[: x.size(1)]
+        return x
+
+    verdict = run_public_check(ADD, add, quiet=True)
+    assert not verdict.passed and "in place" in verdict.message
+
+
+def test_add_keeps_the_dtype_of_x():
+    assert any(c["x"].dtype == torch.float64 for c in ADD.cases(0))
+    verdict = run_public_check(ADD, lambda x, pe: (x + pe[: x.size(1)]).float(), quiet=True)
+    assert not verdict.passed and "dtype" in verdict.message

@@ -150,7 +150,7 @@ def similarity_figure(pe, position: int, *,
     left.set_xlabel("position q")
     left.set_ylabel("position p")
     left.set_title("PE(p)·PE(q): constant along each diagonal")
-    fig.colorbar(image, ax=left, fraction=0.046, pad=0.04)
+    fig.colorbar(image, ax=left, fraction=0.046, pad=0.04, label="PE(p)·PE(q)")
     offsets = torch.arange(L) - position
     right.plot(offsets.numpy(), to_numpy(sim[position]), "o-", ms=2, color=plt.get_cmap(CMAP)(0.3))
     right.axvline(0, color="gray", ls=":")

@@ -125,28 +125,29 @@ def ch4_quiz() -> Quiz:
             "Self-attention with no positional information reads 'dog bites man' and 'man bites dog'. "
             "How do the two sets of output vectors compare?",
             ["They are completely different, because the words are in a different order.",
-             "They are the same vectors, in the permuted order.",
              "Every output vector is identical, whatever the token.",
+             "They are the same vectors, in the permuted order.",
              "They differ only by a small numerical error."],
-            answer=1,
+            answer=2,
             feedback=["Nothing in Q, K, V or the softmax looks at the order, so permuting the input can only "
                       "permute the output.",
+                      "Each token still gets its own output (its own query); only the order is lost.",
                       "Right: self-attention is permutation-equivariant. 'dog' gets the same output in both "
                       "sentences, so the model cannot tell who bit whom.",
-                      "Each token still gets its own output (its own query); only the order is lost.",
                       "The match is exact up to float rounding, and the reason is structural, not numerical."],
             explanation="Positions have to be injected from outside: that is this chapter.",
         ),
         Choice(
             "For the sinusoidal encoding, how is PE(p + k) related to PE(p)?",
-            ["PE(p + k) = PE(p) + PE(k).",
-             "PE(p + k) = M_k PE(p), with one matrix M_k (2 x 2 rotations) that is the same for every p.",
+            ["PE(p + k) = M_k PE(p), with one matrix M_k (2 x 2 rotations) that is the same for every p.",
+             "PE(p + k) = PE(p) + PE(k).",
              "PE(p + k) = M PE(p) with a matrix that depends on both p and k.",
              "There is no simple relation; the model has to memorise every pair."],
-            answer=1,
-            feedback=["sin(a + b) is not sin a + sin b: you checked that this fails.",
-                      "Right: the angle-addition formulas give a block of rotations by k * w_i, "
+            answer=0,
+            feedback=["Right: the angle-addition formulas give a block of rotations by k * w_i, "
                       "independent of p.",
+                      "sin(a + b) is not sin a + sin b: the cell after exercise 2 prints how far PE(p) + PE(7) "
+                      "is from PE(p + 7), and it is not close.",
                       "The whole point is that M_k does not depend on p: that is what makes an offset "
                       "learnable with one linear map.",
                       "You built the matrix yourself in the exercise."],
@@ -157,32 +158,33 @@ def ch4_quiz() -> Quiz:
             "x is batch-first, shape (N, L, E) = (8, 8, 64), and pe is the (5000, 64) table. "
             "What does `x + pe[:x.size(0)]` do?",
             ["It raises a shape error.",
-             "The right thing, but only by luck: pe[:N] equals pe[:L] because N == L. With N = 1 the same line "
-             "silently adds PE(0) to every token.",
              "It adds PE(n) to every position of sample n.",
-             "It adds random rows of the table."],
-            answer=1,
+             "It adds random rows of the table.",
+             "The right thing, but only by luck: pe[:N] equals pe[:L] because N == L. With N = 1 the same line "
+             "silently adds PE(0) to every token."],
+            answer=3,
             feedback=["(8, 8, 64) + (8, 64) broadcasts: the (8, 64) slice lines up with the (L, E) axes. "
                       "It only raises when N is neither 1 nor L.",
-                      "Right: x.size(0) is N. A test with N == L cannot catch this; test with N == 1 and N != L.",
                       "That is what the same line does with a (max_len, 1, E) table from a sequence-first recipe; "
                       "with a (max_len, E) table the slice broadcasts along N instead.",
-                      "The rows are PE(0) .. PE(N-1), in order; nothing is random."],
+                      "The rows are PE(0) .. PE(N-1), in order; nothing is random.",
+                      "Right: x.size(0) is N. A test with N == L cannot catch this; test with N == 1 and N != L."],
             explanation="Slice by x.size(1), and test with N == 1 and N != L.",
         ),
         Choice(
             "A model with sinusoidal encodings is trained on sequences of length <= 128. What do the "
             "encodings guarantee at position 1000?",
             ["That the model works there as well as at position 100.",
-             "Nothing: PE(1000) is undefined or NaN.",
              "That PE(1000) exists and has the same norm and relative-offset structure, but not that the "
              "trained model handles these unseen input values well.",
+             "Nothing: PE(1000) is undefined or NaN.",
              "That the model raises an error."],
-            answer=2,
+            answer=1,
             feedback=["The network never saw those values in training; extrapolation is an empirical question, "
-                      "and measurements (e.g. the ALiBi paper) show it degrades quickly.",
-                      "The formula works for any p; you computed PE at positions far past the training length.",
+                      "and measurements (Press et al., 2022, 'Train Short, Test Long', the ALiBi paper) show it "
+                      "degrades quickly.",
                       "Right: a defined input is not a generalising model.",
+                      "The formula works for any p; you computed PE at positions far past the training length.",
                       "Only a learned table with no row for that position has to raise."],
             explanation="'Can handle longer sequences' means 'can be computed for', not 'works well on'.",
         ),
@@ -190,14 +192,15 @@ def ch4_quiz() -> Quiz:
             "With RoPE, the score between a query at position m and a key at position n depends on the "
             "positions through...",
             ["m and n separately.",
-             "only m - n.",
              "nothing: RoPE removes position from the scores.",
+             "only m - n.",
              "only m + n."],
-            answer=1,
+            answer=2,
             feedback=["That is what happens with additive encodings: (q + PE(m))·(k + PE(n)) has terms with m "
                       "and n on their own.",
-                      "Right: rotating q by m w and k by n w leaves their dot product a function of (m - n) w.",
                       "The scores do change with the offset; you saw the curve.",
+                      "Right: rotating q by m w and k by n w leaves their dot product a function of (m - n) w "
+                      "(the signed offset: (5, 2) and (2, 5) score differently).",
                       "Rotations compose by adding angles, but the dot product subtracts them."],
             explanation="That is why RoPE is applied to q and k, not added to the embeddings.",
         ),
