@@ -182,7 +182,7 @@ def test_each_mistake_differs_and_gets_its_diagnosis(exercise_id, mistake):
         expected = exercise.reference(**case)
         try:
             wrong = mistake.fn(**case)
-        except RuntimeError:
+        except (RuntimeError, IndexError):  # e.g. k.transpose(1, 2) on a 2-D k
             differs = True
             continue
         differs |= compare(wrong, expected, exercise.atol, exercise.rtol) is not None
@@ -210,8 +210,10 @@ def test_check_prints_a_tick(capsys):
 
 def test_wrong_shape_is_explained():
     exercise = get("ch1.project_qkv")
-    verdict = _check(exercise, lambda x, w_q, w_k, w_v: (x @ w_q, x @ w_k))
+    verdict = _check(exercise, lambda x, w_q, w_k, w_v: (x @ w_q, x @ w_k, x @ w_v, x))
     assert not verdict.passed and "tuple of 3" in verdict.message
+    verdict = _check(exercise, lambda x, w_q, w_k, w_v: (x @ w_q, x @ w_k))
+    assert not verdict.passed and "all three" in verdict.message
 
 
 # --- figures ----------------------------------------------------------------------------------------
@@ -341,3 +343,62 @@ def test_quiz_numeric_answer_is_computed():
 def test_quiz_widget_builds():
     box = ch1_quiz().widget
     assert len(box.children) == 1 + len(ch1_quiz().questions)
+
+
+# --- the chapter's named bugs: each gets ❌ with a diagnosis that names it and points to its cell ----
+
+
+def _nn_linear_with_bias(x, w_q, w_k, w_v):  # the recipe of 'The same projection with nn.Linear', bias on
+    outputs = []
+    for weight in (w_q, w_k, w_v):
+        linear = nn.Linear(*weight.shape)
+        with torch.no_grad():
+            linear.weight.copy_(weight.T)
+        outputs.append(linear(x))
+    return tuple(outputs)
+
+
+def _dim_patch(q, k):  # patched after a first failure: right for 2-D and 3-D, wrong with heads
+    return q @ k.T if k.dim() == 2 else q @ k.transpose(1, 2)
+
+
+@pytest.mark.parametrize(
+    "exercise_id, fn, expected",
+    [
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: (F.linear(x, w_q), F.linear(x, w_k), F.linear(x, w_v)),
+         ["F.linear(x, w)", "'The same projection with nn.Linear'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: (x @ w_q.T, x @ w_k.T, x @ w_v.T),
+         ["transposed weights", "'The same projection with nn.Linear'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: tuple(torch.bmm(x, w) for w in (w_q, w_k, w_v)),
+         ["torch.bmm", "'The batch dimension'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: tuple(torch.mm(x, w) for w in (w_q, w_k, w_v)),
+         ["torch.mm", "'The batch dimension'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: tuple(x @ w / math.sqrt(16) for w in (w_q, w_k, w_v)),
+         ["global E = 16"]),
+        ("ch1.project_qkv", _nn_linear_with_bias, ["bias=False"]),  # a random bias: only the hint can say it
+        ("ch1.attention_scores", lambda q, k: q @ k.T, ["k.T reverses *all* dimensions", "'Myth check: `x @ x.T`"]),
+        ("ch1.attention_scores", lambda q, k: q @ k.transpose(1, 2), ["k.transpose(1, 2) counts dims from the front"]),
+        ("ch1.attention_scores", _dim_patch, ["k.transpose(1, 2) counts dims from the front"]),
+        ("ch1.attention_scores", lambda q, k: torch.bmm(q, k.mT), ["torch.bmm only takes 3-D"]),
+        ("ch1.attention_scores", lambda q, k: q @ k.t(), ["k.t() only accepts"]),
+        ("ch1.attention_scores", lambda q, k: F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).mT,
+         ["cosine", "'Myth check: \"Q Kᵀ computes how similar"]),
+        ("ch1.attention_scores", lambda q, k: q @ k.mT / math.sqrt(q.shape[-1]), ["chapter 2"]),
+        ("ch1.attention_scores", lambda q, k: (q @ k.mT).softmax(-1), ["softmax"]),
+    ],
+    ids=["F.linear", "x@w.T", "bmm", "mm", "global_E", "nn.Linear_bias", "k.T", "transpose_1_2", "dim_patch",
+         "scores_bmm", "k.t", "cosine", "scaled", "softmax"],
+)
+def test_named_bug_fails_and_is_named(exercise_id, fn, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        verdict = _check(get(exercise_id), fn)
+    assert not verdict.passed
+    for text in expected:
+        assert text in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_hint_guides_without_the_solution(exercise):
+    assert "return (" not in exercise.hint and "transpose(-2, -1)" not in exercise.hint
+    assert "x @ w_q" not in exercise.hint and "q @ k" not in exercise.hint
