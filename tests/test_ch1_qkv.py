@@ -21,7 +21,12 @@ from utils.exercises import check, get  # noqa: E402
 from utils.exercises.judging import compare, judge  # noqa: E402
 from utils.exercises.qkv import EXERCISES, attention_scores_reference, project_qkv_reference  # noqa: E402
 from utils.exercises.runner import run_cases  # noqa: E402
-from utils.plotting.qkv import linear_weight_figure, parameter_free_figure, query_scores_figure  # noqa: E402
+from utils.plotting.qkv import (  # noqa: E402
+    linear_weight_figure,
+    parameter_free_figure,
+    query_scores_figure,
+    scores_figure,
+)
 from utils.widgets.qkv import ch1_quiz, qkv_explorer, qkv_explorer_scores, random_projection  # noqa: E402
 
 
@@ -233,6 +238,12 @@ def test_parameter_free_figure():
     assert_close(torch.as_tensor(heat_left.images[0].get_array()), scores)
     assert_close(torch.as_tensor(heat_right.images[0].get_array()), weights)
     assert heat_right.images[0].get_cmap().name == "viridis"
+    assert _colorbar_label(heat_left) == "score x_i · x_j"
+    assert _colorbar_label(heat_right) == "weight (each row sums to 1)"
+
+
+def _colorbar_label(ax) -> str:
+    return ax.images[0].colorbar.ax.get_ylabel()
 
 
 def test_parameter_free_figure_rejects_wrong_shape():
@@ -252,6 +263,8 @@ def test_linear_weight_figure():
     assert_close(torch.as_tensor(fig.axes[2].images[0].get_array())[:, 0], linear.bias.detach())
     assert fig.axes[0].get_xlabel() == "output feature (D)" and fig.axes[0].get_ylabel() == "input feature (E)"
     assert "transposed" in fig._suptitle.get_text()
+    assert len(fig.axes) == 4 and "all three panels" in fig.axes[3].get_ylabel()  # one shared colour bar
+    assert len({ax.images[0].get_clim() for ax in fig.axes[:3]}) == 1
     with pytest.raises(ValueError, match="weight"):
         linear_weight_figure(linear.weight.detach(), linear)
 
@@ -269,8 +282,23 @@ def test_query_scores_figure():
     assert heat_ax.get_ylabel() == "query token (L)"
     top = int(scores[7].argmax())
     assert f"'{tokens[top]}'" in fig._suptitle.get_text()
+    assert _colorbar_label(heat_ax).startswith("score q_i · k_j")
     with pytest.raises(ValueError, match="query_index"):
         query_scores_figure(tokens, scores, 11)
+
+
+def test_scores_figure():
+    tokens, x = vocab.toy_sentence("pronoun", d_model=16)
+    scores = x @ x.mT
+    fig = scores_figure(tokens, scores, title="Q Kᵀ")
+    ax = fig.axes[0]
+    assert ax.get_title() == "Q Kᵀ"
+    assert ax.get_xlabel() == "key token (S)" and ax.get_ylabel() == "query token (L)"
+    assert [t.get_text() for t in ax.get_yticklabels()] == tokens
+    assert_close(torch.as_tensor(ax.images[0].get_array()), scores)
+    assert _colorbar_label(ax).startswith("score q_i · k_j")
+    with pytest.raises(ValueError, match="scores"):
+        scores_figure(tokens[:3], scores, title="t")
 
 
 # --- the explorer -----------------------------------------------------------------------------------
