@@ -21,7 +21,12 @@ from utils.exercises import check, get  # noqa: E402
 from utils.exercises.judging import compare, judge  # noqa: E402
 from utils.exercises.qkv import EXERCISES, attention_scores_reference, project_qkv_reference  # noqa: E402
 from utils.exercises.runner import run_cases  # noqa: E402
-from utils.plotting.qkv import linear_weight_figure, parameter_free_figure, query_scores_figure  # noqa: E402
+from utils.plotting.qkv import (  # noqa: E402
+    linear_weight_figure,
+    parameter_free_figure,
+    query_scores_figure,
+    scores_figure,
+)
 from utils.widgets.qkv import ch1_quiz, qkv_explorer, qkv_explorer_scores, random_projection  # noqa: E402
 
 
@@ -182,7 +187,7 @@ def test_each_mistake_differs_and_gets_its_diagnosis(exercise_id, mistake):
         expected = exercise.reference(**case)
         try:
             wrong = mistake.fn(**case)
-        except RuntimeError:
+        except (RuntimeError, IndexError):  # e.g. k.transpose(1, 2) on a 2-D k
             differs = True
             continue
         differs |= compare(wrong, expected, exercise.atol, exercise.rtol) is not None
@@ -210,8 +215,10 @@ def test_check_prints_a_tick(capsys):
 
 def test_wrong_shape_is_explained():
     exercise = get("ch1.project_qkv")
-    verdict = _check(exercise, lambda x, w_q, w_k, w_v: (x @ w_q, x @ w_k))
+    verdict = _check(exercise, lambda x, w_q, w_k, w_v: (x @ w_q, x @ w_k, x @ w_v, x))
     assert not verdict.passed and "tuple of 3" in verdict.message
+    verdict = _check(exercise, lambda x, w_q, w_k, w_v: (x @ w_q, x @ w_k))
+    assert not verdict.passed and "all three" in verdict.message
 
 
 # --- figures ----------------------------------------------------------------------------------------
@@ -231,6 +238,12 @@ def test_parameter_free_figure():
     assert_close(torch.as_tensor(heat_left.images[0].get_array()), scores)
     assert_close(torch.as_tensor(heat_right.images[0].get_array()), weights)
     assert heat_right.images[0].get_cmap().name == "viridis"
+    assert _colorbar_label(heat_left) == "score x_i · x_j"
+    assert _colorbar_label(heat_right) == "weight (each row sums to 1)"
+
+
+def _colorbar_label(ax) -> str:
+    return ax.images[0].colorbar.ax.get_ylabel()
 
 
 def test_parameter_free_figure_rejects_wrong_shape():
@@ -250,6 +263,8 @@ def test_linear_weight_figure():
     assert_close(torch.as_tensor(fig.axes[2].images[0].get_array())[:, 0], linear.bias.detach())
     assert fig.axes[0].get_xlabel() == "output feature (D)" and fig.axes[0].get_ylabel() == "input feature (E)"
     assert "transposed" in fig._suptitle.get_text()
+    assert len(fig.axes) == 4 and "all three panels" in fig.axes[3].get_ylabel()  # one shared colour bar
+    assert len({ax.images[0].get_clim() for ax in fig.axes[:3]}) == 1
     with pytest.raises(ValueError, match="weight"):
         linear_weight_figure(linear.weight.detach(), linear)
 
@@ -267,8 +282,23 @@ def test_query_scores_figure():
     assert heat_ax.get_ylabel() == "query token (L)"
     top = int(scores[7].argmax())
     assert f"'{tokens[top]}'" in fig._suptitle.get_text()
+    assert _colorbar_label(heat_ax).startswith("score q_i · k_j")
     with pytest.raises(ValueError, match="query_index"):
         query_scores_figure(tokens, scores, 11)
+
+
+def test_scores_figure():
+    tokens, x = vocab.toy_sentence("pronoun", d_model=16)
+    scores = x @ x.mT
+    fig = scores_figure(tokens, scores, title="Q Kᵀ")
+    ax = fig.axes[0]
+    assert ax.get_title() == "Q Kᵀ"
+    assert ax.get_xlabel() == "key token (S)" and ax.get_ylabel() == "query token (L)"
+    assert [t.get_text() for t in ax.get_yticklabels()] == tokens
+    assert_close(torch.as_tensor(ax.images[0].get_array()), scores)
+    assert _colorbar_label(ax).startswith("score q_i · k_j")
+    with pytest.raises(ValueError, match="scores"):
+        scores_figure(tokens[:3], scores, title="t")
 
 
 # --- the explorer -----------------------------------------------------------------------------------
@@ -341,3 +371,62 @@ def test_quiz_numeric_answer_is_computed():
 def test_quiz_widget_builds():
     box = ch1_quiz().widget
     assert len(box.children) == 1 + len(ch1_quiz().questions)
+
+
+# --- the chapter's named bugs: each gets ❌ with a diagnosis that names it and points to its cell ----
+
+
+def _nn_linear_with_bias(x, w_q, w_k, w_v):  # the recipe of 'The same projection with nn.Linear', bias on
+    outputs = []
+    for weight in (w_q, w_k, w_v):
+        linear = nn.Linear(*weight.shape)
+        with torch.no_grad():
+            linear.weight.copy_(weight.T)
+        outputs.append(linear(x))
+    return tuple(outputs)
+
+
+def _dim_patch(q, k):  # patched after a first failure: right for 2-D and 3-D, wrong with heads
+    return q @ k.T if k.dim() == 2 else q @ k.transpose(1, 2)
+
+
+@pytest.mark.parametrize(
+    "exercise_id, fn, expected",
+    [
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: (F.linear(x, w_q), F.linear(x, w_k), F.linear(x, w_v)),
+         ["F.linear(x, w)", "'The same projection with nn.Linear'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: (x @ w_q.T, x @ w_k.T, x @ w_v.T),
+         ["transposed weights", "'The same projection with nn.Linear'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: tuple(torch.bmm(x, w) for w in (w_q, w_k, w_v)),
+         ["torch.bmm", "'The batch dimension'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: tuple(torch.mm(x, w) for w in (w_q, w_k, w_v)),
+         ["torch.mm", "'The batch dimension'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: tuple(x @ w / math.sqrt(16) for w in (w_q, w_k, w_v)),
+         ["global E = 16"]),
+        ("ch1.project_qkv", _nn_linear_with_bias, ["bias=False"]),  # a random bias: only the hint can say it
+        ("ch1.attention_scores", lambda q, k: q @ k.T, ["k.T reverses *all* dimensions", "'Myth check: `x @ x.T`"]),
+        ("ch1.attention_scores", lambda q, k: q @ k.transpose(1, 2), ["k.transpose(1, 2) counts dims from the front"]),
+        ("ch1.attention_scores", _dim_patch, ["k.transpose(1, 2) counts dims from the front"]),
+        ("ch1.attention_scores", lambda q, k: torch.bmm(q, k.mT), ["torch.bmm only takes 3-D"]),
+        ("ch1.attention_scores", lambda q, k: q @ k.t(), ["k.t() only accepts"]),
+        ("ch1.attention_scores", lambda q, k: F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).mT,
+         ["cosine", "'Myth check: \"Q Kᵀ computes how similar"]),
+        ("ch1.attention_scores", lambda q, k: q @ k.mT / math.sqrt(q.shape[-1]), ["chapter 2"]),
+        ("ch1.attention_scores", lambda q, k: (q @ k.mT).softmax(-1), ["softmax"]),
+    ],
+    ids=["F.linear", "x@w.T", "bmm", "mm", "global_E", "nn.Linear_bias", "k.T", "transpose_1_2", "dim_patch",
+         "scores_bmm", "k.t", "cosine", "scaled", "softmax"],
+)
+def test_named_bug_fails_and_is_named(exercise_id, fn, expected):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        verdict = _check(get(exercise_id), fn)
+    assert not verdict.passed
+    for text in expected:
+        assert text in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
+def test_hint_guides_without_the_solution(exercise):
+    assert "return (" not in exercise.hint and "transpose(-2, -1)" not in exercise.hint
+    assert "x @ w_q" not in exercise.hint and "q @ k" not in exercise.hint

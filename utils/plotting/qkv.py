@@ -2,7 +2,10 @@
 
 * :func:`parameter_free_figure`: the weakness of attention without projections, X Xᵀ.
 * :func:`linear_weight_figure`: ``nn.Linear`` stores W transposed and adds a bias.
+* :func:`scores_figure`: the projected scores Q Kᵀ as a heatmap.
 * :func:`query_scores_figure`: one query's scores against every key, drawn by the chapter's explorer.
+
+Every colour bar says what its colours measure.
 """
 
 from __future__ import annotations
@@ -16,13 +19,20 @@ from matplotlib.patches import Rectangle
 
 from utils.plotting.common import CMAP, attention_heatmap, to_numpy
 
-__all__ = ["parameter_free_figure", "linear_weight_figure", "query_scores_figure"]
+__all__ = ["parameter_free_figure", "linear_weight_figure", "scores_figure", "query_scores_figure"]
+
+_SCORE_LABEL = "score q_i · k_j (unscaled dot product)"
 
 
 def _check_square(name: str, values: torch.Tensor, tokens: Sequence[str]) -> None:
     if values.dim() != 2 or values.shape[0] != values.shape[1] or values.shape[0] != len(tokens):
         raise ValueError(f"{name}: expected shape (L, L) with L = len(tokens) = {len(tokens)}, "
                          f"got {tuple(values.shape)}")
+
+
+def _label_colorbar(ax, label: str) -> None:
+    """Label the colour bar that :func:`attention_heatmap` drew for the image in ``ax``."""
+    ax.images[0].colorbar.set_label(label)
 
 
 def parameter_free_figure(tokens: Sequence[str], scores: torch.Tensor, weights: torch.Tensor) -> Figure:
@@ -50,6 +60,8 @@ def parameter_free_figure(tokens: Sequence[str], scores: torch.Tensor, weights: 
                       xlabel="key token (S)", ylabel="query token (L)")
     attention_heatmap(weights, tokens, title="weights softmax(X Xᵀ): the diagonal wins", ax=right,
                       annotate=False, vmin=0.0, vmax=1.0, xlabel="key token (S)", ylabel="query token (L)")
+    _label_colorbar(left, "score x_i · x_j")
+    _label_colorbar(right, "weight (each row sums to 1)")
     fig.suptitle("Without projections, every pair scores the same both ways and each token mostly attends to itself")
     fig.tight_layout()
     return fig
@@ -91,8 +103,32 @@ def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear) -> Figur
         ax.set_ylabel(ylabel)
         ax.set_yticks(range(array.shape[0]))
         ax.set_xticks(range(array.shape[1]) if array.shape[1] > 1 else [])
-    fig.colorbar(image, ax=list(axes), fraction=0.03)
+    colorbar = fig.colorbar(image, ax=list(axes), fraction=0.03)
+    colorbar.set_label("entry value, one scale for all three panels")
     fig.suptitle("nn.Linear keeps W transposed, (D, E), and adds a bias: lin(x) = x @ lin.weight.T + lin.bias")
+    return fig
+
+
+def scores_figure(tokens: Sequence[str], scores: torch.Tensor, *, title: str) -> Figure:
+    """The (L, S) scores Q Kᵀ as a heatmap with token labels and a labelled colour bar.
+
+    Args:
+        tokens: the L = S tokens.
+        scores: (L, S) scores.
+        title: a title that says what to notice.
+
+    Returns:
+        The figure: one heatmap and its colour bar.
+
+    >>> fig = scores_figure(["a", "b"], torch.tensor([[2.0, 1.0], [0.5, 3.0]]), title="t")
+    >>> fig.axes[0].images[0].colorbar.ax.get_ylabel()
+    'score q_i · k_j (unscaled dot product)'
+    """
+    _check_square("scores", scores, tokens)
+    fig = attention_heatmap(scores, tokens, annotate=False, xlabel="key token (S)", ylabel="query token (L)",
+                            title=title)
+    _label_colorbar(fig.axes[0], _SCORE_LABEL)
+    fig.tight_layout()  # again, to make room for the colour bar's label
     return fig
 
 
@@ -130,6 +166,7 @@ def query_scores_figure(tokens: Sequence[str], scores: torch.Tensor, query_index
     bars_ax.set_title(f"scores of query '{query}' (row {query_index})")
     attention_heatmap(scores, tokens, title="all scores (L, S); the chosen row is outlined", ax=heat_ax,
                       annotate=False, xlabel="key token (S)", ylabel="query token (L)")
+    _label_colorbar(heat_ax, _SCORE_LABEL)
     heat_ax.add_patch(Rectangle((-0.5, query_index - 0.5), scores.shape[1], 1.0, fill=False,
                                 edgecolor="white", linewidth=2.5))
     fig.suptitle(title or f"Query '{query}' scores highest against key '{tokens[top]}' (position {top})")
