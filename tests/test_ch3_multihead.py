@@ -13,7 +13,7 @@ from torch.testing import assert_close
 from widget_support import assert_same_state, png
 
 from utils import heads as hand_heads
-from utils.attention import MultiHeadAttention, causal_mask, merge_heads, split_heads
+from utils.attention import MultiHeadAttention, merge_heads, split_heads
 from utils.exercises import get
 from utils.exercises.check_cell import run_public_check
 from utils.exercises.judging import compare
@@ -63,26 +63,32 @@ def _torch_mha_from_weights(w_q, w_k, w_v, w_o, num_heads):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_functional_reference_matches_torch(seed):
+    """The reference agrees with nn.MultiheadAttention (in float64) on every case; on the query rows whose
+    keys are all masked, where torch's answer depends on its version and path, the reference gives zero."""
     ex = get("ch3.multi_head_attention")
     cases = ex.cases(seed)
     assert {type(c["mask"]).__name__ for c in cases} == {"NoneType", "Tensor"}
     for case in cases:
-        m = _torch_mha_from_weights(case["w_q"], case["w_k"], case["w_v"], case["w_o"], case["num_heads"])
-        mask = case["mask"]
-        x = case["x"]
+        wide = {k: (v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v) for k, v in case.items()}
+        m = _torch_mha_from_weights(wide["w_q"], wide["w_k"], wide["w_v"], wide["w_o"], case["num_heads"]).double()
+        mask, x, H = case["mask"], wide["x"], case["num_heads"]
+        N, L, _ = x.shape
         kwargs = {}
-        if mask is not None and mask.dim() == 2:
-            kwargs["attn_mask"] = ~mask  # torch: True = blocked
-        elif mask is not None:
-            kwargs["key_padding_mask"] = ~mask[:, 0, 0, :]
+        if mask is not None:  # torch: True = blocked, and a 3-D mask is (N * H, L, S)
+            kwargs["attn_mask"] = ~mask if mask.dim() == 2 else ~mask.expand(N, H, L, L).reshape(N * H, L, L)
         expected = m(x, x, x, need_weights=False, **kwargs)[0]
-        assert_close(ex.reference(**case), expected, rtol=1e-4, atol=1e-5)
+        got = ex.reference(**case)
+        assert got.dtype == case["x"].dtype
+        empty = torch.zeros(N, L, dtype=torch.bool) if mask is None else ~mask.expand(N, 1, L, L).any(-1)[:, 0]
+        assert (got[empty] == 0).all()
+        tol = {"rtol": 1e-3, "atol": 1e-3} if case["x"].dtype == torch.float16 else {"rtol": 1e-4, "atol": 1e-5}
+        assert_close(got[~empty].double(), expected[~empty], **tol)
 
 
 def test_case_shapes_are_varied():
     for ex in EXERCISES:
         cases = ex.cases(0)
-        assert 4 <= len(cases) <= 6
+        assert 4 <= len(cases) <= 10
         shapes = [tuple(c["x"].shape) for c in cases]
         assert len(set(shapes)) >= 4
         assert any(1 in s for s in shapes)  # an edge shape (length, batch, heads or D of 1)
@@ -98,7 +104,7 @@ def test_reference_passes_and_each_mistake_fails(exercise):
         for case in cases:
             try:
                 wrong = mistake.fn(**case)
-            except RuntimeError:
+            except (RuntimeError, TypeError):
                 differs = True
                 break
             if compare(wrong, exercise.reference(**case), exercise.atol, exercise.rtol) is not None:
@@ -108,6 +114,129 @@ def test_reference_passes_and_each_mistake_fails(exercise):
         verdict = run_public_check(exercise, mistake.fn, quiet=True)
         assert not verdict.passed
         assert mistake.diagnosis in verdict.message, (mistake.name, verdict.message)
+
+
+# --- the chapter's rules are cases, and its named bugs get their diagnosis ---------------------------
+
+
+def _learner_mha(fill=float("-inf"), guard=True, scale="head", invert=False, split="right"):
+    """Multi-head attention as a learner writes it (no course helpers), with one thing to get wrong."""
+
+    def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        N, L, E = x.shape
+        H, D = num_heads, E // num_heads
+
+        def heads(t):
+            return t.reshape(N, H, L, D) if split == "no_transpose" else t.view(N, L, H, D).transpose(1, 2)
+
+        q, k, v = heads(x @ w_q), heads(x @ w_k), heads(x @ w_v)
+        scores = q @ k.transpose(-2, -1) / math.sqrt({"head": D, "heads": H, "model": E}[scale])
+        if mask is not None:
+            scores = scores.masked_fill(mask if invert else ~mask, fill)
+        weights = torch.softmax(scores, dim=-1)
+        if mask is not None and guard:
+            weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        return (weights @ v).transpose(1, 2).reshape(N, L, E) @ w_o
+
+    return multi_head_attention
+
+
+def _mha_verdict(**options):
+    return run_public_check(get("ch3.multi_head_attention"), _learner_mha(**options), quiet=True)
+
+
+def test_learner_solution_with_the_guard_passes():
+    assert _mha_verdict().passed
+
+
+def test_cases_hold_the_chapter_rules():
+    for seed in range(4):
+        cases = get("ch3.multi_head_attention").cases(seed)
+        assert cases[0]["num_heads"] > 1 and cases[0]["x"].shape[1] > 1  # H > 1 and L > 1 come first
+        assert cases[0]["x"].shape[-1] // cases[0]["num_heads"] != cases[0]["num_heads"]  # D != H
+        assert any(c["x"].dtype == torch.float16 and c["mask"] is not None for c in cases)
+        large = [c for c in cases if c["mask"] is not None and c["x"].dtype == torch.float32
+                 and c["x"].abs().max() >= 100]
+        assert large, "a case with scores of order 1e4"
+        c = large[0]
+        D = c["x"].shape[-1] // c["num_heads"]
+        q = split_heads(c["x"] @ c["w_q"], c["num_heads"])
+        k = split_heads(c["x"] @ c["w_k"], c["num_heads"])
+        scores = q @ k.transpose(-2, -1) / math.sqrt(D)  # (N, H, L, L)
+        allowed_max = scores.masked_fill(~c["mask"], float("-inf")).amax(-1)
+        masked_max = scores.masked_fill(c["mask"], float("-inf")).amax(-1)
+        assert (allowed_max < -1.5e4).any() and (masked_max > 1.5e4).any()
+        assert any(c["mask"] is not None and not c["mask"].any(-1).all() for c in cases), "a fully masked row"
+        for split_case in get("ch3.split_heads").cases(seed):
+            assert split_case["x"].shape[-1] % split_case["num_heads"] == 0
+        assert any(c["x"].dtype == torch.float16 for c in get("ch3.split_heads").cases(seed))
+        assert any(c["x"].dtype == torch.float16 for c in get("ch3.merge_heads").cases(seed))
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_minus_1e9_fails_and_names_float16(guard):
+    verdict = _mha_verdict(fill=-1e9, guard=guard)
+    assert not verdict.passed
+    assert "-1e9" in verdict.message and "float16" in verdict.message and "Three masking myths" in verdict.message
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_minus_1e4_fails_and_names_large_scores(guard):
+    verdict = _mha_verdict(fill=-1e4, guard=guard)
+    assert not verdict.passed
+    assert "-1e4" in verdict.message and "'-1e4 is negative enough'" in verdict.message
+
+
+def test_finfo_min_fails_on_fully_masked_rows():
+    verdict = run_public_check(get("ch3.multi_head_attention"), _finfo_learner, quiet=True)
+    assert not verdict.passed and "all masked" in verdict.message and "zero" in verdict.message
+
+
+def _finfo_learner(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    N, L, E = x.shape
+    q, k, v = ((x @ w).view(N, L, num_heads, -1).transpose(1, 2) for w in (w_q, w_k, w_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(E // num_heads)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return (torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(N, L, E) @ w_o
+
+
+def test_missing_guard_gets_the_fully_masked_row_rule():
+    verdict = _mha_verdict(guard=False)
+    assert not verdict.passed
+    assert "NaN" in verdict.message and "must output zeros" in verdict.message
+    assert "Use -inf and you are done" in verdict.message
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_inverted_mask_natural_code_gets_its_diagnosis(guard):
+    verdict = _mha_verdict(invert=True, guard=guard)
+    assert not verdict.passed and "inverted" in verdict.message
+
+
+def test_sqrt_h_scale_is_not_reported_as_unscaled():
+    verdict = _mha_verdict(scale="heads")
+    assert "sqrt(H)" in verdict.message and "not scaled" not in verdict.message
+    assert "sqrt(E)" in _mha_verdict(scale="model").message
+
+
+def test_split_without_transpose_gets_its_diagnosis():
+    verdict = _mha_verdict(split="no_transpose")
+    assert not verdict.passed and "without a transpose" in verdict.message
+
+
+def test_float_cast_in_split_and_merge_fails_on_dtype():
+    def split_heads(x, num_heads):
+        N, L, E = x.shape
+        return x.float().view(N, L, num_heads, E // num_heads).transpose(1, 2)
+
+    def merge_heads(x):
+        N, H, L, D = x.shape
+        return x.transpose(1, 2).reshape(N, L, H * D).float()
+
+    for ex, fn in ((get("ch3.split_heads"), split_heads), (get("ch3.merge_heads"), merge_heads)):
+        verdict = run_public_check(ex, fn, quiet=True)
+        assert not verdict.passed and "dtype" in verdict.message
 
 
 def test_forbidden_torch_builtins_are_refused():
@@ -232,6 +361,12 @@ def test_head_token_figure():
     heat, bars = fig.axes[:2]  # then the colorbar
     assert heat.get_title() == "Head 2 of 3: all queries"
     assert "'apple' looks mostly at 'red'" in bars.get_title()
+    idle = widgets.head_explorer_state(6, head=1, token=5)
+    fig = plots.head_token_figure(idle.weights, idle.tokens, idle.head, idle.token)
+    assert "uniform, no preference" in fig.axes[1].get_title()
+    tie = widgets.head_explorer_state(1, head=0, token=5)
+    fig = plots.head_token_figure(tie.weights, tie.tokens, tie.head, tie.token)
+    assert "looks equally at 'eats' and 'red'" in fig.axes[1].get_title()
     heights = torch.tensor([p.get_height() for p in bars.patches], dtype=torch.float32)
     assert_close(heights, state.row.float())
     assert heat.get_xlabel() == "key (attended to)" and bars.get_ylabel() == "weight"
@@ -264,6 +399,10 @@ def test_explorer_state():
     assert state.weights.shape == (3, 7, 7) and state.head_dim == 4 and state.top == "eats"
     assert_close(state.weights.sum(-1), torch.ones(3, 7))
     assert widgets.head_explorer_state(1, head=2, token=5).head == 0  # clipped to H
+    assert state.preference == "attends most to 'eats'"
+    idle = widgets.head_explorer_state(6, head=1, token=5)  # an idle head: a uniform row has no argmax
+    assert idle.top is None and idle.preference == "uniform: no preference"
+    assert widgets.head_explorer_state(1, head=0, token=5).preference == "attends most, equally, to 'eats' and 'red'"
     with pytest.raises(ValueError, match="divide"):
         widgets.head_explorer_state(5)
 
@@ -310,6 +449,13 @@ def test_quiz_claims_hold():
     m = nn.MultiheadAttention(16, 4, batch_first=True)
     y = torch.randn(2, 5, 16)
     assert m(y, y, y)[1].shape == (2, 5, 5)
-    out = m(y, y, y, attn_mask=causal_mask(5))[0]
-    assert torch.isnan(out[:, -1]).all() and torch.isfinite(out[:, :-1]).all()
+    # Q4: view straight to (N, H, L, D) runs and puts features of several tokens in one head's row
+    N, L, H, D = 1, 3, 2, 2
+    x = torch.arange(float(N * L * H * D)).view(N, L, H * D)  # token t holds t*E .. t*E + E-1
+    scrambled = x.view(N, H, L, D)
+    assert scrambled.shape == split_heads(x, H).shape and not torch.equal(scrambled, split_heads(x, H))
+    assert {int(v) // (H * D) for v in scrambled[0, 0, 1]} != {1}  # head 0's row 1 is not token 1's
+    # Q5: a head's dot product of D unit-variance products has variance D, not E or H
+    q, k = torch.randn(20000, 64, dtype=torch.float64), torch.randn(20000, 64, dtype=torch.float64)
+    assert abs((q * k).sum(-1).var().item() / 64 - 1) < 0.05
     assert multi_head_attention_reference is not None

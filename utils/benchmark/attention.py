@@ -18,7 +18,7 @@ from utils.benchmark.common import environment_line, ratio_row, save_plot, text_
 from utils.layers import TransformerEncoderLayer
 from utils.plotting.multihead import speed_ratio_figure
 
-__all__ = ["QUICK", "attention_benchmark", "format_attention_table", "add_attention_command"]
+__all__ = ["QUICK", "attention_benchmark", "format_attention_table", "read_ratio", "add_attention_command"]
 
 QUICK = {"batch": 2, "length": 32, "d_model": 32, "num_heads": 4, "repeats": 5, "warmup": 1}
 """Sizes of ``attention --quick``."""
@@ -128,19 +128,35 @@ def _encoder_row(x: torch.Tensor, d_model: int, num_heads: int, repeats: int, wa
     return ratio_row("encoder layer", "forward", "nn.TransformerEncoderLayer", timings["ours"], timings["builtin"])
 
 
+def read_ratio(row: dict) -> str:
+    """What one row says: ``"faster"`` or ``"slower"`` than the built-in only when the whole min-max
+    spread of the ratio lies below or above 1; otherwise ``"no clear difference"``.
+
+    >>> read_ratio({"ratio": 0.8, "ratio_min": 0.7, "ratio_max": 0.9}), read_ratio({"ratio": 0.9, "ratio_min": 0.4, "ratio_max": 4.0})
+    ('faster', 'no clear difference')
+    """
+    if row["ratio_max"] < 1.0:
+        return "faster"
+    if row["ratio_min"] > 1.0:
+        return "slower"
+    return "no clear difference"
+
+
 def format_attention_table(rows: Sequence[dict]) -> str:
-    """A plain-text table of benchmark rows: ratio to the built-in with its min-max spread.
+    """A plain-text table of benchmark rows: ratio to the built-in with its min-max spread, and what the
+    spread allows one to say (:func:`read_ratio`).
 
     >>> print(format_attention_table([{"name": "fast path", "mode": "forward", "baseline": "nn.MultiheadAttention",
     ...     "ratio": 0.95, "ratio_min": 0.9, "ratio_max": 1.0, "baseline_ms": 12.0, "repeats": 5}]))
     ... # doctest: +NORMALIZE_WHITESPACE
-    implementation  mode     vs built-in            ratio (median)  spread (min-max)  built-in median  reps
-    fast path       forward  nn.MultiheadAttention  0.95x           0.90-1.00         12.00 ms         5
+    implementation  mode     vs built-in            ratio (median)  spread (min-max)  built-in median  reps  reading
+    fast path       forward  nn.MultiheadAttention  0.95x           0.90-1.00         12.00 ms         5     no clear difference
     """
-    header = ("implementation", "mode", "vs built-in", "ratio (median)", "spread (min-max)", "built-in median", "reps")
+    header = ("implementation", "mode", "vs built-in", "ratio (median)", "spread (min-max)", "built-in median", "reps",
+              "reading")
     body = [
         (r["name"], r["mode"], r["baseline"], f"{r['ratio']:.2f}x", f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}",
-         f"{r['baseline_ms']:.2f} ms", str(r["repeats"]))
+         f"{r['baseline_ms']:.2f} ms", str(r["repeats"]), read_ratio(r))
         for r in rows
     ]
     return text_table(header, body)

@@ -2,7 +2,9 @@
 
 Shapes: N batch, L length, E model dimension, H heads, D = E // H head dimension. The weights of
 ``multi_head_attention`` are ``(E, E)`` matrices used as ``x @ W`` (the maths convention; ``nn.Linear``
-stores the transpose).
+stores the transpose). The rules the chapter states are cases here: float16 (chapter 2: -1e9 cannot be
+stored in it), scores of order 1e4 (chapter 2: -1e4 is not a wall), and query rows whose keys are all
+masked, which must give a zero output (the course's rule, like :mod:`utils.attention`).
 """
 
 from __future__ import annotations
@@ -31,10 +33,17 @@ __all__ = [
 # run time only the class is blocked (the reference holds its own handle to it).
 _NO_UTILS = ("utils", "utils.attention.MultiHeadAttention")
 
+# Where the chapters explain each rule, by title, so a diagnosis can point there.
+_MYTH_1E9 = "chapter 2, 'Three masking myths, run': the myth check on `masked_fill(mask == 0, -1e9)`"
+_MYTH_1E4 = "chapter 2, 'Three masking myths, run': the myth check '-1e4 is negative enough'"
+_MYTH_ALL_MASKED = "chapter 2's myth check 'Use -inf and you are done', and the task of Exercise 3"
+_MYTH_CONTIGUOUS = "the myth check on `.contiguous()` in section 2, 'Split and merge heads'"
+_SECTION_SPLIT = "the table in section 2, 'Split and merge heads'"
+
 
 def _shapes(rng: random.Random) -> list[tuple[int, int, int, int]]:
-    """(N, L, H, D) for one case each: edge shapes first, then random ones."""
-    fixed = [(1, 1, 2, 3), (2, 5, 1, 4), (1, 3, 4, 1)]  # L == 1, H == 1, D == 1
+    """(N, L, H, D) for one case each: a general shape first (N, L, H > 1, D != H), then the edges."""
+    fixed = [(2, 4, 3, 2), (1, 1, 2, 3), (2, 5, 1, 4), (1, 3, 4, 1)]  # general; L == 1, H == 1, D == 1
     extra = [(rng.randint(1, 3), rng.randint(2, 7), rng.choice([2, 3, 4]), rng.randint(2, 5)) for _ in range(2)]
     return fixed + extra
 
@@ -50,7 +59,9 @@ def split_heads_reference(x: torch.Tensor, num_heads: int) -> torch.Tensor:
 
 
 def _split_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
-    return [{"x": torch.randn(N, L, H * D, generator=gen), "num_heads": H} for N, L, H, D in _shapes(rng)]
+    cases = [{"x": torch.randn(N, L, H * D, generator=gen), "num_heads": H} for N, L, H, D in _shapes(rng)]
+    cases.insert(1, {"x": torch.randn(2, 3, 8, generator=gen).half(), "num_heads": 2})  # keep the dtype
+    return cases
 
 
 def _split_no_transpose(x, num_heads):
@@ -68,6 +79,36 @@ def _split_strided(x, num_heads):
     return x.reshape(N, L, E // num_heads, num_heads).permute(0, 3, 1, 2)
 
 
+def _split_heads_and_dim_swapped(x, num_heads):
+    N, L, E = x.shape
+    return x.view(N, L, E // num_heads, num_heads).transpose(1, 2)
+
+
+def _split_last_axes(x, num_heads):
+    N, L, E = x.shape
+    return x.view(N, L, num_heads, E // num_heads).transpose(-1, -2)
+
+
+def _split_float_dim(x, num_heads):
+    N, L, E = x.shape
+    return x.view(N, L, num_heads, E / num_heads).transpose(1, 2)
+
+
+def _split_chunks(x, num_heads):
+    return x.chunk(num_heads, dim=-1)
+
+
+def _split_batch_first(x, num_heads):
+    N, L, E = x.shape
+    return x.view(N, L, num_heads, E // num_heads).transpose(0, 2)
+
+
+def _split_batch_mixed(x, num_heads):
+    N, L, E = x.shape
+    D = E // num_heads
+    return x.reshape(N * L, num_heads, D).transpose(0, 1).reshape(N, num_heads, L, D)
+
+
 # --------------------------------------------------------------------------------------------------
 # merge_heads
 # --------------------------------------------------------------------------------------------------
@@ -79,7 +120,9 @@ def merge_heads_reference(x: torch.Tensor) -> torch.Tensor:
 
 
 def _merge_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
-    return [{"x": torch.randn(N, H, L, D, generator=gen)} for N, L, H, D in _shapes(rng)]
+    cases = [{"x": torch.randn(N, H, L, D, generator=gen)} for N, L, H, D in _shapes(rng)]
+    cases.insert(1, {"x": torch.randn(2, 2, 3, 4, generator=gen).half()})  # keep the dtype
+    return cases
 
 
 def _merge_no_transpose(x):
@@ -97,6 +140,32 @@ def _merge_view(x):
     return x.transpose(1, 2).view(N, L, H * D)
 
 
+def _merge_mean(x):
+    return x.mean(dim=1)
+
+
+def _merge_sum(x):
+    return x.sum(dim=1)
+
+
+def _merge_along_tokens(x):
+    return torch.cat(x.unbind(1), dim=1)
+
+
+def _merge_wrong_unpack(x):
+    N, L, H, D = x.shape
+    return x.transpose(1, 2).reshape(N, L, H * D)
+
+
+def _merge_flat(x):
+    return x.transpose(1, 2).reshape(x.shape[0], -1)
+
+
+def _merge_last_axes(x):
+    N, H, L, D = x.shape
+    return x.transpose(2, 3).reshape(N, L, H * D)
+
+
 # --------------------------------------------------------------------------------------------------
 # multi_head_attention
 # --------------------------------------------------------------------------------------------------
@@ -106,7 +175,7 @@ def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     """The reference: :class:`utils.attention.MultiHeadAttention` (no biases) loaded with these weights.
 
     ``nn.Linear`` computes ``x @ weight.T``, so a weight ``W`` in the ``x @ W`` convention is stored as
-    ``W.T``.
+    ``W.T``. A query row whose keys are all masked gets a zero output.
     """
     E = x.shape[-1]
     module = MultiHeadAttention(E, num_heads, bias=False).to(x.dtype)
@@ -117,79 +186,270 @@ def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     return out  # (N, L, E)
 
 
+def _random_case(gen: torch.Generator, N: int, L: int, H: int, D: int, mask: str) -> dict:
+    E = H * D
+    case = {"x": torch.randn(N, L, E, generator=gen)}
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        case[name] = torch.randn(E, E, generator=gen) / math.sqrt(E)
+    case["num_heads"] = H
+    if mask == "causal":
+        case["mask"] = causal_mask(L)  # (L, L)
+    elif mask == "padding":  # right padding: every sample keeps at least one key
+        lengths = torch.randint(1, L + 1, (N,), generator=gen)
+        lengths[0] = max(1, L - 1)  # at least one padded key when L > 1
+        case["mask"] = padding_mask(lengths, L)  # (N, 1, 1, L)
+    elif mask == "left_padding_causal":  # the first queries of a left-padded sample see no key at all
+        lengths = torch.full((N,), L)
+        lengths[-1] = L // 2
+        keys = torch.arange(L) >= (L - lengths)[:, None]  # (N, S): left padding
+        case["mask"] = causal_mask(L) & keys[:, None, None, :]  # (N, 1, L, L)
+    else:
+        case["mask"] = None
+    return case
+
+
+def _float16_case(gen: torch.Generator) -> dict:
+    """float16, where -1e9 cannot be stored. Small integers (x) and quarters (weights) with D = 4 make
+    the projections and scores exact, so every correct order of operations gives the same output."""
+    N, L, H, D = 2, 5, 2, 4
+    E = H * D
+    case = {"x": torch.randint(-2, 3, (N, L, E), generator=gen).half()}
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        case[name] = torch.randint(-1, 2, (E, E), generator=gen).half() / 4
+    return {**case, "num_heads": H, "mask": causal_mask(L)}
+
+
+def _large_score_case(gen: torch.Generator) -> dict:
+    """Scores of order 1e4, exact in float32 (integers, D = 4): in row 0 of both heads the one allowed
+    key scores -2e4 and a masked key +2e4, so -1e4 as a fill (or added) lets the masked keys win."""
+    N, L, H, D = 1, 4, 2, 4
+    E = H * D
+    x = torch.zeros(N, L, E)
+    x[0, :, :L] = 100 * torch.eye(L)  # token i's query and key are rows i of W_Q and W_K, times 100
+    w_q = torch.randint(-2, 3, (E, E), generator=gen).float()
+    w_k = torch.randint(-2, 3, (E, E), generator=gen).float()
+    w_q[0] = torch.randint(0, 2, (E,), generator=gen).float() * 2 - 1  # +-1: |block|^2 = 4 per head
+    w_k[0], w_k[1] = -w_q[0], w_q[0]  # row 0: key 0 (allowed) 1e4 * (-4) / 2, key 1 (masked) +2e4
+    w_v, w_o = (torch.randn(E, E, generator=gen) / math.sqrt(E) for _ in range(2))
+    return {"x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "num_heads": H, "mask": causal_mask(L)}
+
+
 def _mha_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
-    cases = []
-    masks = ["none", "causal", "padding", "none", "causal"]
-    for (N, L, H, D), kind in zip(_shapes(rng), masks):
-        E = H * D
-        case = {"x": torch.randn(N, L, E, generator=gen)}
-        for name in ("w_q", "w_k", "w_v", "w_o"):
-            case[name] = torch.randn(E, E, generator=gen) / math.sqrt(E)
-        case["num_heads"] = H
-        if kind == "causal":
-            case["mask"] = causal_mask(L)  # (L, L)
-        elif kind == "padding":
-            lengths = torch.randint(1, L + 1, (N,), generator=gen)
-            lengths[0] = max(1, L - 1)  # at least one padded key when L > 1
-            case["mask"] = padding_mask(lengths, L)  # (N, 1, 1, L)
-        else:
-            case["mask"] = None
-        cases.append(case)
+    # Cases that tell mistakes apart come first: H > 1, L > 1 and D != H, then the chapters' rules
+    # (float16, large scores, fully masked rows), then the edge shapes L == 1, H == 1, D == 1.
+    cases = [_random_case(gen, 2, 5, 3, 2, "padding"), _float16_case(gen), _large_score_case(gen),
+             _random_case(gen, 2, 4, 2, 3, "left_padding_causal")]
+    for (N, L, H, D), kind in zip(_shapes(rng)[1:], ["none", "causal", "none", "causal", "padding"]):
+        cases.append(_random_case(gen, N, L, H, D, kind))
     return cases
 
 
-def _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, merge="right", project=True, scale="head",
-              invert_mask=False):
-    """One configurable implementation; the mistakes below switch one thing off."""
-    N, L, E = x.shape
-    H, D = num_heads, E // num_heads
+def _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, split="right", merge="right", project="x@w",
+              out="x@w", scale="head", fill=float("-inf"), masking="fill", guard=True, softmax_dim=-1,
+              swap_kv=False, k_transpose="last", causal=False, manual_softmax=False, softmax_dtype=None,
+              return_weights=False):
+    """One configurable implementation, written as a learner would; each mistake below changes one thing.
 
-    def split(t):
+    ``guard`` zeroes the weights of query rows with no allowed key (the rule); without it they are NaN.
+    """
+    N, L, E = x.shape
+    H = 1 if split == "one_head" else num_heads
+    D = E // H
+
+    def split_(t):
+        if split == "no_transpose":
+            return t.reshape(N, H, L, D)
+        if split == "interleaved":
+            return t.reshape(N, L, D, H).permute(0, 3, 1, 2)
         return t.reshape(N, L, H, D).transpose(1, 2)  # (N, H, L, D)
 
-    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
-    divisor = {"head": math.sqrt(D), "model": math.sqrt(E), "none": 1.0}[scale]
-    scores = q @ k.transpose(-2, -1) / divisor  # (N, H, L, L)
+    wq, wk, wv = (w.T for w in (w_q, w_k, w_v)) if project == "x@w.T" else (w_q, w_k, w_v)
+    q, k, v = split_(x @ wq), split_(x @ wk), split_(x @ wv)
+    if swap_kv:
+        k, v = v, k
+    divisor = {"head": math.sqrt(D), "model": math.sqrt(E), "heads": math.sqrt(H), "none": 1.0,
+               "dim": float(D)}[scale]
+    k_t = {"last": k.transpose(-2, -1), "1_2": k.transpose(1, 2), "all": k.permute(3, 2, 1, 0)}[k_transpose]
+    scores = q @ k_t / divisor  # (N, H, L, L)
+    if causal:
+        scores = scores.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), float("-inf"))
+    allowed = mask
     if mask is not None:
-        allowed = ~mask if invert_mask else mask
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # (N, H, L, L)
+        if masking == "invert":
+            allowed = ~mask
+        elif masking == "queries":
+            allowed = mask.transpose(-2, -1)
+        elif masking == "unsqueeze":
+            allowed = mask.unsqueeze(1)
+        if masking in ("fill", "invert", "queries", "unsqueeze"):
+            scores = scores.masked_fill(~allowed, fill)
+        elif masking == "additive":
+            scores = scores + (~allowed).to(scores.dtype) * fill
+        elif masking == "bool_add":
+            scores = scores + allowed
+        elif masking == "multiply":
+            scores = scores * allowed
+    if manual_softmax:
+        e = scores.exp()
+        weights = e / e.sum(dim=-1, keepdim=True)
+    else:
+        weights = torch.softmax(scores, dim=softmax_dim, dtype=softmax_dtype)  # (N, H, L, L)
+    if mask is not None and masking == "after_softmax":
+        weights = weights * allowed
+    if mask is not None and guard:
+        weights = weights.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)
     heads = weights @ v  # (N, H, L, D)
-    if merge == "right":
-        merged = heads.transpose(1, 2).reshape(N, L, E)
-    elif merge == "no_transpose":
+    if merge == "no_transpose":
         merged = heads.reshape(N, L, E)
-    else:  # feature-major: D outer, H inner
+    elif merge == "feature_major":
         merged = heads.permute(0, 2, 3, 1).reshape(N, L, E)
-    return merged @ w_o if project else merged
+    elif merge == "view":
+        merged = heads.transpose(1, 2).view(N, L, E)
+    else:
+        merged = heads.transpose(1, 2).reshape(N, L, E)  # (N, L, E)
+    result = {"x@w": merged @ w_o, "x@w.T": merged @ w_o.T, "none": merged}[out]
+    return (result, weights) if return_weights else result
 
 
-def _mha_merge_no_transpose(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    return _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask, merge="no_transpose")
+def _mistake(name: str, diagnosis: str, **options) -> Mistake:
+    """A :class:`Mistake` whose function is :func:`_mha_with` with ``options``."""
+
+    def fn(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        return _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask, **options)
+
+    fn.__name__ = fn.__qualname__ = f"_mha_{name}"
+    return Mistake(name, fn, diagnosis)
 
 
-def _mha_merge_feature_major(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    return _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask, merge="feature_major")
+def _mha_float_head_dim(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+    N, L, E = x.shape
+    return (x @ w_q).view(N, L, num_heads, E / num_heads)
 
 
-def _mha_no_w_o(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    return _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask, project=False)
+_FINITE_FILL = (
+    "on a query row whose keys are all masked your output is the plain average of the values: a finite "
+    "fill (-1e9, -1e4, torch.finfo(dtype).min) gives every key the same weight there. Fill with "
+    f"float('-inf') and give such a row a zero output — see {_MYTH_ALL_MASKED}."
+)
+_NAN_ROW = (
+    "your output is NaN on the query rows whose keys are all masked (softmax of a row of -inf is 0/0). "
+    "Such a row must output zeros: e.g. weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0) after "
+    f"the softmax — see {_MYTH_ALL_MASKED}."
+)
+_INVERTED = (
+    "your mask is inverted: here True means *may attend* (like F.scaled_dot_product_attention, unlike "
+    "nn.MultiheadAttention), so fill the scores with -inf where the mask is False: masked_fill(~mask, ...) "
+    "— see section 4's 'The inverted mask'."
+)
+_BOOL_ARITHMETIC = (
+    "you used the boolean mask as a number (scores + mask or scores * mask); a 0 score is not a blocked "
+    "key. Fill the blocked scores with -inf: scores.masked_fill(~mask, float('-inf'))."
+)
+_SOFTMAX_DIM = "your softmax runs over the wrong axis: each query's row of weights is over the keys, so use dim=-1."
+_K_TRANSPOSE = (
+    "k must be transposed on its last two axes only: q @ k.transpose(-2, -1) is (N, H, L, D) @ (N, H, D, S); "
+    "k.transpose(1, 2) or k.T (which reverses all four axes) mixes heads and tokens."
+)
+_LARGE_SCORES_SOFTMAX = (
+    "your softmax overflows when scores are large (exp(2e4) is inf, inf / inf is NaN): use torch.softmax, "
+    "which subtracts the row maximum first."
+)
 
-
-def _mha_scale_model(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    return _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask, scale="model")
-
-
-def _mha_no_scale(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    return _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask, scale="none")
-
-
-def _mha_linear_convention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    return _mha_with(x, w_q.T, w_k.T, w_v.T, w_o.T, num_heads, mask)
-
-
-def _mha_inverted_mask(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    return _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask, invert_mask=True)
+MULTI_HEAD_MISTAKES = [
+    _mistake("merge_no_transpose",
+             "the heads are merged in the wrong order: you reshaped (N, H, L, D) straight to (N, L, E); "
+             "transpose(1, 2) before the reshape so that each token gets its own heads' outputs — see "
+             f"{_MYTH_CONTIGUOUS}.", merge="no_transpose"),
+    _mistake("merge_feature_major",
+             "the heads are merged in the wrong order: features are interleaved across heads; "
+             "concatenate heads side by side with .transpose(1, 2).reshape(N, L, E).", merge="feature_major"),
+    _mistake("merge_view",
+             "after transpose(1, 2) the heads are not contiguous, so .view(N, L, E) raises; use "
+             f".reshape(N, L, E) or .contiguous().view(N, L, E) — see {_MYTH_CONTIGUOUS}.", merge="view"),
+    _mistake("split_no_transpose",
+             "you reshaped each (N, L, E) projection straight to (N, H, L, D) without a transpose, which "
+             "scrambles tokens and heads; view as (N, L, H, D), then transpose(1, 2) — see "
+             f"{_SECTION_SPLIT}.", split="no_transpose"),
+    _mistake("split_interleaved",
+             "your head h takes every H-th feature instead of the block h*D .. (h+1)*D-1: split the last "
+             f"axis as (H, D), heads first, view(N, L, H, D) — see {_SECTION_SPLIT}.", split="interleaved"),
+    _mistake("one_head",
+             "you ran a single head over all E features: split into num_heads heads of D = E // num_heads "
+             "features and attend in each.", split="one_head"),
+    _mistake("missing_w_o",
+             "your output equals the concatenated heads: you forgot the output projection "
+             "(multiply the merged (N, L, E) tensor by w_o).", out="none"),
+    _mistake("w_o_transposed",
+             "only w_o is used transposed: the weights here are all used as x @ w, so the last step is "
+             "merged @ w_o, with w_o of shape (H*D, E) — a transposed w_o has the same shape here, so "
+             "nothing raises (section 3, 'The full module').", out="x@w.T"),
+    _mistake("qkv_transposed",
+             "you used x @ w.T for the projections (nn.Linear's storage convention); the weights here are "
+             "given for x @ w: compute x @ w_q, x @ w_k and x @ w_v.", project="x@w.T"),
+    _mistake("linear_convention",
+             "you used x @ W.T (nn.Linear's storage convention); the weights here are given for "
+             "x @ W, so compute x @ w_q, x @ w_k, x @ w_v and merged @ w_o.", project="x@w.T", out="x@w.T"),
+    _mistake("scale_by_model_dim",
+             "you scaled the scores by 1/sqrt(E); each head works in D = E // num_heads dimensions, "
+             "so divide by sqrt(D).", scale="model"),
+    _mistake("scale_by_num_heads",
+             "you scaled the scores by 1/sqrt(H), the number of heads; the scale is 1/sqrt(D), with "
+             "D = E // num_heads the features of one head.", scale="heads"),
+    _mistake("no_scale",
+             "your scores are not scaled: divide q @ k^T by sqrt(D), with D = E // num_heads.", scale="none"),
+    _mistake("scale_by_head_dim",
+             "your scores are divided by D (or q and k each by sqrt(D)); divide q @ k^T once by sqrt(D).",
+             scale="dim"),
+    _mistake("finite_fill", _FINITE_FILL, fill=-1e9, masking="additive", guard=False),
+    _mistake("fill_minus_1e9",
+             f"you filled with -1e9: float16 cannot store it (largest finite value 65504), so masked_fill "
+             f"raises, and on a row with no allowed key it gives a uniform average. Use float('-inf') — see "
+             f"{_MYTH_1E9}.", fill=-1e9, guard=False),
+    _mistake("fill_minus_1e4",
+             "you filled with -1e4: when the allowed scores are below -1e4 (scores of order 1e4 occur in "
+             "an unscaled or diverging model) the masked keys win. Use float('-inf') — see "
+             f"{_MYTH_1E4}.", fill=-1e4, guard=False),
+    _mistake("additive_minus_1e4",
+             "you added -1e4 to the masked scores: a masked key scoring 2e4 above the allowed ones still "
+             f"wins. Use masked_fill(~mask, float('-inf')) — see {_MYTH_1E4}.",
+             fill=-1e4, masking="additive", guard=False),
+    _mistake("no_fully_masked_guard", _NAN_ROW, guard=False),
+    _mistake("inverted_mask", _INVERTED, masking="invert", guard=False),
+    _mistake("inverted_mask_guarded", _INVERTED, masking="invert"),
+    _mistake("mask_ignored",
+             "the mask is not applied: fill the scores with -inf where the mask is False, before the "
+             "softmax.", masking="none", guard=False),
+    _mistake("mask_added", _BOOL_ARITHMETIC, masking="bool_add", guard=False),
+    _mistake("mask_multiplied", _BOOL_ARITHMETIC, masking="multiply", guard=False),
+    _mistake("mask_after_softmax",
+             "you masked the weights after the softmax, so the rows no longer sum to 1; mask the scores "
+             "(fill with -inf) before the softmax.", masking="after_softmax"),
+    _mistake("mask_on_queries",
+             "your mask is applied along the queries: its last axis is the keys (S), as given; use it "
+             "without transposing.", masking="queries"),
+    _mistake("mask_unsqueezed",
+             "the mask is already broadcastable to (N, H, L, S) — (L, S) or (N, 1, 1, S) — so use it as "
+             "given; mask.unsqueeze(1) moves its axes.", masking="unsqueeze"),
+    _mistake("extra_causal",
+             "you always applied a causal mask: this function attends to every key unless `mask` says "
+             "otherwise.", causal=True),
+    _mistake("softmax_over_queries", _SOFTMAX_DIM, softmax_dim=-2),
+    _mistake("softmax_over_heads", _SOFTMAX_DIM, softmax_dim=1),
+    _mistake("keys_values_swapped",
+             "keys and values are swapped: scores are q @ k^T, and the weights multiply v.", swap_kv=True),
+    _mistake("manual_softmax", _LARGE_SCORES_SOFTMAX, manual_softmax=True, guard=False),
+    _mistake("manual_softmax_guarded", _LARGE_SCORES_SOFTMAX, manual_softmax=True),
+    _mistake("softmax_in_float32",
+             "keep the input's dtype: your softmax returns float32 for a float16 input (dtype=torch.float32 "
+             "or .float()), which then meets float16 values; cast the weights back with .to(x.dtype).",
+             softmax_dtype=torch.float32, guard=False),
+    _mistake("returns_weights",
+             "return only the output (N, L, E), not (output, weights).", return_weights=True),
+    _mistake("k_transpose_1_2", _K_TRANSPOSE, k_transpose="1_2"),
+    _mistake("k_dot_T", _K_TRANSPOSE, k_transpose="all"),
+    Mistake("float_head_dim", _mha_float_head_dim,
+            "D = E / num_heads is a float, and shapes need integers: use E // num_heads."),
+]
 
 
 SPLIT_HEADS = Exercise(
@@ -206,16 +466,45 @@ SPLIT_HEADS = Exercise(
         Mistake(
             "view_straight_to_NHLD", _split_no_transpose,
             "you reshaped (N, L, E) straight to (N, H, L, D), which mixes features of different tokens "
-            "into one head's row; view as (N, L, H, D) first, then transpose(1, 2).",
+            f"into one head's row; view as (N, L, H, D) first, then transpose(1, 2) — see {_SECTION_SPLIT}.",
         ),
         Mistake(
             "strided_heads", _split_strided,
             "your head h takes every H-th feature (h, h+H, ...) instead of the block h*D to (h+1)*D-1; "
             "split the last axis as (H, D), heads first: x.view(N, L, H, D).",
         ),
+        Mistake(
+            "heads_and_dim_swapped", _split_heads_and_dim_swapped,
+            "you made D heads of H features: the last axis splits as (H, D), with H = num_heads and "
+            "D = E // num_heads, so view(N, L, num_heads, E // num_heads).",
+        ),
+        Mistake(
+            "last_axes_transposed", _split_last_axes,
+            "you transposed the last two axes, giving (N, L, D, H); the heads go in front of the tokens: "
+            ".transpose(1, 2) swaps L and H.",
+        ),
+        Mistake(
+            "float_head_dim", _split_float_dim,
+            "D = E / num_heads is a float, and shapes need integers: use E // num_heads.",
+        ),
+        Mistake(
+            "tuple_of_heads", _split_chunks,
+            "you returned H separate tensors; return one (N, H, L, D) tensor, e.g. "
+            "torch.stack(x.chunk(num_heads, dim=-1), dim=1).",
+        ),
+        Mistake(
+            "batch_axis_moved", _split_batch_first,
+            "you transposed axes 0 and 2, moving the batch axis; keep N first and swap the tokens and "
+            "heads axes: .transpose(1, 2).",
+        ),
+        Mistake(
+            "batch_mixed", _split_batch_mixed,
+            "your reshape mixes tokens of different samples when N > 1: keep the batch axis in place and "
+            "split only the last axis, view(N, L, H, D).",
+        ),
     ],
     forbidden=("utils",),
-    hint="x.view(N, L, H, D) then .transpose(1, 2).",
+    hint="cut the last axis into (H, D) with view, then bring the heads axis in front of the tokens.",
 )
 
 MERGE_HEADS = Exercise(
@@ -227,12 +516,13 @@ MERGE_HEADS = Exercise(
         Mistake(
             "view_after_transpose", _merge_view,
             "after transpose(1, 2) the tensor is not contiguous, so .view cannot reinterpret it; use "
-            ".reshape(N, L, H * D) or .contiguous().view(N, L, H * D).",
+            f".reshape(N, L, H * D) or .contiguous().view(N, L, H * D) — see {_MYTH_CONTIGUOUS}.",
         ),
         Mistake(
             "no_transpose", _merge_no_transpose,
             "you reshaped (N, H, L, D) straight to (N, L, H*D), which scrambles tokens and heads "
-            "(no error, just wrong numbers); transpose(1, 2) to (N, L, H, D) first, then reshape.",
+            "(no error, just wrong numbers); transpose(1, 2) to (N, L, H, D) first, then reshape — see "
+            f"{_MYTH_CONTIGUOUS}.",
         ),
         Mistake(
             "feature_major", _merge_feature_major,
@@ -240,9 +530,38 @@ MERGE_HEADS = Exercise(
             "the heads must sit side by side: head 0's D features, then head 1's. Transpose only "
             "axes 1 and 2.",
         ),
+        Mistake(
+            "last_axes_transposed", _merge_last_axes,
+            "you transposed axes 2 and 3 (L and D); the heads axis (1) must move behind the tokens: "
+            "transpose(1, 2), then reshape.",
+        ),
+        Mistake(
+            "mean_of_heads", _merge_mean,
+            "you averaged the heads: merging concatenates them, head 0's D features then head 1's, into "
+            "H * D features per token.",
+        ),
+        Mistake(
+            "sum_of_heads", _merge_sum,
+            "you summed the heads: merging concatenates them, head 0's D features then head 1's, into "
+            "H * D features per token.",
+        ),
+        Mistake(
+            "heads_along_tokens", _merge_along_tokens,
+            "you concatenated the heads along the tokens, giving (N, H * L, D); concatenate along the "
+            "features: (N, L, H * D).",
+        ),
+        Mistake(
+            "wrong_unpack", _merge_wrong_unpack,
+            "the input is (N, H, L, D): unpack it as N, H, L, D = x.shape.",
+        ),
+        Mistake(
+            "token_axis_flattened", _merge_flat,
+            "you flattened the tokens into the features, giving (N, L * H * D); keep L: "
+            "reshape(N, L, H * D).",
+        ),
     ],
     forbidden=("utils",),
-    hint="x.transpose(1, 2) is (N, L, H, D); then reshape to (N, L, H * D).",
+    hint="bring the heads axis back behind the tokens, then reshape to (N, L, H * D).",
 )
 
 MULTI_HEAD_ATTENTION = Exercise(
@@ -250,49 +569,15 @@ MULTI_HEAD_ATTENTION = Exercise(
     reference=multi_head_attention_reference,
     make_cases=_mha_cases,
     points=3,
-    mistakes=[
-        Mistake(
-            "merge_no_transpose", _mha_merge_no_transpose,
-            "the heads are merged in the wrong order: you reshaped (N, H, L, D) straight to (N, L, E); "
-            "transpose(1, 2) before the reshape so that each token gets its own heads' outputs.",
-        ),
-        Mistake(
-            "merge_feature_major", _mha_merge_feature_major,
-            "the heads are merged in the wrong order: features are interleaved across heads; "
-            "concatenate heads side by side with .transpose(1, 2).reshape(N, L, E).",
-        ),
-        Mistake(
-            "missing_w_o", _mha_no_w_o,
-            "your output equals the concatenated heads: you forgot the output projection "
-            "(multiply the merged (N, L, E) tensor by w_o).",
-        ),
-        Mistake(
-            "scale_by_model_dim", _mha_scale_model,
-            "you scaled the scores by 1/sqrt(E); each head works in D = E // num_heads dimensions, "
-            "so divide by sqrt(D).",
-        ),
-        Mistake(
-            "no_scale", _mha_no_scale,
-            "your scores are not scaled: divide q @ k^T by sqrt(D), with D = E // num_heads.",
-        ),
-        Mistake(
-            "linear_convention", _mha_linear_convention,
-            "you used x @ W.T (nn.Linear's storage convention); the weights here are given for "
-            "x @ W, so compute x @ w_q, x @ w_k, x @ w_v and merged @ w_o.",
-        ),
-        Mistake(
-            "inverted_mask", _mha_inverted_mask,
-            "your mask is inverted: here True means *may attend* (like F.scaled_dot_product_attention), "
-            "so fill the scores with -inf where the mask is False.",
-        ),
-    ],
+    mistakes=MULTI_HEAD_MISTAKES,
     forbidden=(
         "torch.nn.functional.scaled_dot_product_attention",
         "torch.nn.functional.multi_head_attention_forward",
         "torch.nn.MultiheadAttention",
         *_NO_UTILS,
     ),
-    hint="project with x @ w_q (and w_k, w_v), split heads, attend with scale 1/sqrt(D), merge, then @ w_o.",
+    hint="project with x @ w_q (and w_k, w_v), split heads, attend with scale 1/sqrt(D) and the mask, "
+         "merge, then @ w_o.",
 )
 
 EXERCISES: tuple[Exercise, ...] = (SPLIT_HEADS, MERGE_HEADS, MULTI_HEAD_ATTENTION)  # notebook order

@@ -60,7 +60,7 @@ def head_split_figure(vector: torch.Tensor, num_heads: int, *, token: str = "tok
     ax.set_ylabel("token")
     ax.set_ylim(0.5, -1.0)
     ax.set_title(f"'{token}': E = {E} features cut into H = {num_heads} contiguous blocks of D = {D}", pad=4)
-    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02)
+    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02).set_label("feature value")
     fig.tight_layout()
     return fig
 
@@ -85,8 +85,8 @@ def head_maps_figure(weights: torch.Tensor, tokens: Sequence[str], *, title: str
         raise ValueError(f"tokens: got {len(tokens)} labels for L = {L} (weights {tuple(maps.shape)})")
     cols = min(H, 6)
     rows = -(-H // cols)
-    size = 1.2 + 0.32 * L
-    fig, axes = plt.subplots(rows, cols, figsize=(size * cols + 1.0, size * rows + 0.6), squeeze=False)
+    size = 1.6 + 0.45 * L
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols + 1.2, size * rows + 0.8), squeeze=False)
     image = None
     for h in range(rows * cols):
         ax = axes[h // cols][h % cols]
@@ -94,16 +94,17 @@ def head_maps_figure(weights: torch.Tensor, tokens: Sequence[str], *, title: str
             ax.set_visible(False)
             continue
         image = ax.imshow(to_numpy(maps[h]), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_title(f"Head {h + 1}", fontsize=10)
+        ax.set_title(f"Head {h + 1}", fontsize=12)
         key_labels = list(tokens) if S == L else list(range(S))
-        ax.set_xticks(range(S), key_labels, rotation=90, fontsize=8)
-        ax.set_yticks(range(L), list(tokens), fontsize=8)
-        ax.set_xlabel("key (S)", fontsize=8)
+        ax.set_xticks(range(S), key_labels, rotation=90, fontsize=11)
+        ax.set_yticks(range(L), list(tokens), fontsize=11)
+        ax.set_xlabel("key (S)", fontsize=11)
         if h % cols == 0:
-            ax.set_ylabel("query (L)", fontsize=8)
+            ax.set_ylabel("query (L)", fontsize=11)
     fig.suptitle(title or f"{H} heads, one sentence: each head attends in its own pattern")
     fig.tight_layout()
-    fig.colorbar(image, ax=[ax for ax in axes.flat if ax.get_visible()], fraction=0.02, pad=0.02)
+    fig.colorbar(image, ax=[ax for ax in axes.flat if ax.get_visible()], fraction=0.02, pad=0.02).set_label(
+        "attention weight", fontsize=11)
     return fig
 
 
@@ -134,7 +135,7 @@ def head_token_figure(weights: torch.Tensor, tokens: Sequence[str], head: int, t
     left.set_xlabel("key (attended to)")
     left.set_ylabel("query (attending)")
     left.set_title(f"Head {head + 1} of {H}: all queries")
-    fig.colorbar(image, ax=left, fraction=0.046, pad=0.04)
+    fig.colorbar(image, ax=left, fraction=0.046, pad=0.04).set_label("attention weight")
     row = to_numpy(maps[head, token])
     colours = plt.get_cmap(CMAP)(row)
     right.bar(range(L), row, color=colours, edgecolor="black", linewidth=0.5)
@@ -143,7 +144,14 @@ def head_token_figure(weights: torch.Tensor, tokens: Sequence[str], head: int, t
     right.set_xlabel("key (attended to)")
     right.set_ylabel("weight")
     top = int(row.argmax())
-    right.set_title(f"'{tokens[token]}' looks mostly at '{tokens[top]}' ({row[top]:.2f})")
+    tied = [tokens[i] for i in range(L) if row[top] - row[i] < 1e-6]
+    if len(tied) == L:
+        right.set_title(f"'{tokens[token]}': uniform, no preference ({row[top]:.2f} each)")
+    elif len(tied) > 1:
+        right.set_title(f"'{tokens[token]}' looks equally at " + " and ".join(f"'{t}'" for t in tied)
+                        + f" ({row[top]:.2f} each)")
+    else:
+        right.set_title(f"'{tokens[token]}' looks mostly at '{tokens[top]}' ({row[top]:.2f})")
     fig.tight_layout()
     return fig
 
@@ -161,7 +169,7 @@ def head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 - JS di
     H = sim.shape[0]
     off = sim[~torch.eye(H, dtype=torch.bool)]
     mean_off = float(off.mean()) if off.numel() else float("nan")
-    fig, ax = plt.subplots(figsize=(1.6 + 0.55 * H, 1.2 + 0.5 * H))
+    fig, ax = plt.subplots(figsize=(3.2 + 0.9 * H, 2.4 + 0.8 * H))
     image = ax.imshow(to_numpy(sim), cmap=CMAP, vmin=0.0, vmax=1.0)
     labels = [str(h + 1) for h in range(H)]
     ax.set_xticks(range(H), labels)
@@ -172,10 +180,10 @@ def head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 - JS di
         for i in range(H):
             for j in range(H):
                 value = float(sim[i, j])
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=11,
                         color="black" if value > 0.5 else "white")
     ax.set_title(f"Head similarity ({metric}); mean off-diagonal {mean_off:.2f}\n(near 1 = redundant heads)")
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04).set_label(f"similarity ({metric})")
     fig.tight_layout()
     return fig
 

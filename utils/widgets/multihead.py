@@ -13,7 +13,7 @@ import torch
 from utils.heads import apple_example
 from utils.plotting.multihead import head_token_figure
 from utils.widgets.common import wire_explorer
-from utils.widgets.quiz import Choice, Numeric, Quiz
+from utils.widgets.quiz import Choice, Quiz
 
 __all__ = ["HeadExplorerState", "head_explorer_state", "head_explorer", "head_count_options", "ch3_quiz"]
 
@@ -36,8 +36,18 @@ class HeadExplorerState:
     head: int  # 0-based, clipped into [0, H)
     token: int  # the query token, 0-based
     row: torch.Tensor  # (L,) weights[head, token]
-    top: str  # the token it attends to most
+    top: str | None  # the token it attends to most; None when the row is uniform (a tie has no argmax)
     head_dim: int  # D = 12 // H
+    tied: tuple[str, ...] = ()  # every token that shares the largest weight (more than one: a tie)
+
+    @property
+    def preference(self) -> str:
+        """One phrase for the chosen row: where it looks most, "uniform: no preference", or a tie."""
+        if self.top is None:
+            return "uniform: no preference"
+        if len(self.tied) > 1:
+            return "attends most, equally, to " + " and ".join(f"'{t}'" for t in self.tied)
+        return f"attends most to '{self.top}'"
 
 
 def head_explorer_state(num_heads: int = 3, head: int = 0, token: int = 5) -> HeadExplorerState:
@@ -50,11 +60,14 @@ def head_explorer_state(num_heads: int = 3, head: int = 0, token: int = 5) -> He
 
     Returns:
         A :class:`HeadExplorerState`: ``tokens`` (L), ``weights`` (H, L, L), ``head`` (clipped),
-        ``token``, ``row`` (L,), ``top`` (the token it attends to most) and ``head_dim`` D.
+        ``token``, ``row`` (L,), ``top`` (the token it attends to most, or None when the row is
+        uniform) and ``head_dim`` D.
 
     >>> state = head_explorer_state(3, head=1, token=5)
     >>> state.tokens[state.token], state.top
     ('apple', 'red')
+    >>> head_explorer_state(6, head=1, token=5).preference  # an idle head
+    'uniform: no preference'
     """
     if num_heads not in head_count_options(12):
         raise ValueError(f"num_heads = {num_heads} must divide d_model = 12; pick one of {head_count_options(12)}")
@@ -66,8 +79,11 @@ def head_explorer_state(num_heads: int = 3, head: int = 0, token: int = 5) -> He
     if not 0 <= token < len(tokens):
         raise ValueError(f"token must be in [0, {len(tokens)}), got {token}")
     row = weights[head, token]  # (L,)
+    uniform = bool(row.max() - row.min() < 1e-6)
+    tied = tuple(tokens[i] for i in range(len(tokens)) if row.max() - row[i] < 1e-6)
     return HeadExplorerState(tokens=tokens, weights=weights, head=head, token=token, row=row,
-                             top=tokens[int(row.argmax())], head_dim=12 // num_heads)
+                             top=None if uniform else tied[0], head_dim=12 // num_heads,
+                             tied=() if uniform else tied)
 
 
 def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
@@ -90,7 +106,7 @@ def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
         which.max = heads.value
         state = head_explorer_state(heads.value, which.value - 1, query.value)
         info.value = (f"E = 12, H = {heads.value}, D = {state.head_dim}: '{state.tokens[state.token]}' "
-                      f"attends most to '{state.top}' in head {state.head + 1}")
+                      f"in head {state.head + 1}: {state.preference}")
         return state
 
     def draw(state: HeadExplorerState):
@@ -101,7 +117,8 @@ def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
 
 
 def ch3_quiz() -> Quiz:
-    """The chapter 3 quiz: heads and cost, the `.contiguous()` myth, torch's weights and masks."""
+    """The chapter 3 quiz: heads and cost, the `.contiguous()` myth, torch's averaged weights, the silent
+    split bug and the per-head scale."""
     return Quiz(
         [
             Choice(
@@ -149,27 +166,38 @@ def ch3_quiz() -> Quiz:
                 explanation="Pass `average_attn_weights=False` to see each head.",
             ),
             Choice(
-                "You pass our causal mask (True = may attend) as `attn_mask` to `nn.MultiheadAttention`. What happens?",
+                "You split the projected (N, L, E) tensor with `x.view(N, H, L, D)` directly, without the "
+                "`view(N, L, H, D).transpose(1, 2)` route. What happens?",
                 [
-                    "It works: both use the same convention",
-                    "It raises a dtype error",
-                    "Each token may only see later tokens; the last token has none left and its row is NaN",
-                    "Torch ignores boolean masks",
+                    "PyTorch raises, because the strides do not fit",
+                    "It runs, and each head gets the right features of each token",
+                    "It runs, and each head's rows mix features of different tokens",
+                    "It runs, but only when N = 1",
                 ],
                 answer=2,
                 feedback=[
-                    "No: in nn.MultiheadAttention a boolean True means *blocked*, the opposite of F.scaled_dot_product_attention.",
-                    "No: a boolean mask is accepted; it is just read the opposite way.",
-                    "Yes: torch reads True as blocked, so the mask is inverted; convert with `to_torch_mask` (or `~mask`).",
-                    "No: it uses it, inverted from what you meant.",
+                    "No: x is contiguous and the sizes multiply out, so `.view` is happy; that is what makes "
+                    "this bug silent.",
+                    "No: memory holds token 0's E features, then token 1's; cutting that into (H, L, D) gives "
+                    "head 0 the first L*D numbers, which belong to several tokens.",
+                    "Yes: the shape is right and nothing raises, but a head's row holds D numbers that may "
+                    "come from another token. The check names this mistake.",
+                    "No: N is not the problem; it scrambles tokens and heads inside every sample.",
                 ],
-                explanation="Convert at the boundary: `to_torch_mask(mask)` for torch, `from_torch_mask(...)` back.",
+                explanation="Cut the last axis first, view(N, L, H, D), then move the heads axis with transpose(1, 2).",
             ),
-            Numeric(
-                "BERT-base has d_model = 768 and 12 heads. What is the head dimension D?",
-                answer=64,
-                explanation="D = 768 / 12 = 64, the same D as the original Transformer (512 / 8).",
-                hint="D = d_model / H.",
+            Choice(
+                "A layer with E = 512 and H = 8 heads. By what do you divide each head's scores q @ k^T?",
+                ["sqrt(512)", "sqrt(64)", "sqrt(8)", "64"],
+                answer=1,
+                feedback=[
+                    "No: that is the model dimension. Each head's dot product sums only its D = 64 products.",
+                    "Yes: a head's dot product is a sum of D = E / H = 64 products, so its variance grows "
+                    "with D, and 1/sqrt(D) brings it back to about 1 (chapter 2).",
+                    "No: the number of heads plays no part in one head's dot product.",
+                    "No: dividing by D shrinks the scores too much; the standard deviation grows like sqrt(D).",
+                ],
+                explanation="The scale follows the head dimension D = E // H, not E and not H.",
             ),
         ],
         title="Chapter 3 quiz: multi-head attention",
