@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 # What the worker may load of the course: the runner side, the value format and the package roots.
 WORKER_MAY_LOAD = {
-    "utils", "utils.device", "utils.exercises", "utils.exercises.common", "utils.exercises.runner",
+    "utils", "utils.device", "utils.notebook_setup", "utils.exercises", "utils.exercises.common",
+    "utils.exercises.runner",
     "utils.grading", "utils.grading.serialize", "utils.grading.worker",
 }
 CHAPTERS = tuple(module.__name__ for module in chapter_modules())  # utils.exercises.qkv, ...

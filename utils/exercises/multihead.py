@@ -4,7 +4,8 @@ Shapes: N batch, L length, E model dimension, H heads, D = E // H head dimension
 ``multi_head_attention`` are ``(E, E)`` matrices used as ``x @ W`` (the maths convention; ``nn.Linear``
 stores the transpose). The rules the chapter states are cases here: float16 (chapter 2: -1e9 cannot be
 stored in it), scores of order 1e4 (chapter 2: -1e4 is not a wall), and query rows whose keys are all
-masked, which must give a zero output (the course's rule, like :mod:`utils.attention`).
+masked, which must give a zero output (the course's rule, like :mod:`utils.attention`). The wrong
+answers themselves are in :mod:`utils.exercises.mistakes.multihead`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 
 from utils.attention import MultiHeadAttention, causal_mask, padding_mask
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.mistakes import multihead as wrong
 
 __all__ = [
     "EXERCISES",
@@ -64,51 +66,6 @@ def _split_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
     return cases
 
 
-def _split_no_transpose(x, num_heads):
-    N, L, E = x.shape
-    return x.reshape(N, num_heads, L, E // num_heads)
-
-
-def _split_missing_transpose(x, num_heads):
-    N, L, E = x.shape
-    return x.reshape(N, L, num_heads, E // num_heads)
-
-
-def _split_strided(x, num_heads):
-    N, L, E = x.shape
-    return x.reshape(N, L, E // num_heads, num_heads).permute(0, 3, 1, 2)
-
-
-def _split_heads_and_dim_swapped(x, num_heads):
-    N, L, E = x.shape
-    return x.view(N, L, E // num_heads, num_heads).transpose(1, 2)
-
-
-def _split_last_axes(x, num_heads):
-    N, L, E = x.shape
-    return x.view(N, L, num_heads, E // num_heads).transpose(-1, -2)
-
-
-def _split_float_dim(x, num_heads):
-    N, L, E = x.shape
-    return x.view(N, L, num_heads, E / num_heads).transpose(1, 2)
-
-
-def _split_chunks(x, num_heads):
-    return x.chunk(num_heads, dim=-1)
-
-
-def _split_batch_first(x, num_heads):
-    N, L, E = x.shape
-    return x.view(N, L, num_heads, E // num_heads).transpose(0, 2)
-
-
-def _split_batch_mixed(x, num_heads):
-    N, L, E = x.shape
-    D = E // num_heads
-    return x.reshape(N * L, num_heads, D).transpose(0, 1).reshape(N, num_heads, L, D)
-
-
 # --------------------------------------------------------------------------------------------------
 # merge_heads
 # --------------------------------------------------------------------------------------------------
@@ -123,47 +80,6 @@ def _merge_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
     cases = [{"x": torch.randn(N, H, L, D, generator=gen)} for N, L, H, D in _shapes(rng)]
     cases.insert(1, {"x": torch.randn(2, 2, 3, 4, generator=gen).half()})  # keep the dtype
     return cases
-
-
-def _merge_no_transpose(x):
-    N, H, L, D = x.shape
-    return x.reshape(N, L, H * D)
-
-
-def _merge_feature_major(x):
-    N, H, L, D = x.shape
-    return x.permute(0, 2, 3, 1).reshape(N, L, D * H)
-
-
-def _merge_view(x):
-    N, H, L, D = x.shape
-    return x.transpose(1, 2).view(N, L, H * D)
-
-
-def _merge_mean(x):
-    return x.mean(dim=1)
-
-
-def _merge_sum(x):
-    return x.sum(dim=1)
-
-
-def _merge_along_tokens(x):
-    return torch.cat(x.unbind(1), dim=1)
-
-
-def _merge_wrong_unpack(x):
-    N, L, H, D = x.shape
-    return x.transpose(1, 2).reshape(N, L, H * D)
-
-
-def _merge_flat(x):
-    return x.transpose(1, 2).reshape(x.shape[0], -1)
-
-
-def _merge_last_axes(x):
-    N, H, L, D = x.shape
-    return x.transpose(2, 3).reshape(N, L, H * D)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -244,86 +160,9 @@ def _mha_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
     return cases
 
 
-def _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, split="right", merge="right", project="x@w",
-              out="x@w", scale="head", fill=float("-inf"), masking="fill", guard=True, softmax_dim=-1,
-              swap_kv=False, k_transpose="last", causal=False, manual_softmax=False, softmax_dtype=None,
-              return_weights=False):
-    """One configurable implementation, written as a learner would; each mistake below changes one thing.
-
-    ``guard`` zeroes the weights of query rows with no allowed key (the rule); without it they are NaN.
-    """
-    N, L, E = x.shape
-    H = 1 if split == "one_head" else num_heads
-    D = E // H
-
-    def split_(t):
-        if split == "no_transpose":
-            return t.reshape(N, H, L, D)
-        if split == "interleaved":
-            return t.reshape(N, L, D, H).permute(0, 3, 1, 2)
-        return t.reshape(N, L, H, D).transpose(1, 2)  # (N, H, L, D)
-
-    wq, wk, wv = (w.T for w in (w_q, w_k, w_v)) if project == "x@w.T" else (w_q, w_k, w_v)
-    q, k, v = split_(x @ wq), split_(x @ wk), split_(x @ wv)
-    if swap_kv:
-        k, v = v, k
-    divisor = {"head": math.sqrt(D), "model": math.sqrt(E), "heads": math.sqrt(H), "none": 1.0,
-               "dim": float(D)}[scale]
-    k_t = {"last": k.transpose(-2, -1), "1_2": k.transpose(1, 2), "all": k.permute(3, 2, 1, 0)}[k_transpose]
-    scores = q @ k_t / divisor  # (N, H, L, L)
-    if causal:
-        scores = scores.masked_fill(~torch.ones(L, L, dtype=torch.bool).tril(), float("-inf"))
-    allowed = mask
-    if mask is not None:
-        if masking == "invert":
-            allowed = ~mask
-        elif masking == "queries":
-            allowed = mask.transpose(-2, -1)
-        elif masking == "unsqueeze":
-            allowed = mask.unsqueeze(1)
-        if masking in ("fill", "invert", "queries", "unsqueeze"):
-            scores = scores.masked_fill(~allowed, fill)
-        elif masking == "additive":
-            scores = scores + (~allowed).to(scores.dtype) * fill
-        elif masking == "bool_add":
-            scores = scores + allowed
-        elif masking == "multiply":
-            scores = scores * allowed
-    if manual_softmax:
-        e = scores.exp()
-        weights = e / e.sum(dim=-1, keepdim=True)
-    else:
-        weights = torch.softmax(scores, dim=softmax_dim, dtype=softmax_dtype)  # (N, H, L, L)
-    if mask is not None and masking == "after_softmax":
-        weights = weights * allowed
-    if mask is not None and guard:
-        weights = weights.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)
-    heads = weights @ v  # (N, H, L, D)
-    if merge == "no_transpose":
-        merged = heads.reshape(N, L, E)
-    elif merge == "feature_major":
-        merged = heads.permute(0, 2, 3, 1).reshape(N, L, E)
-    elif merge == "view":
-        merged = heads.transpose(1, 2).view(N, L, E)
-    else:
-        merged = heads.transpose(1, 2).reshape(N, L, E)  # (N, L, E)
-    result = {"x@w": merged @ w_o, "x@w.T": merged @ w_o.T, "none": merged}[out]
-    return (result, weights) if return_weights else result
-
-
 def _mistake(name: str, diagnosis: str, **options) -> Mistake:
-    """A :class:`Mistake` whose function is :func:`_mha_with` with ``options``."""
-
-    def fn(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-        return _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask, **options)
-
-    fn.__name__ = fn.__qualname__ = f"_mha_{name}"
-    return Mistake(name, fn, diagnosis)
-
-
-def _mha_float_head_dim(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
-    N, L, E = x.shape
-    return (x @ w_q).view(N, L, num_heads, E / num_heads)
+    """A :class:`Mistake` whose function is ``wrong._mha_with`` with ``options``."""
+    return Mistake(name, wrong._mha_variant(name, **options), diagnosis)
 
 
 _FINITE_FILL = (
@@ -447,7 +286,7 @@ MULTI_HEAD_MISTAKES = [
              "return only the output (N, L, E), not (output, weights).", return_weights=True),
     _mistake("k_transpose_1_2", _K_TRANSPOSE, k_transpose="1_2"),
     _mistake("k_dot_T", _K_TRANSPOSE, k_transpose="all"),
-    Mistake("float_head_dim", _mha_float_head_dim,
+    Mistake("float_head_dim", wrong._mha_float_head_dim,
             "D = E / num_heads is a float, and shapes need integers: use E // num_heads."),
 ]
 
@@ -458,50 +297,32 @@ SPLIT_HEADS = Exercise(
     make_cases=_split_cases,
     points=1,
     mistakes=[
-        Mistake(
-            "missing_transpose", _split_missing_transpose,
-            "your output is (N, L, H, D): after the view, call .transpose(1, 2) to bring the heads "
-            "axis in front of the tokens, giving (N, H, L, D).",
-        ),
-        Mistake(
-            "view_straight_to_NHLD", _split_no_transpose,
-            "you reshaped (N, L, E) straight to (N, H, L, D), which mixes features of different tokens "
-            f"into one head's row; view as (N, L, H, D) first, then transpose(1, 2) — see {_SECTION_SPLIT}.",
-        ),
-        Mistake(
-            "strided_heads", _split_strided,
-            "your head h takes every H-th feature (h, h+H, ...) instead of the block h*D to (h+1)*D-1; "
-            "split the last axis as (H, D), heads first: x.view(N, L, H, D).",
-        ),
-        Mistake(
-            "heads_and_dim_swapped", _split_heads_and_dim_swapped,
-            "you made D heads of H features: the last axis splits as (H, D), with H = num_heads and "
-            "D = E // num_heads, so view(N, L, num_heads, E // num_heads).",
-        ),
-        Mistake(
-            "last_axes_transposed", _split_last_axes,
-            "you transposed the last two axes, giving (N, L, D, H); the heads go in front of the tokens: "
-            ".transpose(1, 2) swaps L and H.",
-        ),
-        Mistake(
-            "float_head_dim", _split_float_dim,
-            "D = E / num_heads is a float, and shapes need integers: use E // num_heads.",
-        ),
-        Mistake(
-            "tuple_of_heads", _split_chunks,
-            "you returned H separate tensors; return one (N, H, L, D) tensor, e.g. "
-            "torch.stack(x.chunk(num_heads, dim=-1), dim=1).",
-        ),
-        Mistake(
-            "batch_axis_moved", _split_batch_first,
-            "you transposed axes 0 and 2, moving the batch axis; keep N first and swap the tokens and "
-            "heads axes: .transpose(1, 2).",
-        ),
-        Mistake(
-            "batch_mixed", _split_batch_mixed,
-            "your reshape mixes tokens of different samples when N > 1: keep the batch axis in place and "
-            "split only the last axis, view(N, L, H, D).",
-        ),
+        Mistake("missing_transpose", wrong._split_missing_transpose,
+                "your output is (N, L, H, D): after the view, call .transpose(1, 2) to bring the heads "
+                "axis in front of the tokens, giving (N, H, L, D)."),
+        Mistake("view_straight_to_NHLD", wrong._split_no_transpose,
+                "you reshaped (N, L, E) straight to (N, H, L, D), which mixes features of different tokens "
+                f"into one head's row; view as (N, L, H, D) first, then transpose(1, 2) — see {_SECTION_SPLIT}."),
+        Mistake("strided_heads", wrong._split_strided,
+                "your head h takes every H-th feature (h, h+H, ...) instead of the block h*D to (h+1)*D-1; "
+                "split the last axis as (H, D), heads first: x.view(N, L, H, D)."),
+        Mistake("heads_and_dim_swapped", wrong._split_heads_and_dim_swapped,
+                "you made D heads of H features: the last axis splits as (H, D), with H = num_heads and "
+                "D = E // num_heads, so view(N, L, num_heads, E // num_heads)."),
+        Mistake("last_axes_transposed", wrong._split_last_axes,
+                "you transposed the last two axes, giving (N, L, D, H); the heads go in front of the tokens: "
+                ".transpose(1, 2) swaps L and H."),
+        Mistake("float_head_dim", wrong._split_float_dim,
+                "D = E / num_heads is a float, and shapes need integers: use E // num_heads."),
+        Mistake("tuple_of_heads", wrong._split_chunks,
+                "you returned H separate tensors; return one (N, H, L, D) tensor, e.g. "
+                "torch.stack(x.chunk(num_heads, dim=-1), dim=1)."),
+        Mistake("batch_axis_moved", wrong._split_batch_first,
+                "you transposed axes 0 and 2, moving the batch axis; keep N first and swap the tokens and "
+                "heads axes: .transpose(1, 2)."),
+        Mistake("batch_mixed", wrong._split_batch_mixed,
+                "your reshape mixes tokens of different samples when N > 1: keep the batch axis in place and "
+                "split only the last axis, view(N, L, H, D)."),
     ],
     forbidden=("utils",),
     hint="cut the last axis into (H, D) with view, then bring the heads axis in front of the tokens.",
@@ -513,52 +334,34 @@ MERGE_HEADS = Exercise(
     make_cases=_merge_cases,
     points=1,
     mistakes=[
-        Mistake(
-            "view_after_transpose", _merge_view,
-            "after transpose(1, 2) the tensor is not contiguous, so .view cannot reinterpret it; use "
-            f".reshape(N, L, H * D) or .contiguous().view(N, L, H * D) — see {_MYTH_CONTIGUOUS}.",
-        ),
-        Mistake(
-            "no_transpose", _merge_no_transpose,
-            "you reshaped (N, H, L, D) straight to (N, L, H*D), which scrambles tokens and heads "
-            "(no error, just wrong numbers); transpose(1, 2) to (N, L, H, D) first, then reshape — see "
-            f"{_MYTH_CONTIGUOUS}.",
-        ),
-        Mistake(
-            "feature_major", _merge_feature_major,
-            "your features come out interleaved (feature 0 of every head, then feature 1, ...); "
-            "the heads must sit side by side: head 0's D features, then head 1's. Transpose only "
-            "axes 1 and 2.",
-        ),
-        Mistake(
-            "last_axes_transposed", _merge_last_axes,
-            "you transposed axes 2 and 3 (L and D); the heads axis (1) must move behind the tokens: "
-            "transpose(1, 2), then reshape.",
-        ),
-        Mistake(
-            "mean_of_heads", _merge_mean,
-            "you averaged the heads: merging concatenates them, head 0's D features then head 1's, into "
-            "H * D features per token.",
-        ),
-        Mistake(
-            "sum_of_heads", _merge_sum,
-            "you summed the heads: merging concatenates them, head 0's D features then head 1's, into "
-            "H * D features per token.",
-        ),
-        Mistake(
-            "heads_along_tokens", _merge_along_tokens,
-            "you concatenated the heads along the tokens, giving (N, H * L, D); concatenate along the "
-            "features: (N, L, H * D).",
-        ),
-        Mistake(
-            "wrong_unpack", _merge_wrong_unpack,
-            "the input is (N, H, L, D): unpack it as N, H, L, D = x.shape.",
-        ),
-        Mistake(
-            "token_axis_flattened", _merge_flat,
-            "you flattened the tokens into the features, giving (N, L * H * D); keep L: "
-            "reshape(N, L, H * D).",
-        ),
+        Mistake("view_after_transpose", wrong._merge_view,
+                "after transpose(1, 2) the tensor is not contiguous, so .view cannot reinterpret it; use "
+                f".reshape(N, L, H * D) or .contiguous().view(N, L, H * D) — see {_MYTH_CONTIGUOUS}."),
+        Mistake("no_transpose", wrong._merge_no_transpose,
+                "you reshaped (N, H, L, D) straight to (N, L, H*D), which scrambles tokens and heads "
+                "(no error, just wrong numbers); transpose(1, 2) to (N, L, H, D) first, then reshape — see "
+                f"{_MYTH_CONTIGUOUS}."),
+        Mistake("feature_major", wrong._merge_feature_major,
+                "your features come out interleaved (feature 0 of every head, then feature 1, ...); "
+                "the heads must sit side by side: head 0's D features, then head 1's. Transpose only "
+                "axes 1 and 2."),
+        Mistake("last_axes_transposed", wrong._merge_last_axes,
+                "you transposed axes 2 and 3 (L and D); the heads axis (1) must move behind the tokens: "
+                "transpose(1, 2), then reshape."),
+        Mistake("mean_of_heads", wrong._merge_mean,
+                "you averaged the heads: merging concatenates them, head 0's D features then head 1's, into "
+                "H * D features per token."),
+        Mistake("sum_of_heads", wrong._merge_sum,
+                "you summed the heads: merging concatenates them, head 0's D features then head 1's, into "
+                "H * D features per token."),
+        Mistake("heads_along_tokens", wrong._merge_along_tokens,
+                "you concatenated the heads along the tokens, giving (N, H * L, D); concatenate along the "
+                "features: (N, L, H * D)."),
+        Mistake("wrong_unpack", wrong._merge_wrong_unpack,
+                "the input is (N, H, L, D): unpack it as N, H, L, D = x.shape."),
+        Mistake("token_axis_flattened", wrong._merge_flat,
+                "you flattened the tokens into the features, giving (N, L * H * D); keep L: "
+                "reshape(N, L, H * D)."),
     ],
     forbidden=("utils",),
     hint="bring the heads axis back behind the tokens, then reshape to (N, L, H * D).",

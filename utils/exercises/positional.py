@@ -9,18 +9,19 @@ Shape letters: N batch, L sequence length, E model dimension (``d_model``).
   for every position ``p`` and any integer ``k`` (``PE(p)`` is the 1-D row ``pe[p]`` of the table, read as
   a column vector).
 
-The diagnoses name the section of the notebook that explains each mistake.
+The diagnoses name the section of the notebook that explains each mistake; the wrong answers
+themselves are in :mod:`utils.exercises.mistakes.positional`.
 """
 
 from __future__ import annotations
 
-import math
 import random
 
 import torch
 
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.mistakes import positional as wrong
 from utils.positional import sinusoidal_encoding as _sinusoidal_table
 
 __all__ = [
@@ -33,8 +34,6 @@ __all__ = [
     "sinusoidal_encoding_reference",
 ]
 
-BASE = 10000.0
-F64 = torch.float64
 _ODD_MYTH = "see the myth check on an odd d_model right after exercise 1"
 _ROTATION = "see 'PE(p + k) is a fixed rotation of PE(p)' above exercise 2"
 _BATCH_BUG = "see 'The batch-axis bug' below exercise 3"
@@ -50,129 +49,6 @@ _FREQUENCY = ("the frequencies are those of exercise 1: w_i = 10000^(-2i / d_mod
 def sinusoidal_encoding_reference(length: int, d_model: int) -> torch.Tensor:
     """PE[p, 2i] = sin(p / 10000^(2i/E)), PE[p, 2i+1] = cos(p / 10000^(2i/E)). Returns (L, E) float32."""
     return _sinusoidal_table(length, d_model, dtype=torch.float32)
-
-
-def _table(length: int, d_model: int, exponent, even_fn=torch.sin, odd_fn=torch.cos) -> torch.Tensor:
-    """A (L, E) table whose column j uses ``p / base^(exponent(j) / E)``; even columns ``even_fn``."""
-    position = torch.arange(length, dtype=F64)[:, None]  # (L, 1)
-    column = torch.arange(d_model, dtype=F64)  # (E,)
-    angle = position / BASE ** (exponent(column) / d_model)  # (L, E)
-    pe = torch.where(column % 2 == 0, even_fn(angle), odd_fn(angle))  # (L, E)
-    return pe.float()
-
-
-def _recipe(length: int, d_model: int, *, base: float = BASE, exponent=lambda two_i, E: two_i / E,
-            start: int = 0, unit: float = 1.0) -> torch.Tensor:
-    """The interleaved recipe with one ingredient changed: the angle is ``(p + start) * unit / base^exponent``."""
-    position = (torch.arange(length, dtype=F64)[:, None] + start) * unit  # (L, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=F64)  # (ceil(E/2),)
-    angle = position / base ** exponent(two_i, d_model)  # (L, ceil(E/2))
-    pe = torch.zeros(length, d_model, dtype=F64)
-    pe[:, 0::2] = angle.sin()
-    pe[:, 1::2] = angle[:, : d_model // 2].cos()
-    return pe.float()
-
-
-def _sin_cos_swapped(length: int, d_model: int) -> torch.Tensor:
-    return _table(length, d_model, lambda j: 2 * (j // 2), even_fn=torch.cos, odd_fn=torch.sin)
-
-
-def _exponent_pair_index(length: int, d_model: int) -> torch.Tensor:
-    # i instead of 2i: the frequencies fall only half as fast
-    return _table(length, d_model, lambda j: j // 2)
-
-
-def _exponent_column_index(length: int, d_model: int) -> torch.Tensor:
-    # the column index j instead of 2i: each cosine gets a slightly different frequency from its sine
-    return _table(length, d_model, lambda j: j)
-
-
-def _exponent_doubled(length: int, d_model: int) -> torch.Tensor:
-    return _recipe(length, d_model, exponent=lambda two_i, E: 2 * two_i / E)  # 2 * arange(0, E, 2)
-
-
-def _exponent_positive(length: int, d_model: int) -> torch.Tensor:
-    return _recipe(length, d_model, exponent=lambda two_i, E: -two_i / E)  # p * 10000^(2i/E)
-
-
-def _exponent_e_minus_1(length: int, d_model: int) -> torch.Tensor:
-    return _recipe(length, d_model, exponent=lambda two_i, E: two_i / max(E - 1, 1))
-
-
-def _one_frequency(length: int, d_model: int) -> torch.Tensor:
-    return _recipe(length, d_model, exponent=lambda two_i, E: two_i * 0)  # e.g. -(two_i // E): always 0
-
-
-def _base_1000(length: int, d_model: int) -> torch.Tensor:
-    return _recipe(length, d_model, base=1000.0)
-
-
-def _starts_at_one(length: int, d_model: int) -> torch.Tensor:
-    return _recipe(length, d_model, start=1)
-
-
-def _degrees(length: int, d_model: int) -> torch.Tensor:
-    return _recipe(length, d_model, unit=math.pi / 180)
-
-
-def _halves(length: int, d_model: int) -> torch.Tensor:
-    # [sin ..., cos ...]: the layout of some codebases, not the interleaved table of the paper
-    angle = torch.arange(length, dtype=F64)[:, None] / BASE ** (torch.arange(0, d_model, 2, dtype=F64) / d_model)
-    return torch.cat([angle.sin(), angle[:, : d_model // 2].cos()], dim=-1).float()  # (L, E)
-
-
-def _odd_crash(length: int, d_model: int) -> torch.Tensor:
-    # the common recipe: fine for even E, a shape error for odd E (ceil(E/2) cosines for floor(E/2) columns)
-    position = torch.arange(length, dtype=torch.float32)[:, None]  # (L, 1)
-    angle = position * BASE ** (-torch.arange(0, d_model, 2) / d_model)  # (L, ceil(E/2))
-    pe = torch.zeros(length, d_model)
-    pe[:, 0::2] = torch.sin(angle)
-    pe[:, 1::2] = torch.cos(angle)
-    return pe
-
-
-def _odd_too_few_angles(length: int, d_model: int) -> torch.Tensor:
-    # angles for d_model // 2 pairs only: one sine column short for odd E, a shape error
-    i = torch.arange(d_model // 2, dtype=F64)
-    angle = torch.arange(length, dtype=F64)[:, None] / BASE ** (2 * i / d_model)  # (L, floor(E/2))
-    pe = torch.zeros(length, d_model, dtype=F64)
-    pe[:, 0::2] = angle.sin()
-    pe[:, 1::2] = angle.cos()
-    return pe.float()
-
-
-def _odd_last_zero(length: int, d_model: int) -> torch.Tensor:
-    # d_model // 2 full pairs, and the last (sine) column of an odd table left at 0
-    half = d_model // 2
-    angle = torch.arange(length, dtype=F64)[:, None] / BASE ** (2 * torch.arange(half, dtype=F64) / d_model)
-    pe = torch.zeros(length, d_model, dtype=F64)
-    pe[:, 0 : 2 * half : 2] = angle.sin()
-    pe[:, 1 : 2 * half : 2] = angle.cos()
-    return pe.float()
-
-
-def _odd_padded(length: int, d_model: int) -> torch.Tensor:
-    # rounds E up to an even number and forgets to drop the extra column
-    padded = d_model + d_model % 2
-    return _sinusoidal_table(length, padded, dtype=torch.float32)
-
-
-def _odd_padded_drop_first(length: int, d_model: int) -> torch.Tensor:
-    # rounds E up, then drops the first column: every column moves one place, and the last is a cosine
-    table = _sinusoidal_table(length, d_model + d_model % 2, dtype=torch.float32)
-    return table[:, 1:] if d_model % 2 else table
-
-
-def _float64_table(length: int, d_model: int) -> torch.Tensor:
-    return _sinusoidal_table(length, d_model, dtype=F64)  # the .float() forgotten
-
-
-def _batch_axis_added(length: int, d_model: int) -> torch.Tensor:
-    return sinusoidal_encoding_reference(length, d_model)[None]  # (1, L, E), as for register_buffer
-
-
-def _transposed_table(length: int, d_model: int) -> torch.Tensor:
-    return sinusoidal_encoding_reference(length, d_model).T  # (E, L)
 
 
 def _sinusoidal_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
@@ -194,93 +70,93 @@ SINUSOIDAL = Exercise(
     points=2,
     mistakes=[
         Mistake(
-            "sin_cos_swapped", _sin_cos_swapped,
+            "sin_cos_swapped", wrong._sin_cos_swapped,
             "Sin and cos are swapped: even columns (0, 2, 4, ...) take the sine and odd columns the cosine, "
             "so row 0 should read 0, 1, 0, 1, ...",
         ),
         Mistake(
-            "exponent_pair_index", _exponent_pair_index,
+            "exponent_pair_index", wrong._exponent_pair_index,
             "The exponent is off by a factor 2: the pair (2i, 2i+1) uses 10000^(2i / d_model), and you "
             "used the pair index i instead of 2i",
         ),
         Mistake(
-            "exponent_doubled", _exponent_doubled,
+            "exponent_doubled", wrong._exponent_doubled,
             "The exponent is twice too large: torch.arange(0, d_model, 2) already is 2i (0, 2, 4, ...), so "
             "do not multiply it by 2 again; the exponent is 2i / d_model",
         ),
         Mistake(
-            "exponent_positive", _exponent_positive,
+            "exponent_positive", wrong._exponent_positive,
             "Your angles grow with the pair index: the angle is p / 10000^(2i / d_model) (the frequency "
             "w_i = 10000^(-2i / d_model) shrinks), and you multiplied p by 10000^(2i / d_model)",
         ),
         Mistake(
-            "exponent_e_minus_1", _exponent_e_minus_1,
+            "exponent_e_minus_1", wrong._exponent_e_minus_1,
             "The exponent divides by d_model, not d_model - 1: 10000^(2i / d_model)",
         ),
         Mistake(
-            "one_frequency", _one_frequency,
+            "one_frequency", wrong._one_frequency,
             "Every pair turns at the same speed, 1 radian per position: your exponent 2i / d_model came out "
             "as 0 (an integer division such as two_i // d_model?); it must be a float between 0 and 1",
         ),
         Mistake(
-            "exponent_column_index", _exponent_column_index,
+            "exponent_column_index", wrong._exponent_column_index,
             "The cosine column 2i+1 must share the frequency of its sine column 2i: use 10000^(2i / d_model) "
             "for both, not the column index (2i+1) for the cosine",
         ),
-        Mistake("base_1000", _base_1000, "The base is 10000, not 1000: w_i = 10000^(-2i / d_model)"),
+        Mistake("base_1000", wrong._base_1000, "The base is 10000, not 1000: w_i = 10000^(-2i / d_model)"),
         Mistake(
-            "starts_at_one", _starts_at_one,
+            "starts_at_one", wrong._starts_at_one,
             "Positions start at 0, not 1: row 0 is PE(0) = sin 0, cos 0, ... = 0, 1, 0, 1, ... "
             "(torch.arange(length))",
         ),
         Mistake(
-            "degrees", _degrees,
+            "degrees", wrong._degrees,
             "The angles are in radians: torch.sin takes p / 10000^(2i / d_model) as it is, with no "
             "pi / 180 conversion",
         ),
         Mistake(
-            "halves", _halves,
+            "halves", wrong._halves,
             "You put all the sines first and all the cosines after them: the table interleaves them, "
             "column 2i is a sine and column 2i+1 the cosine of the same angle (pe[:, 0::2] and pe[:, 1::2])",
         ),
         Mistake(
-            "odd_crash", _odd_crash,
+            "odd_crash", wrong._odd_crash,
             "With an odd d_model there is one more sine column than cosine columns: assign "
             f"cos(angle[:, :d_model // 2]) to pe[:, 1::2] ({_ODD_MYTH})",
         ),
         Mistake(
-            "odd_too_few_angles", _odd_too_few_angles,
+            "odd_too_few_angles", wrong._odd_too_few_angles,
             "With an odd d_model you need ceil(d_model / 2) angles, one per sine column (torch.arange(0, "
             "d_model, 2)), not d_model // 2: the last column is a sine of its own, and the cosines use "
             f"the first d_model // 2 angles ({_ODD_MYTH})",
         ),
         Mistake(
-            "odd_last_zero", _odd_last_zero,
+            "odd_last_zero", wrong._odd_last_zero,
             "With an odd d_model your last column is 0: it is the sine of one more pair, "
             f"sin(p / 10000^((d_model - 1) / d_model)) ({_ODD_MYTH})",
         ),
         Mistake(
-            "odd_padded", _odd_padded,
+            "odd_padded", wrong._odd_padded,
             "With an odd d_model your table has one column too many: return exactly (length, d_model), "
             "whose last column is a sine",
         ),
         Mistake(
-            "odd_padded_drop_first", _odd_padded_drop_first,
+            "odd_padded_drop_first", wrong._odd_padded_drop_first,
             "With an odd d_model you built d_model + 1 columns and dropped the first one, so every column "
             "moved one place: drop the last (cosine) column instead, so that the table ends with a sine",
         ),
         Mistake(
-            "float64_table", _float64_table,
+            "float64_table", wrong._float64_table,
             "Your table is float64: return it as float32, as the docstring says (computing in float64 "
             "is fine, then cast with .float())",
         ),
         Mistake(
-            "batch_axis_added", _batch_axis_added,
+            "batch_axis_added", wrong._batch_axis_added,
             "Return the (length, d_model) table itself: the leading batch axis (unsqueeze(0), as for a "
             "register_buffer) belongs to the module that stores it, not to this function",
         ),
         Mistake(
-            "transposed_table", _transposed_table,
+            "transposed_table", wrong._transposed_table,
             "Your table is transposed: one row per position, so the shape is (length, d_model)",
         ),
     ],
@@ -300,60 +176,6 @@ def add_positional_encoding_reference(x: torch.Tensor, pe: torch.Tensor) -> torc
     """x (N, L, E) + pe[:L] (L, E), broadcast over N. Returns (N, L, E)."""
     L = x.size(1)
     return x + pe[:L]  # (N, L, E) + (L, E)
-
-
-def _batch_axis(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return x + pe[: x.size(0)]  # indexes the table with N: (N, L, E) + (N, E)
-
-
-def _sequence_first(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return x + pe.unsqueeze(1)[: x.size(0)]  # a (max_len, 1, E) table sliced with N: sample n gets PE(n)
-
-
-def _unsqueeze_middle(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return x + pe[: x.size(1)].unsqueeze(1)  # (N, L, E) + (L, 1, E)
-
-
-def _whole_table(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return x + pe  # (N, L, E) + (max_len, E)
-
-
-def _feature_axis(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    # a recipe written for a (1, max_len, E) table, used on a (max_len, E) one: slices E instead of L
-    return x + pe[:, : x.size(1)]
-
-
-def _off_by_one(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return x + pe[1 : x.size(1) + 1]
-
-
-def _last_rows(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return x + pe[-x.size(1) :]
-
-
-def _ignores_pe(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    del pe  # recomputes the sinusoidal table instead of adding the one it was given
-    return x + _sinusoidal_table(x.size(1), x.size(2), dtype=x.dtype)
-
-
-def _multiplied(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return x * pe[: x.size(1)]
-
-
-def _scaled(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return x * math.sqrt(x.size(-1)) + pe[: x.size(1)]
-
-
-def _concatenated(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return torch.cat([x, pe[: x.size(1)].expand(x.size(0), -1, -1)], dim=-1)  # (N, L, 2E)
-
-
-def _forgot_x(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return pe[: x.size(1)].expand_as(x).clone()
-
-
-def _cast_to_float32(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
-    return (x + pe[: x.size(1)]).float()
 
 
 def _add_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
@@ -382,62 +204,62 @@ ADD = Exercise(
     points=1,
     mistakes=[
         Mistake(
-            "batch_axis", _batch_axis,
+            "batch_axis", wrong._batch_axis,
             "You sliced the table with x.size(0), which is the batch size N in a batch-first (N, L, E) "
             f"tensor: slice it with the length L = x.size(1) ({_BATCH_BUG})",
         ),
         Mistake(
-            "sequence_first", _sequence_first,
+            "sequence_first", wrong._sequence_first,
             "You used the sequence-first recipe: a (max_len, 1, E) table sliced with x.size(0) gives every "
             f"token of sample n the encoding PE(n); in a batch-first x the positions are axis 1 ({_BATCH_BUG})",
         ),
         Mistake(
-            "unsqueeze_middle", _unsqueeze_middle,
+            "unsqueeze_middle", wrong._unsqueeze_middle,
             "pe[:L].unsqueeze(1) has shape (L, 1, E), which lines L up with the batch axis of x: an (L, E) "
             "slice already broadcasts over N (or unsqueeze(0) for (1, L, E))",
         ),
         Mistake(
-            "whole_table", _whole_table,
+            "whole_table", wrong._whole_table,
             "You added the whole (max_len, E) table: keep only the rows of positions 0..L-1",
         ),
         Mistake(
-            "feature_axis", _feature_axis,
+            "feature_axis", wrong._feature_axis,
             "Your pe[:, :L] slices the feature axis of a (max_len, E) table (that recipe is for a "
             "(1, max_len, E) table): slice the rows, pe[:L]",
         ),
         Mistake(
-            "off_by_one", _off_by_one,
+            "off_by_one", wrong._off_by_one,
             "Off by one: positions start at 0, so token p gets row p of the table, rows 0..L-1 (not 1..L)",
         ),
         Mistake(
-            "last_rows", _last_rows,
+            "last_rows", wrong._last_rows,
             "You took the last L rows of the table: token p gets row p, so take the first L rows",
         ),
         Mistake(
-            "ignores_pe", _ignores_pe,
+            "ignores_pe", wrong._ignores_pe,
             "You ignored the table you were given and built a sinusoidal one: pe can be any (max_len, E) "
             "table, a learned one too (the check passes a random one), so add the rows of pe itself",
         ),
         Mistake(
-            "multiplied", _multiplied,
+            "multiplied", wrong._multiplied,
             "The encoding is added to the embeddings, not multiplied with them: x + (the first L rows of pe)",
         ),
         Mistake(
-            "scaled", _scaled,
+            "scaled", wrong._scaled,
             "Do not scale x here: the sqrt(E) factor of 'Why multiply the embeddings by √E?' belongs to the "
             "embedding layer; this function only adds",
         ),
         Mistake(
-            "concatenated", _concatenated,
+            "concatenated", wrong._concatenated,
             "You concatenated the encoding to x, doubling E: the encoding is added, so the output keeps the "
             "shape (N, L, E)",
         ),
         Mistake(
-            "forgot_x", _forgot_x,
+            "forgot_x", wrong._forgot_x,
             "You returned the encoding alone: the output is the embeddings x plus the encoding",
         ),
         Mistake(
-            "cast_to_float32", _cast_to_float32,
+            "cast_to_float32", wrong._cast_to_float32,
             "Keep the dtype of x: for a float64 batch (and table) the sum is float64, so do not cast it "
             "with .float()",
         ),
@@ -452,97 +274,10 @@ ADD = Exercise(
 # --------------------------------------------------------------------------------------------------
 
 
-def _frequencies(d_model: int, exponent=lambda two_i, E: two_i / E) -> torch.Tensor:
-    two_i = torch.arange(0, d_model, 2, dtype=F64)  # (E/2,)
-    return BASE ** (-exponent(two_i, d_model))  # (E/2,) w_i
-
-
-def _blocks(k: int, d_model: int, block, exponent=lambda two_i, E: two_i / E) -> torch.Tensor:
-    """Block-diagonal (E, E) with ``block(c, s)`` (a 2 x 2 nested list) for each pair, c = cos(k w_i), s = sin(k w_i)."""
-    angle = k * _frequencies(d_model, exponent)  # (E/2,)
-    blocks = [torch.tensor(block(math.cos(a), math.sin(a)), dtype=F64) for a in angle.tolist()]
-    return torch.block_diag(*blocks).float()  # (E, E)
-
-
-def _right(c: float, s: float) -> list[list[float]]:
-    return [[c, s], [-s, c]]
-
-
 def relative_shift_matrix_reference(k: int, d_model: int) -> torch.Tensor:
     """The (E, E) matrix M with M @ PE(p) == PE(p + k) for every p; E even. Block i is
     [[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]] acting on (sin(p w_i), cos(p w_i))."""
-    return _blocks(k, d_model, _right)
-
-
-def _absolute_k(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(abs(k), d_model, _right)
-
-
-def _transposed(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, lambda c, s: [[c, -s], [s, c]])
-
-
-def _missing_minus(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, lambda c, s: [[c, s], [s, c]])
-
-
-def _block_sin_cos_swapped(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, lambda c, s: [[s, c], [-c, s]])
-
-
-def _no_frequency(k: int, d_model: int) -> torch.Tensor:
-    # rotates every pair by k radians instead of k * w_i
-    return torch.block_diag(*[torch.tensor(_right(math.cos(k), math.sin(k))) for _ in range(d_model // 2)]).float()
-
-
-def _shift_exponent_pair_index(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, _right, exponent=lambda two_i, E: two_i / 2 / E)
-
-
-def _shift_exponent_doubled(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, _right, exponent=lambda two_i, E: 2 * two_i / E)
-
-
-def _shift_exponent_positive(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, _right, exponent=lambda two_i, E: -two_i / E)  # k * 10000^(2i/E), or k / w_i
-
-
-def _halves_layout(k: int, d_model: int) -> torch.Tensor:
-    # [[diag(c), diag(s)], [-diag(s), diag(c)]]: right for a [sin ..., cos ...] table, not the interleaved one
-    angle = k * _frequencies(d_model)
-    c, s = torch.diag(angle.cos()), torch.diag(angle.sin())
-    return torch.cat([torch.cat([c, s], 1), torch.cat([-s, c], 1)], 0).float()
-
-
-def _block_at_pair_index(k: int, d_model: int) -> torch.Tensor:
-    # block i written at rows/columns (i, i + 1) instead of (2i, 2i + 1): the blocks overlap
-    angle = k * _frequencies(d_model)
-    M = torch.zeros(d_model, d_model, dtype=F64)
-    for i, a in enumerate(angle.tolist()):
-        c, s = math.cos(a), math.sin(a)
-        M[i, i], M[i, i + 1], M[i + 1, i], M[i + 1, i + 1] = c, s, -s, c
-    return M.float()
-
-
-def _last_block_missing(k: int, d_model: int) -> torch.Tensor:
-    full = _blocks(k, d_model, _right)
-    full[-2:, -2:] = 0  # range(d_model // 2 - 1): one block short
-    return full
-
-
-def _block_diag_of_list(k: int, d_model: int) -> torch.Tensor:
-    blocks = [torch.tensor(_right(math.cos(a), math.sin(a))) for a in (k * _frequencies(d_model)).tolist()]
-    return torch.block_diag(blocks)  # a list, not unpacked: raises TypeError
-
-
-def _stacked_blocks(k: int, d_model: int) -> torch.Tensor:
-    angle = k * _frequencies(d_model)
-    c, s = angle.cos(), angle.sin()
-    return torch.stack([torch.stack([c, s], -1), torch.stack([-s, c], -1)], -2).float()  # (E/2, 2, 2)
-
-
-def _shift_float64(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, _right).double()
+    return wrong._blocks(k, d_model, wrong._right)  # the construction its wrong variants share
 
 
 def _shift_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
@@ -563,69 +298,69 @@ SHIFT = Exercise(
     points=3,
     mistakes=[
         Mistake(  # before "transposed": on a negative k the two give the same matrix
-            "absolute_k", _absolute_k,
+            "absolute_k", wrong._absolute_k,
             "Your matrix is right for k >= 0 but shifts forward for a negative k as well: use k as it is, "
             "not abs(k); a negative k moves the encoding backwards (the matrix for -k is the transpose of "
             "the one for k)",
         ),
         Mistake(
-            "transposed", _transposed,
+            "transposed", wrong._transposed,
             "Your matrix shifts by -k: each pair is (sin, cos), not (cos, sin), so the block is "
             f"[[cos, sin], [-sin, cos]] (the transpose of the textbook rotation; {_ROTATION})",
         ),
         Mistake(
-            "missing_minus", _missing_minus,
+            "missing_minus", wrong._missing_minus,
             "A sign is wrong: cos(a + b) = cos a cos b - sin a sin b, so the second row of each block is "
             f"[-sin(k w_i), cos(k w_i)] ({_ROTATION})",
         ),
         Mistake(
-            "block_sin_cos_swapped", _block_sin_cos_swapped,
+            "block_sin_cos_swapped", wrong._block_sin_cos_swapped,
             "Sines and cosines are swapped inside your blocks: the diagonal of each block is cos(k w_i) "
             f"(with k = 0 the matrix is the identity; {_ROTATION})",
         ),
         Mistake(
-            "no_frequency", _no_frequency,
+            "no_frequency", wrong._no_frequency,
             "Every pair turns by its own angle k * w_i with w_i = 10000^(-2i / d_model), not by k radians",
         ),
         Mistake(
-            "exponent_pair_index", _shift_exponent_pair_index,
+            "exponent_pair_index", wrong._shift_exponent_pair_index,
             f"The exponent is off by a factor 2 (you used the pair index i for 2i): {_FREQUENCY}",
         ),
         Mistake(
-            "exponent_doubled", _shift_exponent_doubled,
+            "exponent_doubled", wrong._shift_exponent_doubled,
             f"The exponent is twice too large (arange(0, d_model, 2) already is 2i): {_FREQUENCY}",
         ),
         Mistake(
-            "exponent_positive", _shift_exponent_positive,
+            "exponent_positive", wrong._shift_exponent_positive,
             f"Your angles grow with the pair index (k * 10000^(2i / d_model), or k / w_i): the angle is "
             f"k * w_i, and {_FREQUENCY}",
         ),
         Mistake(
-            "halves_layout", _halves_layout,
+            "halves_layout", wrong._halves_layout,
             "Your blocks pair dimension i with dimension i + d_model / 2 (the [sin ..., cos ...] layout): in "
             "this table pair i is the neighbours (2i, 2i + 1), so each 2 x 2 block sits on the diagonal "
             "(torch.block_diag)",
         ),
         Mistake(
-            "block_at_pair_index", _block_at_pair_index,
+            "block_at_pair_index", wrong._block_at_pair_index,
             "Pair i occupies rows and columns 2i and 2i + 1, not i and i + 1: your blocks overlap",
         ),
         Mistake(
-            "last_block_missing", _last_block_missing,
+            "last_block_missing", wrong._last_block_missing,
             "Your last 2 x 2 block is 0: there are d_model / 2 pairs, and every one needs its block "
             "(an off-by-one in the loop?)",
         ),
         Mistake(
-            "block_diag_of_list", _block_diag_of_list,
+            "block_diag_of_list", wrong._block_diag_of_list,
             "torch.block_diag takes the blocks as separate arguments: unpack your list, "
             "torch.block_diag(*blocks)",
         ),
         Mistake(
-            "float64_matrix", _shift_float64,
+            "float64_matrix", wrong._shift_float64,
             "Your matrix is float64: return it as float32, as the docstring says (.float() at the end)",
         ),
         Mistake(
-            "stacked_blocks", _stacked_blocks,
+            "stacked_blocks", wrong._stacked_blocks,
             "You returned the (d_model / 2, 2, 2) stack of blocks: put them on the diagonal of one "
             "(d_model, d_model) matrix (torch.block_diag)",
         ),

@@ -4,20 +4,20 @@
 * ``ch1.attention_scores``: the unscaled scores Q Kᵀ, for any number of leading (batch, head) dims.
 
 Each case puts a shape first on which every listed mistake gives a *value* the judge can recognise
-(square weights, L != S), then varied and edge shapes.
+(square weights, L != S), then varied and edge shapes. The wrong answers themselves are in
+:mod:`utils.exercises.mistakes.qkv`.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import warnings
 
 import torch
-import torch.nn.functional as F
 
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.mistakes import qkv as wrong
 
 __all__ = ["ATTENTION_SCORES", "EXERCISES", "PROJECT_QKV", "attention_scores_reference", "project_qkv_reference"]
 
@@ -58,180 +58,76 @@ def _project_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     ]
 
 
-def _transposed(x, w_q, w_k, w_v):
-    return x @ w_q.T, x @ w_k.T, x @ w_v.T
-
-
-def _reshaped_weight(x, w_q, w_k, w_v):  # "transposes" with reshape: the right shape, scrambled numbers
-    return tuple(x @ w.reshape(w.shape[1], w.shape[0]).T for w in (w_q, w_k, w_v))
-
-
-def _weight_first(x, w_q, w_k, w_v):  # the column-vector habit, W x
-    return w_q @ x, w_k @ x, w_v @ x
-
-
-def _transposed_output(x, w_q, w_k, w_v):  # Wᵀ Xᵀ = (X W)ᵀ, never transposed back
-    return tuple(w.T @ x.transpose(-2, -1) for w in (w_q, w_k, w_v))
-
-
-def _x_dot_T(x, w_q, w_k, w_v):
-    with warnings.catch_warnings():  # torch warns about .T on 3-D tensors; the diagnosis says it better
-        warnings.simplefilter("ignore", UserWarning)
-        return x.T @ w_q, x.T @ w_k, x.T @ w_v
-
-
-def _mm(x, w_q, w_k, w_v):
-    return torch.mm(x, w_q), torch.mm(x, w_k), torch.mm(x, w_v)
-
-
-def _bmm(x, w_q, w_k, w_v):
-    return torch.bmm(x, w_q), torch.bmm(x, w_k), torch.bmm(x, w_v)
-
-
-def _einsum_no_batch(x, w_q, w_k, w_v):
-    return tuple(torch.einsum("le,ed->ld", x, w) for w in (w_q, w_k, w_v))
-
-
-def _einsum_batch_only(x, w_q, w_k, w_v):
-    return tuple(torch.einsum("nle,ed->nld", x, w) for w in (w_q, w_k, w_v))
-
-
-def _reordered(order: str):
-    def wrong(x, w_q, w_k, w_v):
-        projected = dict(zip("QKV", project_qkv_reference(x, w_q, w_k, w_v)))
-        return tuple(projected[name] for name in order)
-
-    wrong.__name__ = f"_order_{order.lower()}"
-    return wrong
-
-
-def _no_q(x, w_q, w_k, w_v):
-    return x, x @ w_k, x @ w_v
-
-
-def _no_k(x, w_q, w_k, w_v):
-    return x @ w_q, x, x @ w_v
-
-
-def _no_v(x, w_q, w_k, w_v):
-    return x @ w_q, x @ w_k, x
-
-
-def _k_uses_w_q(x, w_q, w_k, w_v):
-    return x @ w_q, x @ w_q, x @ w_v
-
-
-def _v_uses_w_k(x, w_q, w_k, w_v):
-    return x @ w_q, x @ w_k, x @ w_k
-
-
-def _v_uses_w_q(x, w_q, w_k, w_v):
-    return x @ w_q, x @ w_k, x @ w_q
-
-
-def _scaled_by_sqrt_e(x, w_q, w_k, w_v):
-    scale = math.sqrt(x.shape[-1])
-    return x @ w_q / scale, x @ w_k / scale, x @ w_v / scale
-
-
-def _scaled_by_notebook_e(x, w_q, w_k, w_v):  # the notebook's global E = 16 (no case has E = 16)
-    return x @ w_q / 4.0, x @ w_k / 4.0, x @ w_v / 4.0
-
-
-def _chunked(x, w_q, w_k, w_v):  # fused projection split into three equal parts: wrong when D_v != D_k
-    return tuple((x @ torch.cat([w_q, w_k, w_v], dim=-1)).chunk(3, dim=-1))
-
-
-def _softmaxed_projections(x, w_q, w_k, w_v):
-    return tuple((x @ w).softmax(dim=-1) for w in (w_q, w_k, w_v))
-
-
-def _only_two(x, w_q, w_k, w_v):
-    return x @ w_q, x @ w_k
-
-
-def _stacked(x, w_q, w_k, w_v):
-    return torch.stack([x @ w_q, x @ w_k, x @ w_v])
-
-
-def _half(x, w_q, w_k, w_v):
-    return tuple(x.half() @ w.half() for w in (w_q, w_k, w_v))
-
-
-def _double(x, w_q, w_k, w_v):
-    return tuple(x.double() @ w.double() for w in (w_q, w_k, w_v))
-
-
 _LINEAR_SECTION = "see 'The same projection with nn.Linear' above"
 _ORDER = "return the tuple in the order (Q, K, V): queries, then keys, then values."
 
 _PROJECT_MISTAKES = [
-    Mistake("transposed_weight", _transposed,
+    Mistake("transposed_weight", wrong._transposed,
             "you multiplied by the transposed weights: x @ w.T, F.linear(x, w) (which computes x @ w.T) and an "
             "nn.Linear whose weight you set to w instead of w.T all do that. Here the weights are stored "
             "(E, D), so (..., L, E) @ (E, D) needs no transpose; only nn.Linear's (D, E) layout does: "
             f"{_LINEAR_SECTION}."),
-    Mistake("reshaped_weight", _reshaped_weight,
+    Mistake("reshaped_weight", wrong._reshaped_weight,
             "you reshaped a weight to (D, E) and transposed it back: reshape (and view) keeps the numbers "
             "in memory order, so it scrambles the matrix instead of transposing it. The weights are "
             "already (E, D): use them as they are."),
-    Mistake("weight_first", _weight_first,
+    Mistake("weight_first", wrong._weight_first,
             "you wrote w @ x, the column-vector habit (W x). Here every token is a row: x is (..., L, E) and "
             "w is (E, D), so x goes on the left and its last dim E meets w's first dim E."),
-    Mistake("transposed_output", _transposed_output,
+    Mistake("transposed_output", wrong._transposed_output,
             "your Q has shape (..., D, L): you computed Wᵀ Xᵀ = (X W)ᵀ, the column-vector form. Tokens are "
             "rows here, so Q must be (..., L, D_k): keep x on the left and drop the transposes."),
-    Mistake("x_dot_T", _x_dot_T,
+    Mistake("x_dot_T", wrong._x_dot_T,
             "x.T reverses *all* dimensions of x, and you need no transpose of x at all: x (..., L, E) already "
             "has E last, where w (E, D) needs it. See 'Myth check: `x @ x.T`' below for what .T does to a batch."),
-    Mistake("mm", _mm,
+    Mistake("mm", wrong._mm,
             "torch.mm only takes 2-D matrices, but x may carry a batch dim, (N, L, E). `@` (torch.matmul) "
             "treats leading dims as a batch and applies the same w to each: see 'The batch dimension' above."),
-    Mistake("bmm", _bmm,
+    Mistake("bmm", wrong._bmm,
             "torch.bmm needs two 3-D tensors with the same batch size, but w is a 2-D (E, D) matrix and x may "
             "be 2-D too. `@` (torch.matmul) broadcasts one w over any leading dims: see 'The batch dimension' above."),
-    Mistake("einsum_no_batch", _einsum_no_batch,
+    Mistake("einsum_no_batch", wrong._einsum_no_batch,
             "your einsum names exactly two dims for x, so it fails on a batched x (N, L, E). Write '...' for "
             "the leading dims (or use `@`), so that one expression handles (L, E) and (N, L, E)."),
-    Mistake("einsum_batch_only", _einsum_batch_only,
+    Mistake("einsum_batch_only", wrong._einsum_batch_only,
             "your einsum names exactly three dims for x, so it fails on an unbatched x (L, E). Write '...' for "
             "the leading dims (or use `@`), so that one expression handles (L, E) and (N, L, E)."),
-    Mistake("order_kqv", _reordered("KQV"), f"Q and K are swapped: {_ORDER}"),
-    Mistake("order_qvk", _reordered("QVK"), f"K and V are swapped: {_ORDER}"),
-    Mistake("order_vkq", _reordered("VKQ"), f"Q and V are swapped: {_ORDER}"),
-    Mistake("order_vqk", _reordered("VQK"), f"your tuple is (V, Q, K): {_ORDER}"),
-    Mistake("order_kvq", _reordered("KVQ"), f"your tuple is (K, V, Q): {_ORDER}"),
-    Mistake("no_q_projection", _no_q, "your Q equals x: you forgot to project the queries with w_q."),
-    Mistake("no_k_projection", _no_k, "your K equals x: you forgot to project the keys with w_k."),
-    Mistake("no_v_projection", _no_v, "your V equals x: you forgot to project the values with w_v."),
-    Mistake("one_weight", _k_uses_w_q,
+    Mistake("order_kqv", wrong._reordered("KQV"), f"Q and K are swapped: {_ORDER}"),
+    Mistake("order_qvk", wrong._reordered("QVK"), f"K and V are swapped: {_ORDER}"),
+    Mistake("order_vkq", wrong._reordered("VKQ"), f"Q and V are swapped: {_ORDER}"),
+    Mistake("order_vqk", wrong._reordered("VQK"), f"your tuple is (V, Q, K): {_ORDER}"),
+    Mistake("order_kvq", wrong._reordered("KVQ"), f"your tuple is (K, V, Q): {_ORDER}"),
+    Mistake("no_q_projection", wrong._no_q, "your Q equals x: you forgot to project the queries with w_q."),
+    Mistake("no_k_projection", wrong._no_k, "your K equals x: you forgot to project the keys with w_k."),
+    Mistake("no_v_projection", wrong._no_v, "your V equals x: you forgot to project the values with w_v."),
+    Mistake("one_weight", wrong._k_uses_w_q,
             "your K equals your Q: you used w_q for the keys too. Each of Q, K, V has its own weight."),
-    Mistake("v_uses_w_k", _v_uses_w_k,
+    Mistake("v_uses_w_k", wrong._v_uses_w_k,
             "your V equals your K: you used w_k for the values too (a copy-paste slip?). V needs w_v."),
-    Mistake("v_uses_w_q", _v_uses_w_q,
+    Mistake("v_uses_w_q", wrong._v_uses_w_q,
             "your V equals your Q: you used w_q for the values too (a copy-paste slip?). V needs w_v."),
-    Mistake("scaled_by_sqrt_e", _scaled_by_sqrt_e,
+    Mistake("scaled_by_sqrt_e", wrong._scaled_by_sqrt_e,
             "your Q, K, V are √E times too small: you divided by √E. The weights already carry that scale "
             "(they are drawn with std 1/√E), so the projection is a plain product, with no scaling of its own."),
-    Mistake("scaled_by_notebook_e", _scaled_by_notebook_e,
+    Mistake("scaled_by_notebook_e", wrong._scaled_by_notebook_e,
             "your Q, K, V are 4 = √16 times too small: you divided by √E with the notebook's global E = 16. "
             "A function should use only its arguments (the check's E varies), and the projection needs no "
             "scaling at all: the weights already carry it."),
-    Mistake("chunked", _chunked,
+    Mistake("chunked", wrong._chunked,
             "you split a fused projection with chunk(3), which cuts it into three equal parts, but D_v may "
             "differ from D_k: split at the weights' own widths (or project with each weight separately)."),
-    Mistake("softmaxed", _softmaxed_projections,
+    Mistake("softmaxed", wrong._softmaxed_projections,
             "your rows sum to 1: you applied a softmax to the projections. Q, K, V are plain linear maps of x; "
             "the softmax comes later, on the scores (chapter 2)."),
-    Mistake("only_two", _only_two,
+    Mistake("only_two", wrong._only_two,
             "you returned two tensors: return all three projections, (Q, K, V)."),
-    Mistake("stacked", _stacked,
+    Mistake("stacked", wrong._stacked,
             "return a tuple of three tensors (Q, K, V), not one stacked tensor: Q, K and V may have different "
             "widths (D_v need not equal D_k), so they cannot always be stacked."),
-    Mistake("half", _half,
+    Mistake("half", wrong._half,
             "your outputs are float16: you cast the inputs. Keep the input dtype: `@` on float32 tensors "
             "already returns float32."),
-    Mistake("double", _double,
+    Mistake("double", wrong._double,
             "your outputs are float64: you cast the inputs. Keep the input dtype: `@` on float32 tensors "
             "already returns float32."),
 ]
@@ -261,131 +157,61 @@ def _scores_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     ]
 
 
-def _transposed_result(q, k):
-    return k @ q.transpose(-2, -1)
-
-
-def _transposed_query(q, k):  # Qᵀ K: the transpose on the wrong factor
-    return q.transpose(-2, -1) @ k
-
-
-def _scaled(q, k):
-    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-
-
-def _divided_by_d(q, k):  # also the broadcast product averaged over D instead of summed
-    return q @ k.transpose(-2, -1) / q.shape[-1]
-
-
-def _dot_T(q, k):
-    with warnings.catch_warnings():  # torch warns about .T on 3-D tensors; the diagnosis says it better
-        warnings.simplefilter("ignore", UserWarning)
-        return q @ k.T
-
-
-def _t_method(q, k):
-    return q @ k.t()
-
-
-def _transpose_01(q, k):
-    return q @ k.transpose(0, 1)
-
-
-def _transpose_12(q, k):  # right for (N, S, D) only
-    return q @ k.transpose(1, 2)
-
-
-def _permute_021(q, k):
-    return q @ k.permute(0, 2, 1)
-
-
-def _bmm_scores(q, k):
-    return torch.bmm(q, k.transpose(-2, -1))
-
-
-def _einsum_3d(q, k):
-    return torch.einsum("nld,nsd->nls", q, k)
-
-
-def _reshaped_key(q, k):  # reshape (or view) to (..., D, S): the right shape, scrambled numbers
-    return q @ k.reshape(*k.shape[:-2], k.shape[-1], k.shape[-2])
-
-
-def _elementwise(q, k):
-    return q * k
-
-
-def _cosine(q, k):
-    return F.normalize(q, dim=-1) @ F.normalize(k, dim=-1).transpose(-2, -1)
-
-
-def _softmaxed(q, k):
-    return torch.softmax(q @ k.transpose(-2, -1), dim=-1)
-
-
-def _half_scores(q, k):
-    return q.half() @ k.half().transpose(-2, -1)
-
-
-def _double_scores(q, k):
-    return q.double() @ k.double().transpose(-2, -1)
-
-
 _DOT_T_MYTH = "see 'Myth check: `x @ x.T` is how you write X Xᵀ' above"
 _FROM_THE_END = ("Count the two dims to swap from the end, so that one expression works for (L, D), "
                  "(N, S, D) and (N, H, S, D)")
 
 _SCORES_MISTAKES = [
-    Mistake("transposed_result", _transposed_result,
+    Mistake("transposed_result", wrong._transposed_result,
             "your scores are transposed: you computed K Qᵀ (or (Q Kᵀ)ᵀ), shape (..., S, L). Rows belong to "
             "queries and columns to keys: the scores must be (..., L, S)."),
-    Mistake("transposed_query", _transposed_query,
+    Mistake("transposed_query", wrong._transposed_query,
             "you transposed q instead of k: Qᵀ K contracts over the tokens and, where it runs at all, gives "
             "(..., D, D). Each score is a dot product over D, so it is the keys that need the transpose."),
-    Mistake("scaled", _scaled,
+    Mistake("scaled", wrong._scaled,
             "you divided by √D. This exercise asks for the raw scores Q Kᵀ; the scaling comes in chapter 2."),
-    Mistake("divided_by_d", _divided_by_d,
+    Mistake("divided_by_d", wrong._divided_by_d,
             "your scores are D times too small: you divided by D, or averaged the products over D instead of "
             "summing them. A score is the plain dot product, a sum over D, with no scaling in this exercise."),
-    Mistake("transpose_12", _transpose_12,
+    Mistake("transpose_12", wrong._transpose_12,
             "k.transpose(1, 2) counts dims from the front, so it is right only for a 3-D (N, S, D) k: without "
             "a batch dim there is no dim 2, and with heads (N, H, S, D) it swaps H and S. "
             f"{_FROM_THE_END}: see 'Myth check: `x @ x.T`' above."),
-    Mistake("dot_T", _dot_T,
+    Mistake("dot_T", wrong._dot_T,
             "k.T reverses *all* dimensions, so it only works without a batch dimension. Swap just the last "
             f"two dims of k: {_DOT_T_MYTH}."),
-    Mistake("t_method", _t_method,
+    Mistake("t_method", wrong._t_method,
             "k.t() only accepts tensors with at most 2 dims, but k may be (N, S, D) or (N, H, S, D). "
             f"{_FROM_THE_END}: {_DOT_T_MYTH}."),
-    Mistake("transpose_01", _transpose_01,
+    Mistake("transpose_01", wrong._transpose_01,
             "k.transpose(0, 1) swaps the batch and length axes when there is a batch dimension. "
             f"{_FROM_THE_END}."),
-    Mistake("permute_021", _permute_021,
+    Mistake("permute_021", wrong._permute_021,
             "k.permute(0, 2, 1) names exactly three dims, so it fails for a 2-D k (S, D) and a 4-D "
             f"k (N, H, S, D). {_FROM_THE_END}."),
-    Mistake("bmm", _bmm_scores,
+    Mistake("bmm", wrong._bmm_scores,
             "torch.bmm only takes 3-D tensors, but q and k may be (L, D) or (N, H, L, D). `@` (torch.matmul) "
             "treats any number of leading dims as a batch."),
-    Mistake("einsum_3d", _einsum_3d,
+    Mistake("einsum_3d", wrong._einsum_3d,
             "your einsum names exactly three dims for q and k, so it fails for (L, D) and (N, H, L, D). Write "
             "'...' for the leading dims, so that one expression handles any number of them."),
-    Mistake("reshaped_key", _reshaped_key,
+    Mistake("reshaped_key", wrong._reshaped_key,
             "you reshaped k to (..., D, S): reshape (and view) keeps the numbers in memory order, so the shape "
             "is right but the matrix is scrambled. Only a transpose of the last two dims moves the numbers."),
-    Mistake("elementwise", _elementwise,
+    Mistake("elementwise", wrong._elementwise,
             "q * k multiplies entry by entry (and only runs when L = S). A score is a dot product of one query "
             "with one key, for every (query, key) pair: a matrix product, (..., L, D) with (..., D, S)."),
-    Mistake("cosine", _cosine,
+    Mistake("cosine", wrong._cosine,
             "you normalised q and k: these are cosine similarities. The scores are raw dot products, whose "
             "size depends on the vectors' lengths: see 'Myth check: \"Q Kᵀ computes how similar each word "
             "is to every other word.\"' above."),
-    Mistake("softmaxed", _softmaxed,
+    Mistake("softmaxed", wrong._softmaxed,
             "your rows sum to 1: you applied a softmax. This exercise asks for the raw scores Q Kᵀ; "
             "the softmax comes in chapter 2."),
-    Mistake("half", _half_scores,
+    Mistake("half", wrong._half_scores,
             "your scores are float16: you cast the inputs. Keep the input dtype: `@` on float32 tensors "
             "already returns float32."),
-    Mistake("double", _double_scores,
+    Mistake("double", wrong._double_scores,
             "your scores are float64: you cast the inputs. Keep the input dtype: `@` on float32 tensors "
             "already returns float32."),
 ]
