@@ -276,6 +276,13 @@ def test_fifo_notebook_in_a_submission_is_invalid_and_does_not_hang(tmp_path):
         assert row(batch, "fifo_and_real", eid)["status"] == "passed"
 
 
+def test_entries_that_are_not_student_folders_are_reported(tmp_path):
+    subs = tmp_path / "subs"
+    gf.student(subs, ".hidden", {"a.ipynb": gf.toy_submission()})
+    (subs / "notes.txt").write_text("x")
+    assert course.skipped_entries(subs) == [".hidden (a folder whose name starts with '.')", "notes.txt (not a folder)"]
+
+
 def test_read_notebook_refuses_fifos_devices_and_links_quickly(tmp_path):
     os.mkfifo(tmp_path / "fifo.ipynb")
     (tmp_path / "link.ipynb").symlink_to("/dev/zero")

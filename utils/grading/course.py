@@ -110,6 +110,20 @@ def find_students(submissions: Path) -> list[Path]:
                   if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
 
 
+def skipped_entries(submissions: Path) -> list[str]:
+    """``"name (why)"`` for every entry of ``submissions`` that is not graded as a student, so that the
+    grader can say so instead of dropping it silently."""
+    skipped = []
+    for path in sorted(submissions.iterdir()):
+        if path.is_symlink():
+            skipped.append(f"{path.name} (a symbolic link)")
+        elif not path.is_dir():
+            skipped.append(f"{path.name} (not a folder)")
+        elif path.name.startswith("."):
+            skipped.append(f"{path.name} (a folder whose name starts with '.')")
+    return skipped
+
+
 def read_submission(folder: Path) -> Submission:
     submission = Submission(folder.name)
     for path in sorted(folder.glob("*.ipynb")):

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from utils.exercises.common import Status, one_line
-from utils.exercises.forbidden import forbidden_in_source
+from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
 from utils.grading import course as course_mod
 from utils.grading import files, sandbox
 from utils.grading.unit import Guard, Row, Settings, Task, case_seed, run_unit, unit_rows
@@ -80,6 +80,12 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
         if name:
             decided[ex.id] = row(Status.FORBIDDEN, f"your code uses {name}; this exercise asks you to "
                                               f"implement it yourself")
+            continue
+        unsafe = unsafe_in_source(source)
+        if unsafe:
+            decided[ex.id] = row(Status.FORBIDDEN, f"your code uses {unsafe}, which no exercise cell may use (it "
+                                                   f"can reach code without naming it); write it with math, torch, "
+                                                   f"nn and F only, or ask your instructor to review this")
             continue
         units.setdefault(file, []).append(Task(ex, source))
     return decided, units

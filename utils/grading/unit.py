@@ -296,13 +296,13 @@ def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path) -> t
                                   "runs it")
         return (Status.ERROR, f"the grader could not read what your function returned ({exc})")
     exercise = task.course.exercise
+    for outcome in outcomes:
+        if outcome.error and _is_memory(*outcome.error):
+            return (Status.MEMORY, "your function ran out of memory; use smaller intermediate tensors")
     stopped = outcomes and outcomes[-1].error and outcomes[-1].error[0] == "NotImplementedError"
     if not outcomes or len(outcomes) > len(cases) or (len(outcomes) < len(cases) and not stopped):
         return (Status.ERROR, f"your function ran on {len(outcomes)} of {len(cases)} cases; the rest never "
                          f"returned (did it exit or tamper with the grader?)")
-    for outcome in outcomes:
-        if outcome.error and _is_memory(*outcome.error):
-            return (Status.MEMORY, "your function ran out of memory; use smaller intermediate tensors")
     try:
         verdict = judge(exercise, cases[: len(outcomes)], outcomes)
     except Exception as exc:  # a hostile output must never stop the batch
