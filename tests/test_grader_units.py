@@ -324,3 +324,34 @@ def test_a_failing_or_hanging_unit_becomes_rows_with_a_reason(tmp_path, monkeypa
         got = row(batch, name)
         assert got["status"] == "error" and word in got["feedback"], got
         assert got["points"] == "0"
+
+
+# --------------------------------------------------------------------------------------------------
+# Finding 14: self-harm gets a message saying what happened, and costs no later exercise
+# --------------------------------------------------------------------------------------------------
+
+FD_EXHAUSTION = (
+    "import os, resource\n_keep = []\n"
+    "def add_one(x):\n"
+    "    try:\n        while True:\n            _keep.append(os.open('/dev/null', os.O_RDONLY))\n"
+    "    except OSError:\n        pass\n"
+    "    return x + 1\n"
+)
+FORGED_STATUS = (  # the status pipe's number is in the worker's argv; write what the grader waits for
+    "import os, sys\n"
+    "for fd in range(3, 64):\n"
+    "    try:\n        os.write(fd, b'done 0\\ndone 1\\ndone 2\\ngarbage\\n')\n    except OSError:\n        pass\n"
+    "def add_one(x):\n    return x + 1\n"
+)
+
+
+def test_fd_exhaustion_and_forged_status_lines_cost_only_their_own_exercise(tmp_path):
+    batch = grade_class(tmp_path, {"fds": {"ch1.add_one": FD_EXHAUSTION},
+                                   "forger": {"ch1.add_one": FORGED_STATUS}})
+    got = row(batch, "fds")
+    assert got["status"] == "error" and "Too many open files" in got["feedback"], got
+    for student in ("fds", "forger"):  # later exercises ran in fresh processes, unaffected
+        for eid in ("ch1.attend", "ch1.total"):
+            assert row(batch, student, eid)["status"] == "passed", (student, row(batch, student, eid))
+        assert "memory" not in row(batch, student)["feedback"]
+    assert row(batch, "forger")["status"] in ("passed", "error")
