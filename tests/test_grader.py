@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from utils.exercises.common import Outcome, Status
-from utils.grading import cli, engine, report, sandbox, serialize
+from utils.grading import cli, engine, report, sandbox, serialize, unit
 from utils.grading.course import InvalidNotebook, read_notebook
 
 TIMEOUT = 4
@@ -211,10 +211,10 @@ def test_collect_rejects_forged_short_outcome_lists(tmp_path):
     task = engine.Task(engine.course_mod.CourseExercise("ch1.add_one", 2, "01_toy.ipynb", gf.ADD_ONE), "")
     cases = gf.ADD_ONE.cases(1)
     serialize.dump_outcomes([Outcome(output=cases[0]["x"] + 1)], tmp_path)  # 1 right answer of 3
-    status, feedback = engine._collect(task, cases, tmp_path)
+    status, feedback = unit._judge_folder(task, cases, tmp_path)
     assert status == "error" and "1 of 3" in feedback
     serialize.dump_outcomes([Outcome(output=c["x"] + 1) for c in cases], tmp_path)
-    assert engine._collect(task, cases, tmp_path)[0] == "passed"
+    assert unit._judge_folder(task, cases, tmp_path)[0] == "passed"
 
 
 def test_invalid_notebooks_have_a_reason(tmp_path):

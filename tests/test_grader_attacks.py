@@ -142,10 +142,10 @@ def test_lying_eq_does_not_pass(attacks):
 
 
 def test_forbidden_calls_static_and_at_run_time(attacks):
-    for student in ("cheater", "runtime_forbidden"):
-        row = status(attacks, student, "ch1.attend")
-        assert row["status"] == "forbidden", row
-        assert "scaled_dot_product_attention" in row["feedback"]
+    row = status(attacks, "cheater", "ch1.attend")
+    assert row["status"] == "forbidden" and "scaled_dot_product_attention" in row["feedback"], row
+    row = status(attacks, "runtime_forbidden", "ch1.attend")  # a computed name: refused before it runs
+    assert row["status"] == "forbidden" and "getattr with a computed attribute name" in row["feedback"], row
     others_pass(attacks, "runtime_forbidden", ("ch1.attend",))
 
 

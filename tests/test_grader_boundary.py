@@ -24,8 +24,8 @@ REPO = Path(__file__).resolve().parents[1]
 # What the worker may load of the course: the runner side, the value format and the package roots.
 WORKER_MAY_LOAD = {
     "utils", "utils.device", "utils.notebook_setup", "utils.exercises", "utils.exercises.common",
-    "utils.exercises.runner",
-    "utils.grading", "utils.grading.serialize", "utils.grading.worker",
+    "utils.exercises.runner", "utils.grading", "utils.grading.files", "utils.grading.serialize",
+    "utils.grading.worker",
 }
 CHAPTERS = tuple(module.__name__ for module in chapter_modules())  # utils.exercises.qkv, ...
 
@@ -43,14 +43,14 @@ def _loaded_after(code: str, *args: str) -> list[str]:
 
 
 def test_the_worker_runs_a_cell_with_only_the_runner_side_loaded(tmp_path):
-    job = {
-        "exercises": [{"id": "ch1.double", "func_name": "double", "forbidden": ["torch.nn.functional.softmax"],
-                       "source": "def double(x):\n    return 2 * x\n"}],
-        "limits": {"memory": 0, "cpu": 60, "fsize": 2**26, "nproc": 4096},
-    }
+    job = {"limits": {"memory": 0, "cpu": 60, "fsize": 2**26, "nproc": 4096}}
     (tmp_path / "job.json").write_text(json.dumps(job), encoding="utf-8")
     serialize.dump([{"x": torch.arange(3.0)}], tmp_path / "in" / "0")
-    loaded = _loaded_after("import sys\nfrom utils.grading.worker import main\nmain([sys.argv[1], '2', '0'])",
+    (tmp_path / "in" / "0" / "cell.json").write_text(json.dumps(
+        {"id": "ch1.double", "func_name": "double", "forbidden": ["torch.nn.functional.softmax"],
+         "source": "def double(x):\n    return 2 * x\n"}), encoding="utf-8")
+    loaded = _loaded_after("import os, sys\nfrom utils.grading.worker import main\nr, w = os.pipe()\n"
+                           "os.write(w, b'run 0\\n')\nos.close(w)\nmain([sys.argv[1], '2', str(r)])",
                            str(tmp_path))
     outcomes = serialize.load_outcomes(tmp_path / "out" / "0", ["x"])
     assert len(outcomes) == 1 and torch.equal(outcomes[0].output, torch.tensor([0.0, 2.0, 4.0]))

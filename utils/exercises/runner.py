@@ -72,7 +72,8 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
 def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence[str] = ()) -> list[Outcome]:
     """Call ``fn(**case)`` on copies of every case and record what happened.
 
-    Stops early after a ``NotImplementedError``: the rest would only say the same.
+    Stops early after a ``NotImplementedError`` or a ``MemoryError``: the rest would only say the same
+    (and a memory bomb would cost its time again on every case).
     """
     outcomes = []
     for case in cases:
@@ -86,6 +87,10 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
             outcome.forbidden = str(exc)
         except NotImplementedError:
             outcome.error = ("NotImplementedError", "")
+            outcomes.append(outcome)
+            break
+        except MemoryError as exc:
+            outcome.error = ("MemoryError", one_line(str(exc), ERROR_MESSAGE_CHARS))
             outcomes.append(outcome)
             break
         except Exception as exc:  # the learner's code may raise anything; we report it

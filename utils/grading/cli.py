@@ -41,7 +41,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
         course_root: where ``solutions/`` lives (points and the exercise list come from there).
 
     Returns a summary: ``students``, ``exercises``, ``rows`` (list of :class:`engine.Row`),
-    ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``.
+    ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``, ``skipped``
+    (entries of ``submissions_dir`` that are not graded, each with the reason, also printed on stderr).
     Raises :class:`NoSubmissions` when there is no student folder.
     """
     started = time.perf_counter()
@@ -53,6 +54,11 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
 
         registry = all_exercises()
     root = Path(course_root) if course_root is not None else COURSE_ROOT
+    from utils.grading.course import skipped_entries
+
+    skipped = skipped_entries(submissions)
+    if skipped:
+        print(f"grader: not graded (not a student folder): {', '.join(skipped)}", file=sys.stderr)
     the_plan = engine.plan(submissions, root, registry)
     settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb))
     jobs = jobs or default_jobs()
@@ -73,6 +79,7 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
         "students": the_plan.students, "exercises": ids, "rows": rows, "totals": totals,
         "max_total": sum(e.points for e in the_plan.exercises), "seconds": time.perf_counter() - started,
         "isolation": sandbox.isolation().level, "seed": settings.seed, "units": len(the_plan.units),
+        "skipped": skipped,
     }
 
 

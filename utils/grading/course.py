@@ -16,6 +16,8 @@ from typing import Any
 
 import nbformat
 
+from utils.grading import files
+
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELL_CHARS = 200_000
 
@@ -34,17 +36,14 @@ class InvalidNotebook(ValueError):
 
 def read_notebook(path: Path) -> Any:
     """Parse a notebook with a size cap; raises :class:`InvalidNotebook` with a readable reason."""
-    try:
-        if path.is_symlink():
-            raise InvalidNotebook("is a symbolic link")
-        size = path.stat().st_size
-        if size > MAX_NOTEBOOK_BYTES:
-            raise InvalidNotebook(f"is too large ({size / 2**20:.0f} MB > {MAX_NOTEBOOK_BYTES // 2**20} MB)")
-        text = path.read_text(encoding="utf-8")
+    try:  # through one descriptor, without following links or blocking: a FIFO or device is refused
+        text = files.read_regular(path, MAX_NOTEBOOK_BYTES).decode("utf-8")
+    except files.TooLarge as exc:
+        raise InvalidNotebook(f"is too large ({exc.size / 2**20:.0f} MB > {MAX_NOTEBOOK_BYTES // 2**20} MB)") from None
+    except files.Refused as exc:
+        raise InvalidNotebook(str(exc)) from None
     except UnicodeDecodeError:
         raise InvalidNotebook("is not UTF-8 text") from None
-    except OSError as exc:
-        raise InvalidNotebook(f"cannot be read ({exc.strerror})") from None
     try:
         notebook = nbformat.reads(text, as_version=4)
     except Exception as exc:  # nbformat raises many kinds (NotJSONError, ValueError, KeyError...)
@@ -109,6 +108,20 @@ class Submission:
 def find_students(submissions: Path) -> list[Path]:
     return sorted(p for p in submissions.iterdir()
                   if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+
+
+def skipped_entries(submissions: Path) -> list[str]:
+    """``"name (why)"`` for every entry of ``submissions`` that is not graded as a student, so that the
+    grader can say so instead of dropping it silently."""
+    skipped = []
+    for path in sorted(submissions.iterdir()):
+        if path.is_symlink():
+            skipped.append(f"{path.name} (a symbolic link)")
+        elif not path.is_dir():
+            skipped.append(f"{path.name} (not a folder)")
+        elif path.name.startswith("."):
+            skipped.append(f"{path.name} (a folder whose name starts with '.')")
+    return skipped
 
 
 def read_submission(folder: Path) -> Submission:

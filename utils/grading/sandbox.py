@@ -155,31 +155,41 @@ def _env(home: Path, marker: str) -> dict[str, str]:
 
 @dataclass
 class Worker:
-    """One running worker: the process, its status pipe and its capped output."""
+    """One running worker: the process, its status and command pipes and its capped output."""
 
     proc: subprocess.Popen
     status_fd: int
+    command_fd: int
     marker: str
     isolation: Isolation
     output: bytearray = field(default_factory=bytearray)
+    killed_by_grader: bool = False
     _buffer: bytes = b""
     _drain: threading.Thread | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _inner: int = 0
 
     @classmethod
-    def start(cls, jobdir: Path, workdir: Path, start: int, slot: int, iso: Isolation) -> Worker:
+    def start(cls, jobdir: Path, workdir: Path, slot: int, iso: Isolation) -> Worker:
         read_fd, write_fd = os.pipe()
-        marker = f"{os.getpid()}-{jobdir.name}-{start}-{time.monotonic_ns()}"
+        command_read, command_write = os.pipe()
+        marker = f"{os.getpid()}-{jobdir.name}-{time.monotonic_ns()}"
         cmd = iso.command(slot) + [sys.executable, "-I", "-c", _BOOTSTRAP, _package_root(),
-                                   str(jobdir), str(write_fd), str(start)]
+                                   str(jobdir), str(write_fd), str(command_read)]
         try:
             proc = subprocess.Popen(
                 cmd, cwd=workdir, env=_env(workdir, marker), stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write_fd,),
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, pass_fds=(write_fd, command_read),
                 start_new_session=True, close_fds=True,
             )
+        except BaseException:
+            for fd in (read_fd, command_write):
+                os.close(fd)
+            raise
         finally:
             os.close(write_fd)
-        worker = cls(proc, read_fd, marker, iso)
+            os.close(command_read)
+        worker = cls(proc, read_fd, command_write, marker, iso)
         worker._drain = threading.Thread(target=worker._drain_output, daemon=True)
         worker._drain.start()
         return worker
@@ -194,6 +204,14 @@ class Worker:
             room = OUTPUT_CAP - len(self.output)
             if room > 0:
                 self.output += chunk[:room]
+
+    def send(self, line: str) -> bool:
+        """Send one command line (``run i``); False when the worker no longer reads."""
+        try:
+            os.write(self.command_fd, (line + "\n").encode("ascii"))
+        except OSError:
+            return False
+        return True
 
     def next_line(self, deadline: float) -> str | None:
         """The next status line before ``deadline`` (monotonic), ``""`` at EOF, ``None`` on timeout."""
@@ -213,31 +231,100 @@ class Worker:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line.decode("ascii", "replace").strip()
 
-    def kill(self) -> None:
-        """Kill the worker and everything it started; wait for it. Safe to call twice."""
+    def inner_pid(self) -> int:
+        """The worker's Python process: the first child of ``unshare`` (PID 1 of its namespace), or the
+        process itself at the ``session`` level. 0 when it is gone."""
+        if self._inner:
+            return self._inner
+        if not self.isolation.prefix:
+            self._inner = self.proc.pid
+            return self._inner
+        try:
+            with open(f"/proc/{self.proc.pid}/task/{self.proc.pid}/children", encoding="ascii") as children:
+                self._inner = int(children.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return 0
+        return self._inner
+
+    def freeze(self, wait: float = 3.0) -> bool:
+        """Stop the worker (every thread of it, with ``SIGSTOP``) and kill every other process of the
+        sandbox, so that nothing of it runs while the grader reads what it wrote. True once every thread
+        is seen stopped; False when that could not be confirmed (the caller then kills the worker)."""
+        pid = self.inner_pid()
+        if not pid:
+            return False
+        try:
+            os.kill(pid, signal.SIGSTOP)
+        except OSError:
+            return False
+        sweep(self)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if _all_stopped(pid):
+                return True
+            time.sleep(0.002)
+        return False
+
+    def thaw(self) -> None:
+        pid = self.inner_pid()
+        if pid:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+
+    def terminate(self) -> None:
+        """Kill the worker and everything it started, without waiting (safe from another thread)."""
+        self.killed_by_grader = self.killed_by_grader or self.proc.poll() is None
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         if self.isolation.level == "session":
             kill_marked(self.marker)
+
+    def kill(self) -> None:
+        """Kill the worker and everything it started; wait for it. Safe to call twice."""
+        self.terminate()
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             self.proc.kill()
         if self._drain is not None:
             self._drain.join(timeout=5)
-        if self.status_fd >= 0:
-            os.close(self.status_fd)
-            self.status_fd = -1
+        with self._lock:
+            for name in ("status_fd", "command_fd"):
+                fd = getattr(self, name)
+                if fd >= 0:
+                    os.close(fd)
+                    setattr(self, name, -1)
 
     def exit_description(self) -> str:
         code = self.proc.poll()
         if code is None:
             return "still running"
         if code < 0:
-            return f"killed by signal {signal.Signals(-code).name}"
+            try:
+                return f"killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                return f"killed by signal {-code}"
         return f"exited with status {code}"
+
+
+def _all_stopped(pid: int) -> bool:
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True  # gone
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat", encoding="ascii") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("T", "t", "Z", "X"):
+            return False
+    return True
 
 
 def sweep(worker: Worker) -> None:
@@ -246,11 +333,12 @@ def sweep(worker: Worker) -> None:
     if worker.isolation.level == "session":
         kill_marked(worker.marker, spare=worker.proc.pid)
         return
+    inner = worker.inner_pid()
     try:
-        with open(f"/proc/{worker.proc.pid}/task/{worker.proc.pid}/children", encoding="ascii") as children:
-            inner = int(children.read().split()[0])
-        namespace = os.readlink(f"/proc/{inner}/ns/pid")
-    except (OSError, ValueError, IndexError):
+        namespace = os.readlink(f"/proc/{inner}/ns/pid") if inner else ""
+    except OSError:
+        return
+    if not namespace:
         return
     _kill_where(lambda pid: os.readlink(f"/proc/{pid}/ns/pid") == namespace, spare=inner, rounds=5)
 

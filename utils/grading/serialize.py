@@ -4,6 +4,9 @@ Both sides use this module: the trusted grader writes the inputs (cases) with :f
 sandboxed worker writes the learner's raw outputs with :func:`dump`, and the trusted grader reads them
 back with :func:`load`, which treats every byte as hostile:
 
+* every file is read through :func:`utils.grading.files.read_regular` (no link, no FIFO, no device,
+  checked on the open descriptor), each name at most once, and the files of one value are bounded in
+  total (:data:`MAX_OUTCOME_BYTES`) and in count (records are counted before any is decoded);
 * ``.npy`` files are read with ``allow_pickle=False``, must be plain numeric/bool arrays of a known
   dtype, have a bounded size, and live directly in the value's folder (no path tricks);
 * JSON nesting, list lengths, string lengths and integers are bounded;
@@ -18,8 +21,12 @@ Encoded values (``enc``): ``{"t": "none"}``, ``{"t": "bool"|"int"|"str", "v": ..
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +34,12 @@ import numpy as np
 import torch
 
 from utils.exercises.common import Outcome
+from utils.grading import files
 
 MAX_NPY_BYTES = 64 * 2**20
 """Largest single array the trusted side accepts from the sandbox."""
+MAX_OUTCOME_BYTES = 256 * 2**20
+"""All the files of one exercise's outcomes together."""
 MAX_JSON_BYTES = 4 * 2**20
 MAX_DEPTH = 4
 MAX_ITEMS = 64
@@ -166,38 +176,84 @@ def dump_outcomes(outcomes: list[Outcome], folder: Path) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> Any:
+class _Reader:
+    """Reads the files of one value folder through a descriptor, each name at most once, and at most
+    :data:`MAX_OUTCOME_BYTES` in all: a small JSON file that names one big ``.npy`` many times costs
+    an error, not the grader's memory."""
+
+    def __init__(self, dir_fd: int, max_bytes: int) -> None:
+        self.dir_fd = dir_fd
+        self.left = max_bytes
+        self.seen: set[str] = set()
+
+    def read(self, name: str, limit: int) -> bytes:
+        if name in self.seen:
+            raise DecodeError(f"{name} is named more than once")
+        self.seen.add(name)
+        try:
+            data = files.read_regular(name, min(limit, self.left), dir_fd=self.dir_fd)
+        except files.TooLarge as exc:
+            if exc.size <= limit:
+                raise DecodeError(f"the files are too large in total (over {MAX_OUTCOME_BYTES // 2**20} MB)") from None
+            raise DecodeError(f"{name} is too large") from None
+        except files.Refused as exc:
+            raise DecodeError(f"{name} {exc}") from None
+        self.left -= len(data)
+        return data
+
+    def json(self, name: str) -> Any:
+        data = self.read(name, MAX_JSON_BYTES)
+        try:
+            return json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+            raise DecodeError(f"{name} is unreadable: {type(exc).__name__}") from None
+
+
+@contextlib.contextmanager
+def _reader(folder: Path | int, max_bytes: int = 0) -> Iterator[_Reader]:
+    """A :class:`_Reader` on ``folder`` (a path, whose last part must not be a link, or an open descriptor)."""
+    max_bytes = max_bytes or MAX_OUTCOME_BYTES
+    if isinstance(folder, int):
+        yield _Reader(folder, max_bytes)
+        return
     try:
-        if path.is_symlink() or not path.is_file():
-            raise DecodeError(f"{path.name} is missing")
-        if path.stat().st_size > MAX_JSON_BYTES:
-            raise DecodeError(f"{path.name} is too large")
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise DecodeError(f"{path.name} is unreadable: {type(exc).__name__}") from None
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise DecodeError(f"the folder {Path(folder).name} is missing or not a folder ({exc.strerror})") from None
+    try:
+        yield _Reader(fd, max_bytes)
+    finally:
+        os.close(fd)
 
 
-def _load_tensor(folder: Path, enc: dict[str, Any]) -> torch.Tensor:
+def read_json(folder: Path | int, name: str) -> Any:
+    """Decode the JSON file ``name`` of ``folder`` (bounded, read through a descriptor, no links)."""
+    with _reader(folder) as reader:
+        return reader.json(name)
+
+
+def _load_tensor(reader: _Reader, enc: dict[str, Any]) -> torch.Tensor:
     name, dtype = enc.get("f"), enc.get("dtype")
     if not isinstance(name, str) or not _NPY_NAME.match(name) or dtype not in DTYPES:
         raise DecodeError("bad tensor entry")
-    path = folder / name
-    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_NPY_BYTES:
-        raise DecodeError(f"tensor file {name} is missing or too large")
-    try:
-        array = np.load(path, allow_pickle=False)
-    except Exception as exc:  # malformed header, pickled object array, truncated file
-        raise DecodeError(f"tensor file {name} is unreadable: {type(exc).__name__}") from None
+    data = reader.read(name, MAX_NPY_BYTES)
     torch_dtype, np_dtype = DTYPES[dtype]
-    if not isinstance(array, np.ndarray) or array.dtype != np_dtype:
-        raise DecodeError(f"tensor file {name} has an unexpected dtype")
-    array = np.array(array, copy=True)
+    try:
+        array = np.load(io.BytesIO(data), allow_pickle=False)
+        if not isinstance(array, np.ndarray) or array.dtype != np_dtype:
+            raise DecodeError(f"tensor file {name} has an unexpected dtype")
+        if not array.flags.writeable or not array.flags.c_contiguous:
+            array = np.array(array, copy=True, order="C")
+    except DecodeError:
+        raise
+    except Exception as exc:  # malformed header, pickled object array, truncated file, MemoryError
+        raise DecodeError(f"tensor file {name} is unreadable: {type(exc).__name__}") from None
     if dtype == "bfloat16":
         return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
     return torch.from_numpy(array)
 
 
-def decode(folder: Path, enc: Any, depth: int = 0) -> Any:
+def decode(reader: _Reader, enc: Any, depth: int = 0) -> Any:
     if not isinstance(enc, dict) or depth > MAX_DEPTH + 2:
         raise DecodeError("bad value")
     kind, value = enc.get("t"), enc.get("v")
@@ -215,13 +271,13 @@ def decode(folder: Path, enc: Any, depth: int = 0) -> Any:
     if kind == "str" and isinstance(value, str):
         return value[:MAX_STR]
     if kind == "tensor":
-        return _load_tensor(folder, enc)
+        return _load_tensor(reader, enc)
     if kind == "tuple" and isinstance(value, list) and len(value) <= MAX_ITEMS:
-        return tuple(decode(folder, v, depth + 1) for v in value)
+        return tuple(decode(reader, v, depth + 1) for v in value)
     if kind == "dict" and isinstance(value, dict) and len(value) <= MAX_ITEMS:
-        return {str(k)[:100]: decode(folder, v, depth + 1) for k, v in value.items()}
+        return {str(k)[:100]: decode(reader, v, depth + 1) for k, v in value.items()}
     if kind == "list" and isinstance(value, list) and len(value) <= 4096:
-        return [decode(folder, v, depth + 1) for v in value]
+        return [decode(reader, v, depth + 1) for v in value]
     if kind == "other":
         return opaque(str(enc.get("type", "object")))
     raise DecodeError(f"bad value of kind {str(kind)[:20]!r}")
@@ -229,40 +285,46 @@ def decode(folder: Path, enc: Any, depth: int = 0) -> Any:
 
 def load(folder: Path) -> Any:
     """Read a value written by :func:`dump` (trusted inputs; used by the worker)."""
-    return decode(folder, _read_json(folder / "value.json"))
+    with _reader(folder, max_bytes=2**40) as reader:
+        return decode(reader, reader.json("value.json"))
 
 
-def load_outcomes(folder: Path, case_keys: list[str]) -> list[Outcome]:
+def load_outcomes(folder: Path | int, case_keys: list[str], max_records: int = 4096) -> list[Outcome]:
     """Read the worker's outcomes as :class:`~utils.exercises.common.Outcome` s, validating every field.
 
+    ``folder`` is a path or an open folder descriptor. At most ``max_records`` records (checked before
+    any value is decoded) and :data:`MAX_OUTCOME_BYTES` of files in all, each file named at most once.
     Raises :class:`DecodeError` when the files are malformed.
     """
-    records = _read_json(folder / "outcomes.json")
-    if not isinstance(records, list) or len(records) > 4096:
-        raise DecodeError("outcomes.json is not a list")
-    outcomes = []
-    for record in records:
-        if not isinstance(record, dict):
-            raise DecodeError("bad outcome")
-        error = record.get("error")
-        if error is not None:
-            if not (isinstance(error, list) and len(error) == 2 and all(isinstance(e, str) for e in error)):
-                raise DecodeError("bad error entry")
-            error = (error[0][:100], " ".join(error[1].split())[:300])
-        mutated = record.get("mutated") or []
-        if not isinstance(mutated, list):
-            raise DecodeError("bad mutated entry")
-        mutated = [m for m in mutated if isinstance(m, str) and m in case_keys]
-        forbidden = record.get("forbidden")
-        if forbidden is not None and not isinstance(forbidden, str):
-            raise DecodeError("bad forbidden entry")
-        outcomes.append(Outcome(
-            output=decode(folder, record.get("output")),
-            error=error,
-            mutated=mutated,
-            forbidden=forbidden[:200] if forbidden else None,
-        ))
-    return outcomes
+    with _reader(folder) as reader:
+        records = reader.json("outcomes.json")
+        if not isinstance(records, list):
+            raise DecodeError("outcomes.json is not a list")
+        if len(records) > max_records:
+            raise DecodeError(f"outcomes.json has {len(records)} records for {max_records} cases")
+        try:
+            return [_outcome(reader, record, case_keys) for record in records]
+        except MemoryError:
+            raise DecodeError("the outputs are too large to read") from None
+
+
+def _outcome(reader: _Reader, record: Any, case_keys: list[str]) -> Outcome:
+    if not isinstance(record, dict):
+        raise DecodeError("bad outcome")
+    error = record.get("error")
+    if error is not None:
+        if not (isinstance(error, list) and len(error) == 2 and all(isinstance(e, str) for e in error)):
+            raise DecodeError("bad error entry")
+        error = (error[0][:100], " ".join(error[1].split())[:300])
+    mutated = record.get("mutated") or []
+    if not isinstance(mutated, list):
+        raise DecodeError("bad mutated entry")
+    mutated = [m for m in mutated if isinstance(m, str) and m in case_keys]
+    forbidden = record.get("forbidden")
+    if forbidden is not None and not isinstance(forbidden, str):
+        raise DecodeError("bad forbidden entry")
+    return Outcome(output=decode(reader, record.get("output")), error=error, mutated=mutated,
+                   forbidden=forbidden[:200] if forbidden else None)
 
 
 def safe_name(text: str) -> str:
@@ -272,4 +334,4 @@ def safe_name(text: str) -> str:
 
 
 __all__ = ["DecodeError", "Opaque", "decode", "dump", "dump_outcomes", "load", "load_outcomes", "opaque",
-           "safe_name"]
+           "read_json", "safe_name"]

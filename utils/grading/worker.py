@@ -1,17 +1,24 @@
 """The untrusted half of the grader: runs one notebook's exercise cells inside the sandbox.
 
-Started by :mod:`utils.grading.sandbox` as ``python -I -c "<bootstrap>" JOBDIR STATUS_FD START``. It
+Started by :mod:`utils.grading.sandbox` as ``python -I -c "<bootstrap>" JOBDIR STATUS_FD COMMAND_FD``. It
 
 1. imports torch (once per worker: this is the expensive part) with one thread;
 2. lowers its own resource limits (address space, CPU seconds, file size, processes, no core dumps)
-   *before* any learner code runs;
-3. for each exercise from index ``START`` on: writes ``start i`` on the status pipe, executes the cell
-   with :func:`~utils.exercises.runner.load_function` (a fresh namespace, the forbidden names
-   patched), calls :func:`~utils.exercises.runner.run_cases` on the inputs the grader wrote, writes
-   the raw outcomes (``.npy`` + JSON, see :mod:`utils.grading.serialize`) and ``done i``.
+   *before* any learner code runs, and makes itself non-dumpable (no same-uid ``ptrace``);
+3. for each ``run i`` line the grader sends (only when exercise ``i`` is due, after writing its cell
+   and inputs into ``in/i``): writes ``start i``, **forks**, and the child, which closes the status and
+   command pipes first, executes the cell with :func:`~utils.exercises.runner.load_function` (a fresh
+   namespace, the forbidden names patched), calls :func:`~utils.exercises.runner.run_cases`, writes the
+   raw outcomes (``.npy`` + JSON, see :mod:`utils.grading.serialize`) and exits. The worker itself then
+   writes ``done i`` (or ``exit i CODE`` / ``died i SIGNAL``).
+
+So every exercise runs in a fresh copy of an interpreter that has never run learner code: what an
+earlier cell did to its own process (patched modules, threads, open files, walked frames) is gone
+before a later cell's source even reaches the worker.
 
 Nothing here decides a grade: the files and status lines are read as hostile by the trusted process,
-which owns the timeouts and kills this process (and, via the PID namespace, all its descendants).
+which owns the timeouts, stops this process before reading what it wrote, and kills it (and, via
+the PID namespace, all its descendants).
 Of the course it imports only the runner side (:mod:`utils.exercises.runner`,
 :mod:`utils.exercises.common`, :mod:`utils.grading.serialize`): no reference, no judging code
 (``tests/test_grader_boundary.py`` checks it).
@@ -50,7 +57,7 @@ def _apply_limits(limits: dict[str, int]) -> None:
     used_cpu = int(sum(os.times()[:2])) + 1
     _limit(resource.RLIMIT_CORE, 0)
     _limit(resource.RLIMIT_FSIZE, limits["fsize"])
-    _limit(resource.RLIMIT_CPU, used_cpu + limits["cpu"])
+    _limit(resource.RLIMIT_CPU, used_cpu + 4 * limits["cpu"] + 60)  # this process runs no learner code
     if limits.get("memory"):
         _limit(resource.RLIMIT_AS, vm_size + limits["memory"])
     if os.getuid() != 0:  # not enforced for root; the PID namespace covers that case
@@ -58,7 +65,7 @@ def _apply_limits(limits: dict[str, int]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    jobdir, status_fd, start = Path(argv[0]), int(argv[1]), int(argv[2])
+    jobdir, status_fd, command_fd = Path(argv[0]), int(argv[1]), int(argv[2])
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch  # noqa: I001  (once per worker: the point of this design)
 
@@ -67,43 +74,122 @@ def main(argv: list[str]) -> int:
         torch.set_num_interop_threads(1)
     except RuntimeError:
         pass
+    import utils.exercises.runner  # noqa: F401  (imported before any fork, so each exercise starts warm)
+    from utils.grading import serialize  # noqa: F401
+
+    limits = json.loads((jobdir / "job.json").read_text(encoding="utf-8"))["limits"]
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large file is an OSError, not a dead worker
+    _not_dumpable()
+    _apply_limits(limits)
+    _status(status_fd, "ready")
+    commands = os.fdopen(command_fd, "rb", buffering=0)
+    while True:
+        line = commands.readline(100).decode("ascii", "replace").split()
+        if len(line) != 2 or line[0] != "run" or not line[1].isdigit():
+            return 0  # EOF (the grader is done with us) or nonsense: stop
+        index = int(line[1])
+        _reap()
+        _status(status_fd, f"start {index}")
+        pid = os.fork()
+        if pid == 0:  # the exercise's own process: it cannot write status lines or read commands
+            code = 1
+            try:
+                os.close(status_fd)
+                os.close(command_fd)
+                _limit(resource.RLIMIT_CPU, int(sum(os.times()[:2])) + 1 + limits["cpu"])
+                code = _run_exercise(jobdir, index)
+            finally:
+                os._exit(code)
+        _pid, wait_status = os.waitpid(pid, 0)
+        sys.stdout.flush()
+        if os.WIFSIGNALED(wait_status):
+            _status(status_fd, f"died {index} {_signal_name(os.WTERMSIG(wait_status))}")
+        elif os.WEXITSTATUS(wait_status) not in (0, 1):
+            _status(status_fd, f"exit {index} {os.WEXITSTATUS(wait_status)}")
+        else:
+            _status(status_fd, f"done {index}")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal-{number}"
+
+
+def _not_dumpable() -> None:
+    """No process of this uid may ptrace us or open our /proc files (fds, memory): a learner's exercise
+    process (forked from us) cannot reach back into the worker that runs the next exercise."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
+def _reap() -> None:
+    """Reap leftover processes of earlier exercises (as the PID namespace's init, they become ours)."""
+    while True:
+        try:
+            pid, _status_code = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _run_exercise(jobdir: Path, index: int) -> int:
+    """Run exercise ``index`` in this (forked) process: read its cell and inputs, which the grader
+    writes only when it is due, run the cases, write the raw outcomes. Returns the exit status."""
     from utils.exercises.common import one_line
     from utils.exercises.runner import MissingFunction, load_function, run_cases
     from utils.grading import serialize
 
-    job = json.loads((jobdir / "job.json").read_text(encoding="utf-8"))
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large file is an OSError, not a dead worker
-    _apply_limits(job["limits"])
-    _status(status_fd, "ready")
-    for index in range(start, len(job["exercises"])):
-        exercise = job["exercises"][index]
-        _status(status_fd, f"start {index}")
-        out = jobdir / "out" / str(index)
-        record: dict[str, object] = {}
+    out = jobdir / "out" / str(index)
+    record: dict[str, object] = {}
+    try:
+        cell = json.loads((jobdir / "in" / str(index) / "cell.json").read_text(encoding="utf-8"))
+        cases = serialize.load(jobdir / "in" / str(index))
+        # Bare package names ("utils") are for the static check only: runner.forbid() patches attributes.
+        forbidden = [name for name in cell["forbidden"] if "." in name]
         try:
-            cases = serialize.load(jobdir / "in" / str(index))
-            # Bare package names ("utils") are for the static check only: runner.forbid() patches attributes.
-            forbidden = [name for name in exercise["forbidden"] if "." in name]
+            fn = load_function(cell["source"], cell["func_name"], forbidden)  # we are the sandbox
+        except MissingFunction:
+            record["load_error"] = ["LookupError", f"the cell does not define {cell['func_name']}()"]
+        else:
+            outcomes = run_cases(fn, cases, forbidden)
             try:
-                fn = load_function(exercise["source"], exercise["func_name"], forbidden)  # we are the sandbox
-            except MissingFunction:
-                record["load_error"] = ["LookupError", f"the cell does not define {exercise['func_name']}()"]
-            else:
-                outcomes = run_cases(fn, cases, forbidden)
                 serialize.dump_outcomes(outcomes, out)
-        except SystemExit as exc:
-            record["load_error"] = ["SystemExit", f"sys.exit({exc.code!r}) was called"]
-        except BaseException as exc:  # the cell's top level raised, or a BaseException escaped run_cases
-            record["load_error"] = [type(exc).__name__, one_line(str(exc), limit=300)]
-        if record:
+            except OSError as exc:  # e.g. the learner's code used up every file descriptor
+                _close_learner_files()
+                record["load_error"] = ["OSError", f"the results could not be written ({exc.strerror})"]
+    except SystemExit as exc:
+        record["load_error"] = ["SystemExit", f"sys.exit({exc.code!r}) was called"]
+    except BaseException as exc:  # the cell's top level raised, or a BaseException escaped run_cases
+        record["load_error"] = [type(exc).__name__, one_line(str(exc), limit=300)]
+    if record:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "load_error.json").write_text(json.dumps(record), encoding="utf-8")
+        except BaseException:
+            if "Too many open files" in str(record) or not _close_learner_files():
+                return 1
             try:
-                out.mkdir(parents=True, exist_ok=True)
                 (out / "load_error.json").write_text(json.dumps(record), encoding="utf-8")
             except BaseException:
-                pass
-        sys.stdout.flush()
-        _status(status_fd, f"done {index}")
+                return 1
+    sys.stdout.flush()
     return 0
+
+
+def _close_learner_files() -> bool:
+    """Close every descriptor but stdin, stdout and stderr (this process ends right after)."""
+    try:
+        os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 if __name__ == "__main__":

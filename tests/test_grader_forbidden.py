@@ -1,0 +1,113 @@
+"""Forbidden calls and cross-exercise tampering (issue 15, findings 5-7).
+
+The static check (:func:`utils.exercises.forbidden.unsafe_in_source`) rejects the red team's bypasses
+with status ``forbidden`` and a reason a student can appeal, and passes every solution's exercise cell.
+Independently of that check, each exercise runs in its own forked process and its cell reaches the
+worker only when due: an earlier cell cannot change how a later one is run or judged.
+"""
+
+from __future__ import annotations
+
+import grader_fixtures as gf
+import nbformat
+import pytest
+from test_grader_units import grade_class, row
+
+from utils.exercises.forbidden import unsafe_in_source
+
+BYPASSES = {
+    "getattr_c": "def attend(q, k, v):\n    return getattr(torch._C._nn, 'scaled_dot_product_' + 'attention')(q, k, v)\n",
+    "getattr_dynamic": "def attend(q, k, v):\n    return getattr(F, 'scaled_dot_' + 'product_attention')(q, k, v)\n",
+    "torch_ops": "def attend(q, k, v):\n    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n",
+    "importlib": ("import importlib\ndef attend(q, k, v):\n"
+                 "    return importlib.import_module('torch.nn.' + 'functional').scaled_dot_product_attention(q, k, v)\n"),
+    "dunder_import": "def attend(q, k, v):\n    return __import__('torch').nn.functional.softmax(q @ k.mT, -1) @ v\n",
+    "exec_copy": ("_ns = {}\nexec(open('/dev/null').read(), _ns)\n"
+                  "def attend(q, k, v):\n    return torch.softmax(q @ k.mT / q.shape[-1] ** 0.5, -1) @ v\n"),
+    "eval": "def attend(q, k, v):\n    return eval('F.scaled_dot_product_' + 'attention')(q, k, v)\n",
+    "compile": "_code = compile('x = 1', 'x', 'exec')\ndef attend(q, k, v):\n    return q\n",
+    "sys_modules": ("import sys\nsys.modules['utils.exercises.runner'].forbid = lambda names: iter([[]])\n"
+                    "def attend(q, k, v):\n    return F.softmax(q, -1)\n"),
+    "course_import": ("import utils.exercises.runner as r\nr.forbid = None\n"
+                      "def attend(q, k, v):\n    return q\n"),
+    "frame_walk": ("import sys\n_f = sys._getframe()\nwhile _f.f_back:\n    _f = _f.f_back\n"
+                   "def attend(q, k, v):\n    return q\n"),
+    "traceback_frame": ("try:\n    1 / 0\nexcept ZeroDivisionError as e:\n    _f = e.__traceback__.tb_frame\n"
+                        "def attend(q, k, v):\n    return q\n"),
+    "generator_frame": "_g = (i for i in [1])\n_f = _g.gi_frame\ndef attend(q, k, v):\n    return q\n",
+    "builtins_dict": "def attend(q, k, v):\n    return __builtins__['ev' + 'al']('q')\n",
+    "globals_dict": "def attend(q, k, v):\n    return globals()['F'].softmax(q, -1)\n",
+    "vars_dict": "def attend(q, k, v):\n    return vars(F)['scaled_dot_' + 'product_attention'](q, k, v)\n",
+    "dunder_dict": "def attend(q, k, v):\n    return F.__dict__['scaled_dot_' + 'product_attention'](q, k, v)\n",
+    "setattr": "setattr(F, 'softmax', None)\ndef attend(q, k, v):\n    return q\n",
+    "private_torch": "def attend(q, k, v):\n    return F._in_projection_packed(q, k, v, torch.eye(q.shape[-1]))[0]\n",
+    "pickle": "import pickle\ndef attend(q, k, v):\n    return q\n",
+    "gc_walk": "import gc\n_all = gc.get_objects()\ndef attend(q, k, v):\n    return q\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BYPASSES))
+def test_static_check_flags_each_bypass(name):
+    assert unsafe_in_source(BYPASSES[name]), name
+
+
+def test_static_check_passes_every_solution_exercise_cell():
+    checked = 0
+    for path in gf.course_notebooks():
+        nb = nbformat.read(str(path), as_version=4)
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.get("metadata", {}).get("course", {}).get("exercise"):
+                assert unsafe_in_source(cell.source) is None, (path.name, cell.metadata["course"]["exercise"])
+                checked += 1
+    for source in gf.TOY_SOLUTIONS.values():
+        assert unsafe_in_source(source) is None
+    assert checked or not gf.course_notebooks()
+
+
+def test_honest_uses_pass_the_static_check():
+    honest = ("import math\nclass Layer(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n"
+              "        self._scale = 1 / math.sqrt(d)\n        self.mods = nn.ModuleList([nn.Linear(d, d)])\n"
+              "    def forward(self, x):\n        for m in self.modules():\n            pass\n"
+              "        return getattr(self, 'mods')[0](x) * self._scale\n")
+    assert unsafe_in_source(honest) is None
+
+
+@pytest.fixture(scope="module")
+def bypass_batch(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bypass")
+    attackers = {f"by_{name}": {"ch1.attend": source} for name, source in BYPASSES.items()}
+    later = [f"'{i}'" for i in (1, 2)]
+    attackers["peek"] = {"ch1.add_one": (  # what can the first cell see of the later ones?
+        "import os\nraise RuntimeError(str(sorted(os.listdir('../in'))) + open('../job.json').read()[:150])\n")}
+    attackers["tamper"] = {"ch1.add_one": (  # patches its process for the exercises after it
+        "import json, threading, time\ntorch.softmax = lambda x, dim=-1: x * 0\n"
+        "json.dumps = lambda *a, **k: '[]'\n"
+        "def _again():\n    while True:\n        torch.softmax = lambda x, dim=-1: x * 0\n        time.sleep(0.001)\n"
+        "threading.Thread(target=_again, daemon=True).start()\n"
+        "def add_one(x):\n    return x + 1\n")}
+    batch = grade_class(tmp, attackers)
+    batch["later"] = later
+    return batch
+
+
+def test_each_bypass_is_forbidden_with_a_reason_to_appeal(bypass_batch):
+    for name in BYPASSES:
+        got = row(bypass_batch, f"by_{name}", "ch1.attend")
+        assert got["status"] == "forbidden" and got["points"] == "0", got
+        assert "ask your instructor" in got["feedback"] or "implement it yourself" in got["feedback"], got
+        assert row(bypass_batch, f"by_{name}", "ch1.total")["status"] == "passed"
+
+
+def test_a_cell_sees_no_later_cell_nor_its_inputs(bypass_batch):
+    got = row(bypass_batch, "peek")
+    assert got["status"] == "error" and "['0']" in got["feedback"], got  # only its own inputs
+    for later in bypass_batch["later"]:
+        assert later not in got["feedback"].split("]")[0]
+    assert "source" not in got["feedback"] and "def " not in got["feedback"]
+    assert row(bypass_batch, "peek", "ch1.total")["status"] == "passed"
+
+
+def test_an_earlier_cell_cannot_change_how_a_later_one_runs(bypass_batch):
+    assert row(bypass_batch, "tamper")["status"] == "error"  # its own results were sabotaged by itself
+    for eid in ("ch1.attend", "ch1.total"):  # attend uses torch.softmax; the patch died with its process
+        assert row(bypass_batch, "tamper", eid)["status"] == "passed", row(bypass_batch, "tamper", eid)

@@ -1,0 +1,310 @@
+"""Running one unit (all of one student's exercise cells) in sandboxed workers, and judging each result.
+
+For each exercise, when it is due: write its cell and inputs into ``in/i`` (never earlier), send
+``run i``, wait for the worker's answer under the exercise's timeout, **stop the sandbox** (``SIGSTOP``
+on the worker, ``SIGKILL`` on every other process in it), read its files through descriptors
+(:mod:`utils.grading.files`) and judge them here, then let the worker go on. When an exercise kills
+its worker or times out, a fresh worker starts at the next exercise. A :class:`Guard` carries the
+unit's verdicts and the deadline of its current phase, for the batch's watchdog.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from utils.exercises.common import Status, one_line
+from utils.exercises.judging import judge
+from utils.grading import course as course_mod
+from utils.grading import files, sandbox, serialize
+
+COLLECT_SECONDS = 120.0
+"""The watchdog's bound on reading and judging one exercise's results."""
+CLEANUP_SECONDS = 600.0
+"""The watchdog's bound on removing one unit's work folder."""
+MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "bad_alloc", "out of memory")
+
+
+@dataclass(frozen=True)
+class Row:
+    student: str
+    exercise: str
+    points: int
+    max_points: int
+    status: Status
+    feedback: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    timeout: float
+    seed: int
+    memory_mb: int = 2048
+    startup_timeout: float = 180.0
+
+
+@dataclass
+class Task:
+    """One exercise to run in a unit."""
+
+    course: course_mod.CourseExercise
+    source: str
+
+
+def case_seed(seed: int, exercise_id: str, student: str) -> int:
+    digest = hashlib.sha256(f"grade:{seed}:{exercise_id}:{student}".encode()).digest()
+    return int.from_bytes(digest[:6], "big")
+
+
+def _limits(settings: Settings) -> dict[str, int]:
+    return {
+        "memory": settings.memory_mb * 2**20,
+        "cpu": int(settings.timeout + 10),  # per exercise: each runs in its own forked process
+        "fsize": 64 * 2**20,
+        "nproc": 64,
+    }
+
+
+class Guard:
+    """The parent's watchdog over one unit. The unit's thread announces each phase with a deadline
+    (:meth:`enter`) and the worker it runs (:meth:`attach`); the batch loop calls :meth:`abandon` when a
+    deadline passes: it kills the worker, and the unit's rows are decided without it."""
+
+    def __init__(self) -> None:
+        self.phase = "waiting"
+        self.deadline = math.inf
+        self.worker: sandbox.Worker | None = None
+        self.verdicts: dict[int, tuple[Status, str]] = {}
+        self.abandoned = False
+        self._lock = threading.Lock()
+
+    def enter(self, phase: str, seconds: float) -> None:
+        with self._lock:
+            self.phase, self.deadline = phase, time.monotonic() + seconds
+
+    def attach(self, worker: sandbox.Worker | None) -> None:
+        with self._lock:
+            self.worker = worker
+            abandoned = self.abandoned
+        if abandoned and worker is not None:
+            worker.terminate()
+
+    def overdue(self, now: float) -> bool:
+        with self._lock:
+            return now > self.deadline
+
+    def abandon(self) -> None:
+        with self._lock:
+            self.abandoned = True
+            worker = self.worker
+        if worker is not None:
+            worker.terminate()
+
+
+def run_unit(student: str, tasks: list[Task], settings: Settings, tmp_root: Path, slot: int,
+             iso: sandbox.Isolation, guard: Guard | None = None) -> list[Row]:
+    guard = guard or Guard()
+    jobdir = Path(tempfile.mkdtemp(prefix="unit-", dir=tmp_root))
+    try:
+        _run_unit(student, tasks, settings, jobdir, slot, iso, guard)
+    finally:
+        guard.enter("removing its work folder", CLEANUP_SECONDS)
+        try:
+            files.remove_tree(jobdir)
+        except Exception as exc:  # noqa: BLE001  (the rows are decided; the batch's own cleanup retries)
+            print(f"grader: could not remove {jobdir}: {type(exc).__name__}", file=sys.stderr)
+    return unit_rows(student, tasks, guard.verdicts, "the grader lost track of this exercise")
+
+
+def unit_rows(student: str, tasks: list[Task], verdicts: Mapping[int, tuple[Status, str]], reason: str) -> list[Row]:
+    """A row per task: its verdict, or ``(error, reason)`` where there is none."""
+    rows = []
+    for index, task in enumerate(tasks):
+        status, feedback = verdicts.get(index, (Status.ERROR, reason))
+        points = task.course.points if status == Status.PASSED else 0
+        rows.append(Row(student, task.course.id, points, task.course.points, status, one_line(feedback)))
+    return rows
+
+
+def _prepare(jobdir: Path, settings: Settings, slot: int, iso: sandbox.Isolation) -> Path:
+    """The unit's folders. With a uid of its own, the sandbox owns ``work`` and ``out`` only: ``in`` (the
+    cells and inputs, written here when each exercise is due) and the job folder stay the grader's, so
+    learner code cannot swap them for links into places the grader would then write."""
+    (jobdir / "job.json").write_text(json.dumps({"limits": _limits(settings)}), encoding="utf-8")
+    workdir = jobdir / "work"
+    for name in ("in", "out", "work"):
+        (jobdir / name).mkdir()
+    if iso.uid:
+        uid = sandbox.UID_BASE + slot
+        os.chown(jobdir, 0, uid)
+        os.chmod(jobdir, 0o710)
+        for name, owner, mode in (("in", 0, 0o750), ("out", uid, 0o700), ("work", uid, 0o700)):
+            os.chown(jobdir / name, owner, uid)
+            os.chmod(jobdir / name, mode)
+        os.chown(jobdir / "job.json", 0, uid)
+        os.chmod(jobdir / "job.json", 0o640)
+    return workdir
+
+
+def _write_due(jobdir: Path, index: int, task: Task, cases: list[dict[str, Any]], iso: sandbox.Isolation,
+               slot: int) -> None:
+    """Exercise ``index``'s cell and inputs, written only now that it is due."""
+    folder = jobdir / "in" / str(index)
+    serialize.dump(cases, folder)
+    (folder / "cell.json").write_text(json.dumps({
+        "id": task.course.id, "func_name": task.course.exercise.func_name, "source": task.source,
+        "forbidden": list(task.course.exercise.forbidden)}), encoding="utf-8")
+    if iso.uid:
+        gid = sandbox.UID_BASE + slot
+        for path in (folder, *folder.iterdir()):
+            os.chown(path, 0, gid)
+            os.chmod(path, 0o750 if path.is_dir() else 0o640)
+
+
+def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path, slot: int,
+              iso: sandbox.Isolation, guard: Guard) -> None:
+    workdir = _prepare(jobdir, settings, slot, iso)
+    verdicts = guard.verdicts
+    index = 0
+    while index < len(tasks) and not guard.abandoned:
+        guard.enter("starting its sandbox", settings.startup_timeout + 30)
+        worker = sandbox.Worker.start(jobdir, workdir, slot, iso)
+        guard.attach(worker)
+        try:
+            if worker.next_line(time.monotonic() + settings.startup_timeout) != "ready":
+                worker.kill()
+                tail = one_line(worker.output.decode("utf-8", "replace")[-300:])
+                for later in range(index, len(tasks)):
+                    verdicts[later] = (Status.ERROR, f"the grader could not start its sandbox: {tail}")
+                return
+            while index < len(tasks) and not guard.abandoned:
+                task = tasks[index]
+                guard.enter(f"running {task.course.id}", 2 * settings.timeout + 60)
+                cases = task.course.exercise.cases(case_seed(settings.seed, task.course.id, student))
+                _write_due(jobdir, index, task, cases, iso, slot)
+                worker.send(f"run {index}")
+                line = worker.next_line(time.monotonic() + settings.timeout + 5)
+                if line == f"start {index}":
+                    line = worker.next_line(time.monotonic() + settings.timeout)
+                if line is None:
+                    worker.kill()
+                    verdicts[index] = (Status.TIMEOUT, f"your code ran longer than {settings.timeout:g} s; "
+                                                       f"look for an endless loop or needless work")
+                    index += 1
+                    break
+                words = line.split()
+                if len(words) < 2 or words[0] not in ("done", "exit", "died") or words[1] != str(index):
+                    worker.kill()
+                    verdicts[index] = _death(worker, line)
+                    index += 1
+                    break
+                guard.enter(f"reading the results of {task.course.id}", COLLECT_SECONDS)
+                frozen = worker.freeze()
+                if not frozen:
+                    worker.kill()  # read only from a stopped sandbox: a dead one will do
+                if words[0] == "died":
+                    verdicts[index] = _crash(words[2] if len(words) > 2 else "a signal")
+                elif words[0] == "exit":
+                    verdicts[index] = (Status.ERROR, f"your code ended the process that runs it (exit status "
+                                                     f"{' '.join(words[2:3])}); do not call os._exit, sys.exit "
+                                                     f"or kill processes in an exercise")
+                else:
+                    verdicts[index] = _collect(task, cases, jobdir, index)
+                index += 1
+                if not frozen:
+                    break
+                worker.thaw()
+        finally:
+            worker.kill()
+            guard.attach(None)
+
+
+def _crash(signal_name: str) -> tuple[Status, str]:
+    if signal_name == "SIGXCPU":
+        return (Status.TIMEOUT, "your code used too much CPU time; look for an endless loop")
+    if signal_name in ("SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS"):
+        return (Status.MEMORY, f"the process running your code crashed ({signal_name}), most likely out of "
+                               f"memory; use smaller intermediate tensors")
+    return (Status.ERROR, f"the process running your code was killed by {signal_name}; do not send signals "
+                          f"or kill processes in an exercise")
+
+
+def _death(worker: sandbox.Worker, line: str | None = "") -> tuple[Status, str]:
+    """The verdict when the worker itself stopped answering as agreed (``line`` is what it said)."""
+    if line:
+        return (Status.ERROR, f"the grader stopped your sandbox because it sent an unexpected status line "
+                              f"({one_line(line, 60)!r}): your code wrote to the grader's status pipe or "
+                              f"interfered with the process that runs it")
+    how = worker.exit_description()
+    if worker.killed_by_grader:
+        return (Status.ERROR, "the grader stopped the process running your code because it stopped answering")
+    if "SIGXCPU" in how:
+        return (Status.TIMEOUT, "your code used too much CPU time; look for an endless loop")
+    if "SIGKILL" in how or "SIGSEGV" in how or "SIGABRT" in how or "SIGBUS" in how:
+        return (Status.MEMORY, f"the process running your code crashed ({how}), most likely out of memory; "
+                          f"use smaller intermediate tensors")
+    return (Status.ERROR, f"your code ended the process that runs it ({how}); do not call os._exit, sys.exit "
+                     f"or kill processes in an exercise")
+
+
+def _is_memory(kind: str, message: str) -> bool:
+    return kind == "MemoryError" or any(marker in message for marker in MEMORY_MARKERS)
+
+
+def _collect(task: Task, cases: list[dict[str, Any]], jobdir: Path, index: int) -> tuple[Status, str]:
+    """Read the (stopped) worker's raw outcomes and judge them here, treating every file as hostile."""
+    try:
+        with files.open_dir(jobdir, "out", str(index)) as out:
+            return _judge_folder(task, cases, out)
+    except files.Refused as exc:
+        return (Status.ERROR, f"your code left no results for the grader to read ({exc}): it may have ended, "
+                              f"or used up the file descriptors or disk space of, the process that runs it")
+
+
+def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path) -> tuple[Status, str]:
+    try:
+        record = serialize.read_json(out, "load_error.json")
+    except serialize.DecodeError as exc:
+        record = None if "missing" in str(exc) else {"load_error": ["Error", "unreadable"]}
+    if record is not None:
+        try:
+            kind, message = (str(x)[:300] for x in record["load_error"][:2])
+        except (KeyError, TypeError, ValueError):
+            kind, message = "Error", "unreadable"
+        if _is_memory(kind, message):
+            return (Status.MEMORY, "your code ran out of memory; use smaller intermediate tensors")
+        if kind == "SystemExit":
+            return (Status.ERROR, f"your code called sys.exit ({message}); return a value instead")
+        return (Status.ERROR, f"your cell raised {kind} when it ran: {message}")
+    keys = sorted({key for case in cases for key in case})
+    try:
+        outcomes = serialize.load_outcomes(out, keys, max_records=len(cases))
+    except serialize.DecodeError as exc:
+        if "outcomes.json is missing" in str(exc):
+            return (Status.ERROR, "your function's results were never written (outcomes.json is missing): your "
+                                  "code may have ended, or used up the file descriptors of, the process that "
+                                  "runs it")
+        return (Status.ERROR, f"the grader could not read what your function returned ({exc})")
+    exercise = task.course.exercise
+    for outcome in outcomes:
+        if outcome.error and _is_memory(*outcome.error):
+            return (Status.MEMORY, "your function ran out of memory; use smaller intermediate tensors")
+    stopped = outcomes and outcomes[-1].error and outcomes[-1].error[0] == "NotImplementedError"
+    if not outcomes or len(outcomes) > len(cases) or (len(outcomes) < len(cases) and not stopped):
+        return (Status.ERROR, f"your function ran on {len(outcomes)} of {len(cases)} cases; the rest never "
+                         f"returned (did it exit or tamper with the grader?)")
+    try:
+        verdict = judge(exercise, cases[: len(outcomes)], outcomes)
+    except Exception as exc:  # a hostile output must never stop the batch
+        return (Status.ERROR, f"your output could not be compared with the reference ({type(exc).__name__})")
+    return (verdict.status, verdict.message)
