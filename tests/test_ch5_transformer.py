@@ -5,6 +5,7 @@ import math
 import matplotlib.pyplot as plt
 import pytest
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.testing import assert_close
 from widget_support import assert_same_state, png
@@ -16,8 +17,20 @@ from utils.exercises.judging import compare
 from utils.heads import head_similarity
 from utils.layers import FeedForward, TinyEncoderClassifier, TransformerEncoderLayer
 from utils.plotting import transformer as plots
-from utils.tasks import NOUNS, VOCAB, pronoun_task
-from utils.training import accuracy, grad_norms_per_layer, head_ablation, train
+from utils.tasks import NOUNS, VOCAB, class_guess_accuracy, pronoun_task
+from utils.training import (
+    ablation_configurations,
+    ablation_study,
+    accuracy,
+    accuracy_by_pronoun,
+    all_heads,
+    grad_norms_per_layer,
+    head_ablation,
+    heads_switched_off,
+    largest_rise,
+    referent_attention,
+    train,
+)
 from utils.widgets.transformer import attention_explorer, attention_view, ch5_quiz
 
 
@@ -72,7 +85,7 @@ def _torch_layer(case, norm_first):
 @pytest.mark.parametrize("exercise,norm_first", [(ex.ENCODER_POST_LN, False), (ex.ENCODER_PRE_LN, True)])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_encoder_references_match_torch_and_the_written_out_layer(exercise, norm_first, seed):
-    written_out = ex._variant("pre" if norm_first else "post")
+    written_out = ex._wrong_layer(norm_first)
     for case in exercise.cases(seed):
         expected = exercise.reference(**case)
         with torch.no_grad():
@@ -83,10 +96,15 @@ def test_encoder_references_match_torch_and_the_written_out_layer(exercise, norm
 @pytest.mark.parametrize("exercise", ex.EXERCISES, ids=lambda e: e.id)
 def test_every_mistake_differs_from_the_reference_and_is_diagnosed(exercise):
     cases = exercise.cases(0)
+    def differs(mistake, case):
+        try:
+            wrong = mistake.fn(**case)
+        except (RuntimeError, TypeError):  # e.g. F.linear without the transpose, D = E / H: an error differs
+            return True
+        return compare(wrong, exercise.reference(**case), exercise.atol, exercise.rtol) is not None
+
     for mistake in exercise.mistakes:
-        differs = [compare(mistake.fn(**c), exercise.reference(**c), exercise.atol, exercise.rtol) is not None
-                   for c in cases]
-        assert any(differs), mistake.name
+        assert any(differs(mistake, c) for c in cases), mistake.name
         verdict = run_public_check(exercise, mistake.fn, quiet=True)
         assert not verdict.passed and mistake.diagnosis in verdict.message
 
@@ -112,6 +130,110 @@ def test_encoder_exercises_forbid_the_ready_made_layers():
             return torch.nn.functional.scaled_dot_product_attention(q, k, v).squeeze(1)
 
         assert run_public_check(exercise, cheat, quiet=True).status == "forbidden"
+
+
+def _learner_feed_forward(bug=None):
+    """Feed-forward code as a learner writes it, with one named bug."""
+
+    def feed_forward(x, w1, b1, w2, b2):
+        hidden = torch.relu(x @ w1 + b1)
+        return hidden @ w2 if bug == "no_b2" else hidden @ w2 + b2
+
+    return feed_forward
+
+
+def _learner_layer(norm_first, bug=None):
+    """An encoder layer as a learner writes it (not the exercise module's code), with one named bug."""
+
+    def layer(x, w_q, w_k, w_v, w_o, w1, b1, w2, b2, ln1_weight, ln1_bias, ln2_weight, ln2_bias, num_heads):
+        N, L, E = x.shape
+        D = E // num_heads
+
+        def attention(h):
+            if bug == "view_no_transpose":
+                q, k, v = (torch.matmul(h, w).view(N, L, num_heads, D) for w in (w_q, w_k, w_v))
+            else:
+                q, k, v = (torch.matmul(h, w).view(N, L, num_heads, D).transpose(1, 2) for w in (w_q, w_k, w_v))
+            scale = {"sqrt_E": math.sqrt(E), "sqrt_H": math.sqrt(num_heads)}.get(bug, math.sqrt(D))
+            out = torch.softmax(q @ k.transpose(-2, -1) / scale, dim=-1) @ v
+            merged = out.reshape(N, L, E) if bug == "view_no_transpose" else out.transpose(1, 2).reshape(N, L, E)
+            return merged if bug == "no_w_o" else merged @ w_o
+
+        def norm(h, weight, bias):
+            if bug == "std_plus_eps":
+                mean, std = h.mean(-1, keepdim=True), h.std(-1, keepdim=True, unbiased=False)
+                return (h - mean) / (std + 1e-5) * weight + bias
+            return F.layer_norm(h, (E,), weight, bias, eps=1e-12 if bug == "eps_1e-12" else 1e-5)
+
+        def ffn(h):
+            hidden = torch.relu(h @ w1 + b1)
+            return hidden @ w2 if bug == "no_b2" else hidden @ w2 + b2
+
+        if not norm_first:
+            x = norm(x + attention(x), ln1_weight, ln1_bias)
+            return norm(x + ffn(x), ln2_weight, ln2_bias)
+        h = norm(x, ln1_weight, ln1_bias)
+        x = (h if bug == "residual_from_norm_attn" else x) + attention(h)
+        h = norm(x, ln2_weight, ln2_bias)
+        out = (h if bug == "residual_from_norm_ffn" else x) + ffn(h)
+        return F.layer_norm(out, (E,)) if bug == "final_norm" else out
+
+    return layer
+
+
+def test_learner_style_layers_pass():
+    for exercise, norm_first in ((ex.ENCODER_POST_LN, False), (ex.ENCODER_PRE_LN, True)):
+        assert run_public_check(exercise, _learner_layer(norm_first), quiet=True).passed
+    assert run_public_check(ex.FEED_FORWARD, _learner_feed_forward(), quiet=True).passed
+
+
+def test_feed_forward_without_b2_is_named():
+    verdict = run_public_check(ex.FEED_FORWARD, _learner_feed_forward("no_b2"), quiet=True)
+    assert not verdict.passed and "left out b2" in verdict.message
+
+
+# (bug, exercises it applies to, words the diagnosis must contain): issue 14's named ch5 bugs
+_NAMED_BUGS = [
+    ("no_b2", (False, True), "leaves out b2"),
+    ("no_w_o", (False, True), "multiply by w_o"),
+    ("view_no_transpose", (False, True), "transpose(1, 2)"),
+    ("sqrt_E", (False, True), "divided the scores by sqrt(E)"),
+    ("sqrt_H", (False, True), "divided the scores by sqrt(num_heads)"),
+    ("std_plus_eps", (False, True), "std + eps"),
+    ("eps_1e-12", (False, True), "leaves out eps"),
+    ("final_norm", (True,), "no LayerNorm after the last residual"),
+    ("residual_from_norm_attn", (True,), "around the attention sublayer your residual starts from norm1(x)"),
+    ("residual_from_norm_ffn", (True,), "around the feed-forward sublayer your residual starts from norm2(x)"),
+]
+
+
+_NAMED_CASES = [(bug, norm_first, words) for bug, applies, words in _NAMED_BUGS for norm_first in applies]
+
+
+@pytest.mark.parametrize("bug,norm_first,words", _NAMED_CASES,
+                         ids=[f"{b}-{'pre' if n else 'post'}_ln" for b, n, _ in _NAMED_CASES])
+def test_named_layer_bugs_get_their_diagnosis(bug, norm_first, words):
+    exercise = ex.ENCODER_PRE_LN if norm_first else ex.ENCODER_POST_LN
+    verdict = run_public_check(exercise, _learner_layer(norm_first, bug), quiet=True)
+    assert not verdict.passed and words in verdict.message, verdict.message
+    assert "Hint:" not in verdict.message  # a specific diagnosis, not the generic fallback
+
+
+def test_sqrt_h_scale_is_not_called_unscaled_and_is_shown_on_a_case_with_several_heads():
+    first = ex.ENCODER_POST_LN.cases(0)[0]
+    assert first["num_heads"] > 1 and first["x"].shape[1] > 1  # H > 1 and L > 1 come first
+    for exercise, norm_first in ((ex.ENCODER_POST_LN, False), (ex.ENCODER_PRE_LN, True)):
+        verdict = run_public_check(exercise, _learner_layer(norm_first, "sqrt_H"), quiet=True)
+        assert "not scaled" not in verdict.message and "case 1 of" in verdict.message
+
+
+def test_every_layer_mistake_is_diagnosed_in_both_exercises_unless_it_is_specific():
+    post = {m.name for m in ex.ENCODER_POST_LN.mistakes}
+    pre = {m.name for m in ex.ENCODER_PRE_LN.mistakes}
+    for name in ("ffn_no_b2", "no_w_o", "split_without_transpose", "scale_sqrt_E", "scale_sqrt_H",
+                 "norm_eps_outside_sqrt", "norm_no_eps"):
+        assert name in post and name in pre
+    assert {"final_norm", "residual_from_norm_attn", "residual_from_norm_ffn"} <= pre
 
 
 # ------------------------------------------------------------------ training helpers
@@ -159,6 +281,75 @@ def test_head_ablation_restores_the_model_and_measures_each_head():
     assert ablated.shape == (2, 2)
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k])
+
+
+def test_heads_switched_off_zeroes_only_those_heads_and_restores_them():
+    model, data = _tiny_model(), pronoun_task(32)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with heads_switched_off(model, [(1, 0)]):
+        weight = model.layers[1].self_attn.out_proj.weight
+        D = model.layers[1].self_attn.head_dim
+        assert weight[:, :D].eq(0).all() and not weight[:, D:].eq(0).all()
+        assert model.layers[0].self_attn.out_proj.weight.ne(0).any()
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k])
+    with pytest.raises(RuntimeError), heads_switched_off(model, all_heads(model)):
+        raise RuntimeError("restored even on an error")
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k])
+    assert all_heads(model) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    with heads_switched_off(model, all_heads(model)):
+        expected = accuracy(model, data)
+    assert ablation_study(model, data, {"all off": all_heads(model)})[0][0, 0].item() == expected
+
+
+def test_ablation_study_rows_match_the_configurations_and_pronoun_columns():
+    model, data = _tiny_model(), pronoun_task(80, seed=4)
+    configurations = ablation_configurations(model)
+    assert list(configurations)[:2] == ["all on", "L1H1 off"] and configurations["only L2H2 on"] == [
+        (0, 0), (0, 1), (1, 0)]
+    table, columns = ablation_study(model, data, configurations)
+    assert table.shape == (len(configurations), 5) and columns == ["all", "he", "she", "it", "they"]
+    assert table[0, 0].item() == accuracy(model, data)
+    assert_close(table[:, 0], torch.tensor(list(head_ablation_rows(model, data, configurations))))
+    by_pronoun = accuracy_by_pronoun(model, data)
+    assert list(by_pronoun) == columns[1:] and table[0, 1:].tolist() == list(by_pronoun.values())
+
+
+def head_ablation_rows(model, data, configurations):
+    for off in configurations.values():
+        with heads_switched_off(model, off):
+            yield accuracy(model, data)
+
+
+def test_referent_attention_matches_the_maps():
+    model, data = _tiny_model().eval(), pronoun_task(30, seed=6)
+    to_referent, to_other = referent_attention(model, data)
+    assert to_referent.shape == to_other.shape == (2, 2)
+    with torch.no_grad():
+        _, maps = model(data.tokens, mask=padding_mask(data.lengths, data.tokens.shape[1]), need_weights=True)
+    layer, head = 1, 0
+    expected = torch.stack([maps[layer][i, head, data.pronoun_pos[i], data.referent_pos[i]] for i in range(len(data))])
+    assert_close(to_referent[layer, head], expected.mean())
+    assert 0 < float(to_other[layer, head]) < 1
+
+
+def test_largest_rise_and_class_guess():
+    assert largest_rise([3.0, 2.0, 2.5, 1.0, 1.8, 1.7]) == 0.8
+    assert largest_rise([3.0, 2.0, 1.0]) == 0.0 and largest_rise([1.0, 5.0, 0.5, 0.9], after=2) == pytest.approx(0.4)
+    data = pronoun_task(40, seed=3)
+    assert class_guess_accuracy(data) == pytest.approx(0.25)  # four nouns per agreement class
+
+
+def test_classifier_embedding_is_as_large_as_the_positions():
+    """Chapter 4: with nn.Embedding's default std 1 and x sqrt(E), positions would be almost invisible."""
+    model = _tiny_model()
+    E = model.d_model
+    with torch.no_grad():
+        token_norm = (model.embedding(torch.arange(len(VOCAB))) * math.sqrt(E)).norm(dim=-1).mean()
+    position_norm = model.positional.pe[:10].norm(dim=-1).mean()  # sqrt(E / 2)
+    assert_close(position_norm, torch.tensor(math.sqrt(E / 2)))
+    assert 0.7 < float(token_norm / math.sqrt(E)) < 1.3  # about sqrt(E), the same order as sqrt(E / 2)
 
 
 def test_head_similarity_of_a_trained_model_skips_padding_rows():
@@ -219,11 +410,29 @@ def test_layer_diagrams_figure():
         assert ax.get_ylabel()
 
 
+def test_sentence_attention_grid_labels_queries_keys_and_the_pronoun():
+    tokens = ["the", "king", "left", "he"]
+    fig = plots.sentence_attention_grid(torch.rand(2, 2, 4, 4).softmax(-1), tokens, 3, title="t")
+    panels, bar = fig.axes[:4], fig.axes[4]
+    assert bar.get_ylabel() == "attention weight"
+    assert [ax.get_title() for ax in panels] == ["Layer 1, Head 1", "Layer 1, Head 2", "Layer 2, Head 1",
+                                                 "Layer 2, Head 2"]
+    assert all(ax.get_xlabel() == "key (attended to)" for ax in panels[2:])
+    assert all(ax.get_ylabel() == "query (attending)" for ax in panels[::2])
+    for ax in panels:
+        assert [t.get_text() for t in ax.get_yticklabels()] == tokens
+        assert ax.get_yticklabels()[3].get_color() == "red" and len(ax.patches) == 1
+    with pytest.raises(ValueError):
+        plots.sentence_attention_grid(torch.rand(2, 4, 4), tokens, 3)
+
+
 def test_loss_curves_and_grad_norms_figures():
     fig = plots.loss_curves({"post-LN": [3.0, 2.9, 2.8], "pre-LN": [3.0, 1.0]}, title="t")
     ax = fig.axes[0]
     assert ax.get_title() == "t" and ax.get_xlabel() and ax.get_ylabel()
     assert [list(line.get_ydata()) for line in ax.lines] == [[3.0, 2.9, 2.8], [3.0, 1.0]]
+    fig = plots.loss_curves({"post-LN": [3.0, 2.9]}, title="t", chance=2.77)
+    assert list(fig.axes[0].lines[-1].get_ydata()) == [2.77, 2.77]
     fig = plots.grad_norms_figure({"post-LN": torch.tensor([1.0, 2.0]), "pre-LN": torch.tensor([0.5, 0.5])})
     ax = fig.axes[0]
     assert len(ax.patches) == 4 and [t.get_text() for t in ax.get_xticklabels()] == ["layer 1", "layer 2"]
@@ -238,11 +447,19 @@ def test_training_curves_ablation_and_similarity_figures():
     assert len(fig.axes) == 2
     assert list(fig.axes[1].lines[0].get_ydata()) == [0.5, 0.9]
     assert all(ax.get_xlabel() and ax.get_ylabel() and ax.get_title() for ax in fig.axes)
-    fig = plots.head_ablation_figure(torch.tensor([[1.0, 0.5], [0.9, 0.2]]), 1.0)
-    assert [t.get_text() for t in fig.axes[0].texts] == ["1.00", "0.50", "0.90", "0.20"]
-    assert fig.axes[0].get_xlabel() and "one head off" in fig.axes[0].get_title()
+    fig = plots.head_ablation_figure({"all on": 1.0, "L1H1 off": 0.946, "all off": 0.25}, chance=0.25)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.texts] == ["1.000", "0.946", "0.250"]  # 0.95 vs 1.00 is written out
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["all on", "L1H1 off", "all off"]
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    fig = plots.pronoun_heads_figure(torch.tensor([[1.0, 0.5], [0.3, 0.9]]), ["all on", "L1H1 off"], ["he", "it"],
+                                     chance=0.25)
+    assert [t.get_text() for t in fig.axes[0].texts] == ["1.00", "0.50", "0.30", "0.90"]
+    assert fig.axes[1].get_ylabel() == "accuracy" and fig.axes[0].images[0].get_clim() == (0.25, 1.0)
+    with pytest.raises(ValueError):
+        plots.pronoun_heads_figure(torch.ones(2, 2), ["a"], ["he", "it"], chance=0.25)
     fig = plots.layer_head_similarity_figure(torch.eye(2).expand(3, 2, 2))
-    assert len(fig.axes) == 3 and fig.axes[2].get_title() == "Layer 3"
+    assert len(fig.axes) == 4 and fig.axes[2].get_title() == "Layer 3" and fig.axes[3].get_ylabel() == "similarity"
     assert "1 - JS divergence" in fig._suptitle.get_text()
     with pytest.raises(ValueError):
         plots.layer_head_similarity_figure(torch.eye(2))
@@ -289,6 +506,11 @@ def test_quiz_has_feedback_for_every_option():
         assert q.grade(q.answer)[0]
         assert not any(q.grade(i)[0] for i in range(len(q.options)) if i != q.answer)
     assert quiz.score([q.answer for q in quiz.questions]) == len(quiz.questions)
+
+
+def test_quiz_docstring_counts_its_questions():
+    words = {3: "Three", 4: "Four", 5: "Five", 6: "Six"}
+    assert ch5_quiz.__doc__.startswith(words[len(ch5_quiz().questions)] + " questions")
 
 
 def test_quiz_parameter_share_matches_the_layer():

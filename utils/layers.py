@@ -218,6 +218,7 @@ class TinyEncoderClassifier(nn.Module):
         check_positive_int("num_classes", num_classes)
         # input: token embedding and sinusoidal positions
         self.embedding = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)  # x sqrt(E) below: std 1 per feature
         self.positional = PositionalEncoding(d_model, dropout=dropout, max_len=max_len)
         # body
         self.layers = nn.ModuleList(

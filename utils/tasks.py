@@ -9,7 +9,8 @@ among the ``len(NOUNS)`` nouns); every other position is ignored (label ``IGNORE
 
 Why this task needs attention: the answer is a word that sits at *another* position, and *which* position
 depends on the content of the sentence (the agreement of both nouns), not on a fixed offset. A model that
-looks only at the pronoun's own position can at best guess among the four nouns of the right class (25%).
+looks only at the pronoun's own position can at best guess among the four nouns of the right class
+(:func:`class_guess_accuracy`, 25%).
 
 **Held-out noun pairs.** ``split="train"`` never produces the (referent, distractor) pairs that
 ``split="test"`` uses (about one in five, see :func:`is_test_pair`), so test accuracy measures whether a
@@ -27,7 +28,7 @@ import torch
 
 from utils._checks import check_positive_int
 
-__all__ = ["AGREEMENT", "NOUNS", "IGNORE", "PronounData", "pronoun_task", "is_test_pair", "VOCAB"]
+__all__ = ["AGREEMENT", "NOUNS", "IGNORE", "PronounData", "pronoun_task", "is_test_pair", "class_guess_accuracy", "VOCAB"]
 
 IGNORE = -100
 """Label of positions that carry no target (``F.cross_entropy``'s default ``ignore_index``)."""
@@ -111,6 +112,19 @@ def is_test_pair(referent: str, other: str) -> bool:
     (True, False)
     """
     return (NOUNS.index(referent) + 2 * NOUNS.index(other)) % 5 == 0
+
+
+def class_guess_accuracy(data: PronounData) -> float:
+    """The accuracy of guessing, at each pronoun, one of the nouns it agrees with, uniformly at random.
+
+    This is the best a model can do from the pronoun alone, without looking at the other positions: the
+    mean over the sentences of ``1 / len(AGREEMENT[pronoun])``.
+
+    >>> class_guess_accuracy(pronoun_task(10))
+    0.25
+    """
+    pronouns = [data.words(i)[int(data.pronoun_pos[i])] for i in range(len(data))]
+    return sum(1 / len(AGREEMENT[p]) for p in pronouns) / len(pronouns)
 
 
 def _sentence(rng: random.Random) -> tuple[list[str], int, int, int]:

@@ -3,7 +3,11 @@
 * :func:`train` — Adam, optional linear warm-up, a tqdm progress bar, deterministic on the CPU.
 * :func:`accuracy` — accuracy on the labelled positions of held-out data.
 * :func:`grad_norms_per_layer` — the gradient norm of each encoder layer's parameters on one batch.
-* :func:`head_ablation` — accuracy with each attention head switched off in turn.
+* :func:`largest_rise` — how far a loss curve climbs back above its best value (a spike).
+* :func:`heads_switched_off` — a context manager that silences chosen attention heads;
+  :func:`head_ablation` switches off one head at a time, :func:`ablation_study` the groups of
+  :func:`ablation_configurations` (overall and per pronoun); :func:`accuracy_by_pronoun` splits accuracy by
+  pronoun; :func:`referent_attention` measures how much the pronoun attends to its referent in each head.
 
 Head redundancy is measured with chapter 3's :func:`utils.heads.head_similarity`.
 
@@ -13,6 +17,8 @@ Shape letters: N batch, L length, C classes, H heads.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -21,9 +27,11 @@ from torch import nn
 
 from utils._checks import check_positive_int
 from utils.attention import padding_mask
-from utils.tasks import IGNORE, PronounData
+from utils.tasks import IGNORE, VOCAB, PronounData
 
-__all__ = ["History", "train", "accuracy", "predict", "grad_norms_per_layer", "head_ablation", "batch_loss"]
+__all__ = ["History", "train", "accuracy", "predict", "grad_norms_per_layer", "head_ablation", "batch_loss",
+           "heads_switched_off", "all_heads", "largest_rise", "head_name",
+           "ablation_configurations", "ablation_study", "accuracy_by_pronoun", "referent_attention"]
 
 
 @dataclass
@@ -151,6 +159,25 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
     return history
 
 
+def largest_rise(losses: Sequence[float], *, after: int = 0) -> float:
+    """How far the loss climbs back above its best value so far, at most, from step ``after`` on (a spike).
+
+    Args:
+        losses: one loss per step, as in :attr:`History.loss`.
+        after: the first step (0-based) to look at. Default: ``0``.
+
+    Returns:
+        ``max over t > after of losses[t] - min(losses[after:t])``, or ``0.0`` for a loss that never rises.
+
+    >>> largest_rise([3.0, 1.0, 2.5, 0.5, 0.7])
+    1.5
+    """
+    rise, best = 0.0, math.inf
+    for value in losses[after:]:
+        rise, best = max(rise, value - best), min(best, value)
+    return rise
+
+
 def grad_norms_per_layer(model: nn.Module, data: PronounData) -> torch.Tensor:
     """The gradient norm of each encoder layer's parameters after one backward pass on ``data``.
 
@@ -172,26 +199,136 @@ def grad_norms_per_layer(model: nn.Module, data: PronounData) -> torch.Tensor:
     return norms
 
 
+@contextmanager
+def heads_switched_off(model: nn.Module, heads: Iterable[tuple[int, int]]) -> Iterator[nn.Module]:
+    """Switch off attention heads while the ``with`` block runs; the model is restored afterwards.
+
+    A head is switched off by zeroing its D columns of the layer's output projection ``out_proj``, so
+    that its output never reaches the residual stream (the other heads are untouched).
+
+    Args:
+        model: a model with a ``layers`` ``ModuleList`` of encoder layers (``self_attn`` in each).
+        heads: ``(layer, head)`` pairs, both 0-based.
+
+    >>> from utils.layers import TinyEncoderClassifier
+    >>> model = TinyEncoderClassifier(10, 8, 2, 1, 16, 3)
+    >>> with heads_switched_off(model, [(0, 1)]):
+    ...     bool(model.layers[0].self_attn.out_proj.weight[:, 4:].eq(0).all())
+    True
+    >>> bool(model.layers[0].self_attn.out_proj.weight[:, 4:].eq(0).all())
+    False
+    """
+    saved = []
+    try:
+        with torch.no_grad():
+            for layer, head in heads:
+                attn = model.layers[layer].self_attn
+                D = attn.head_dim
+                columns = attn.out_proj.weight[:, head * D:(head + 1) * D]  # (E, D): a view
+                saved.append((columns, columns.clone()))
+                columns.zero_()
+        yield model
+    finally:
+        with torch.no_grad():
+            for columns, values in reversed(saved):
+                columns.copy_(values)
+
+
+def all_heads(model: nn.Module) -> list[tuple[int, int]]:
+    """Every ``(layer, head)`` pair of ``model``, 0-based, layer by layer."""
+    return [(i, h) for i, layer in enumerate(model.layers) for h in range(layer.self_attn.num_heads)]
+
+
+def accuracy_by_pronoun(model: nn.Module, data: PronounData) -> dict[str, float]:
+    """:func:`accuracy` on the sentences of each pronoun of ``data`` (``"he"``, ``"she"``, ...)."""
+    rows = torch.arange(len(data))
+    pronouns = data.tokens[rows, data.pronoun_pos]  # (N,) token ids
+    result = {}
+    for token in sorted(set(pronouns.tolist())):
+        result[VOCAB[token]] = accuracy(model, data[torch.nonzero(pronouns == token).flatten()])
+    return result
+
+
 @torch.no_grad()
 def head_ablation(model: nn.Module, data: PronounData) -> torch.Tensor:
     """Accuracy on ``data`` with one head switched off at a time: ``(num_layers, H)``.
 
-    A head is switched off by zeroing its D columns in the layer's output projection, so that its output
-    never reaches the residual stream; the model is restored afterwards. A large drop means that the head
-    does work the others do not.
+    See :func:`heads_switched_off`. A large drop means that the head does work the others do not; a
+    small one means that it does not, *or* that the other heads can do its work.
     """
+    H = model.layers[0].self_attn.num_heads
     rows = []
-    for layer in model.layers:
-        attn = layer.self_attn
-        D = attn.head_dim
+    for i in range(len(model.layers)):
         row = []
-        for h in range(attn.num_heads):
-            saved = attn.out_proj.weight[:, h * D:(h + 1) * D].clone()
-            attn.out_proj.weight[:, h * D:(h + 1) * D] = 0.0
-            try:
+        for h in range(H):
+            with heads_switched_off(model, [(i, h)]):
                 row.append(accuracy(model, data))
-            finally:
-                attn.out_proj.weight[:, h * D:(h + 1) * D] = saved
         rows.append(row)
     return torch.tensor(rows)  # (num_layers, H)
 
+
+def head_name(layer: int, head: int) -> str:
+    """``"L1H2"`` for ``layer=0, head=1`` (0-based in, 1-based out, as in the figures' titles)."""
+    return f"L{layer + 1}H{head + 1}"
+
+
+def ablation_configurations(model: nn.Module) -> dict[str, list[tuple[int, int]]]:
+    """The head ablations chapter 5 measures: label -> the ``(layer, head)`` pairs to switch off.
+
+    In order: all heads on; each head off alone; each layer's heads off together; every head but one
+    off ("only L2H1 on"); all heads off.
+
+    >>> from utils.layers import TinyEncoderClassifier
+    >>> list(ablation_configurations(TinyEncoderClassifier(10, 8, 2, 1, 16, 3)))
+    ['all on', 'L1H1 off', 'L1H2 off', 'layer 1 off', 'only L1H1 on', 'only L1H2 on', 'all off']
+    """
+    heads = all_heads(model)
+    configurations: dict[str, list[tuple[int, int]]] = {"all on": []}
+    configurations |= {f"{head_name(*h)} off": [h] for h in heads}
+    configurations |= {f"layer {i + 1} off": [h for h in heads if h[0] == i] for i in range(len(model.layers))}
+    configurations |= {f"only {head_name(*h)} on": [g for g in heads if g != h] for h in heads}
+    configurations["all off"] = heads
+    return configurations
+
+
+def ablation_study(model: nn.Module, data: PronounData,
+                   configurations: dict[str, list[tuple[int, int]]]) -> tuple[torch.Tensor, list[str]]:
+    """Accuracy, overall and per pronoun, with each configuration's heads switched off.
+
+    Args:
+        model: a model with ``layers`` (see :func:`heads_switched_off`).
+        data: held-out sentences.
+        configurations: label -> ``(layer, head)`` pairs, e.g. from :func:`ablation_configurations`.
+
+    Returns:
+        ``(table, columns)``: ``table`` ``(R, 1 + P)``, one row per configuration in order; column 0 is the
+        accuracy on all of ``data``, then one column per pronoun; ``columns`` names them (``"all"``, ``"he"``…).
+    """
+    rows, columns = [], ["all"]
+    for off in configurations.values():
+        with heads_switched_off(model, off):
+            by_pronoun = accuracy_by_pronoun(model, data)
+            rows.append([accuracy(model, data), *by_pronoun.values()])
+        columns = ["all", *by_pronoun]
+    return torch.tensor(rows), columns
+
+
+@torch.no_grad()
+def referent_attention(model: nn.Module, data: PronounData) -> tuple[torch.Tensor, torch.Tensor]:
+    """How much attention the pronoun gives to its referent, and to the other noun, in every head.
+
+    Returns:
+        ``(to_referent, to_other)``, each ``(num_layers, H)``: the weight in the pronoun's row, averaged
+        over the sentences of ``data``, on the referent's key and on the other noun's key.
+    """
+    was_training = model.training
+    model.eval()
+    try:
+        _, maps = model(data.tokens, mask=_mask(data), need_weights=True)
+    finally:
+        model.train(was_training)
+    rows = torch.arange(len(data))
+    # the advanced indices (sentence, pronoun row, key) pick one weight per sentence and head: (N, H)
+    to_referent = torch.stack([m[rows, :, data.pronoun_pos, data.referent_pos].mean(dim=0) for m in maps])
+    to_other = torch.stack([m[rows, :, data.pronoun_pos, data.other_pos].mean(dim=0) for m in maps])
+    return to_referent, to_other

@@ -60,8 +60,15 @@ def feed_forward_reference(x, w1, b1, w2, b2):
     return torch.relu(x @ w1 + b1) @ w2 + b2  # (..., E) -> (..., F) -> (..., E)
 
 
-def _ff_no_activation(x, w1, b1, w2, b2):
-    return (x @ w1 + b1) @ w2 + b2
+def _ff(activation=torch.relu, *, bias1=True, bias2=True, bias1_after=False):
+    """A feed-forward block with one thing changed (the wrong answers below)."""
+
+    def feed_forward(x, w1, b1, w2, b2):
+        hidden = x @ w1 + (b1 if bias1 and not bias1_after else 0.0)  # (..., F)
+        hidden = activation(hidden) + (b1 if bias1_after else 0.0)
+        return hidden @ w2 + (b2 if bias2 else 0.0)  # (..., E)
+
+    return feed_forward
 
 
 def _ff_activation_last(x, w1, b1, w2, b2):
@@ -70,6 +77,23 @@ def _ff_activation_last(x, w1, b1, w2, b2):
 
 def _ff_activation_twice(x, w1, b1, w2, b2):
     return torch.relu(torch.relu(x @ w1 + b1) @ w2 + b2)
+
+
+def _ff_residual(x, w1, b1, w2, b2):
+    return x + feed_forward_reference(x, w1, b1, w2, b2)
+
+
+def _ff_layer_norm(x, w1, b1, w2, b2):
+    out = feed_forward_reference(x, w1, b1, w2, b2)
+    return F.layer_norm(out, out.shape[-1:])
+
+
+def _ff_linear_convention(x, w1, b1, w2, b2):  # F.linear(x, w) is x @ w.T: the nn.Linear convention
+    return F.linear(torch.relu(F.linear(x, w1, b1)), w2, b2)
+
+
+def _ff_float16(x, w1, b1, w2, b2):
+    return feed_forward_reference(x.half(), w1.half(), b1.half(), w2.half(), b2.half()).float()
 
 
 def _feed_forward_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
@@ -89,24 +113,53 @@ def _feed_forward_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
     return cases
 
 
+_SEE_FFN = "see the FFN formula in '1 · The two sublayers'"
+
 FEED_FORWARD = Exercise(
     id="ch5.feed_forward",
     reference=feed_forward_reference,
     make_cases=_feed_forward_cases,
     points=1,
     mistakes=(
-        Mistake("no_activation", _ff_no_activation,
+        Mistake("no_activation", _ff(lambda h: h),
                 "your output is exactly linear in x: apply torch.relu to the hidden layer (x @ w1 + b1) "
                 "before multiplying by w2; without it the two linears collapse into one."),
         Mistake("activation_after_second", _ff_activation_last,
                 "you applied the ReLU after the second linear instead of after the first: the output must "
-                "be able to go negative, so use relu(x @ w1 + b1) @ w2 + b2."),
+                "be able to go negative, so the ReLU acts on the hidden layer of width F only."),
         Mistake("activation_twice", _ff_activation_twice,
                 "your output is never negative: the ReLU belongs only after the first linear, not after "
                 "the second (+ b2) as well."),
+        Mistake("no_b2", _ff(bias2=False),
+                f"you left out b2: the second linear map has its own bias, added after @ w2 ({_SEE_FFN})."),
+        Mistake("no_b1", _ff(bias1=False),
+                f"you left out b1: the first linear map adds b1 before the ReLU ({_SEE_FFN})."),
+        Mistake("no_biases", _ff(bias1=False, bias2=False),
+                f"you left out both biases: b1 is added before the ReLU and b2 after @ w2 ({_SEE_FFN})."),
+        Mistake("b1_after_relu", _ff(bias1_after=True),
+                f"you add b1 after the ReLU: it belongs inside, relu(x @ w1 + b1) ({_SEE_FFN})."),
+        Mistake("gelu", _ff(F.gelu),
+                f"you used GELU (as GPT-2 and BERT do); this block is the paper's, with ReLU ({_SEE_FFN})."),
+        Mistake("leaky_relu", _ff(F.leaky_relu),
+                f"you used leaky ReLU: negative hidden values must become exactly 0, use torch.relu ({_SEE_FFN})."),
+        Mistake("sigmoid", _ff(torch.sigmoid),
+                f"you used a sigmoid: the activation is ReLU, max(0, h) ({_SEE_FFN})."),
+        Mistake("residual", _ff_residual,
+                "you added x to the output: the block itself has no residual connection; the encoder layer "
+                "adds it around the block (exercise 2)."),
+        Mistake("layer_norm", _ff_layer_norm,
+                "you normalised the output: the block has no LayerNorm; the encoder layer adds it around the "
+                "block (exercise 2)."),
+        Mistake("linear_convention", _ff_linear_convention,
+                "F.linear(x, w) computes x @ w.T (nn.Linear stores weights as (out, in)); these weights are "
+                "(in, out), so write x @ w1 + b1, or F.linear(x, w1.T, b1)."),
+        Mistake("float16", _ff_float16,
+                "you computed in float16 and cast back: float16 keeps about 3 decimal digits, so the result "
+                "is off by about 1e-3; compute in the inputs' dtype."),
     ),
     forbidden=("utils", "utils.layers.FeedForward"),
-    hint="hidden = relu(x @ w1 + b1) has shape (..., F); then hidden @ w2 + b2 brings it back to (..., E).",
+    hint="the ReLU acts on the hidden layer, of width F, between the two linear maps; each map adds its own "
+         "bias, and the output is back at width E.",
 )
 
 
@@ -165,65 +218,136 @@ def encoder_layer_pre_ln_reference(x, num_heads, **tensors):
     return _encoder_layer(x, num_heads, tensors, norm_first=True)
 
 
-def _attention(x, w_q, w_k, w_v, w_o, num_heads, *, scaled=True):
-    """Multi-head self-attention without biases, written out (used by the wrong answers only)."""
+# The wrong answers. ``_wrong_layer(norm_first, **bug)`` is the reference layer written out with plain
+# tensors, with the named bugs switched on; each Mistake below switches on one (or a related pair).
+
+
+def _split(t, N, L, H, D, how):
+    if how == "no_transpose":  # (N, L, H, D): attention then runs over the heads, not over the tokens
+        return t.view(N, L, H, D)
+    if how == "reshape":  # straight to (N, H, L, D): mixes the tokens' features across heads
+        return t.reshape(N, H, L, D)
+    if how == "DH":  # (N, L, D, H): heads interleaved instead of contiguous blocks of D features
+        return t.view(N, L, D, H).permute(0, 3, 1, 2)
+    return t.view(N, L, H, D).transpose(1, 2)  # (N, H, L, D)
+
+
+def _attention(x, w_q, w_k, w_v, w_o, num_heads, bug):
+    """Multi-head self-attention without biases, written out, with the attention bugs of ``bug``."""
     N, L, E = x.shape
-    D = E // num_heads
-    q, k, v = ((x @ w).view(N, L, num_heads, D).transpose(1, 2) for w in (w_q, w_k, w_v))  # (N, H, L, D)
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(D) if scaled else 1.0)  # (N, H, L, L)
-    heads = scores.softmax(dim=-1) @ v  # (N, H, L, D)
-    return heads.transpose(1, 2).reshape(N, L, E) @ w_o  # (N, L, E)
+    H = 1 if bug.get("one_head") else num_heads
+    D = E / H if bug.get("float_head_dim") else E // H
+    split = bug.get("split", "transpose")
+    q, k, v = (_split(x @ w, N, L, H, D, split) for w in (w_q, w_k, w_v))  # (N, H, L, D)
+    scores = q @ (k if bug.get("k_not_transposed") else k.transpose(-2, -1))  # (N, H, L, L)
+    scale = bug.get("scale", "sqrt_D")
+    scores = {"sqrt_D": scores / math.sqrt(D), "sqrt_E": scores / math.sqrt(E), "D": scores / D,
+              "sqrt_H": scores / math.sqrt(num_heads), "times_sqrt_D": scores * math.sqrt(D), None: scores}[scale]
+    if bug.get("float16"):
+        weights = scores.half().softmax(dim=-1).float()
+    else:
+        weights = scores.softmax(dim=bug.get("softmax_dim", -1))  # (N, H, L, L)
+    heads = weights @ v  # (N, H, L, D)
+    if split == "no_transpose" or bug.get("merge_no_transpose"):
+        merged = heads.reshape(N, L, E)
+    else:
+        merged = heads.transpose(1, 2).reshape(N, L, E)  # (N, L, E)
+    if bug.get("no_w_o"):
+        return merged
+    return merged @ (w_o.T if bug.get("w_o_transposed") else w_o)  # (N, L, E)
 
 
-def _variant(order: str, *, scaled: bool = True):
-    """A layer with the sublayers wired as ``order`` says (see the Mistakes below)."""
+def _layer_norm(h, weight, bias, bug):
+    E = h.shape[-1]
+    kind = bug.get("norm")
+    if kind == "no_affine":
+        return F.layer_norm(h, (E,))
+    if kind == "full_shape":  # normalised over (N, L, E) instead of (E,): raises for the (E,) weight
+        return F.layer_norm(h, h.shape, weight, bias)
+    if kind == "eps_0":  # no eps, or a negligible one such as BERT's 1e-12
+        return F.layer_norm(h, (E,), weight, bias, eps=0.0)
+    mean = h.mean(dim=-1, keepdim=True)
+    if kind == "unbiased":
+        return (h - mean) / torch.sqrt(h.var(dim=-1, keepdim=True) + 1e-5) * weight + bias
+    if kind == "std_plus_eps":
+        return (h - mean) / (h.std(dim=-1, keepdim=True, unbiased=False) + 1e-5) * weight + bias
+    if kind == "rms":
+        return h / torch.sqrt(h.pow(2).mean(dim=-1, keepdim=True) + 1e-5) * weight + bias
+    return F.layer_norm(h, (E,), weight, bias)
+
+
+def _wrong_layer(norm_first: bool, **bug):
+    """The post-LN or pre-LN layer, written out, with ``bug`` switched on (see the Mistakes)."""
 
     def layer(x, w_q, w_k, w_v, w_o, w1, b1, w2, b2, ln1_weight, ln1_bias, ln2_weight, ln2_bias, num_heads):
-        E = x.shape[-1]
+        params1, params2 = (ln1_weight, ln1_bias), (ln2_weight, ln2_bias)
+        if bug.get("norms_swapped"):
+            params1, params2 = params2, params1
+        if bug.get("norm1_twice"):
+            params2 = params1
 
         def attn(h):
-            return _attention(h, w_q, w_k, w_v, w_o, num_heads, scaled=scaled)
+            return _attention(h, w_q, w_k, w_v, w_o, num_heads, bug)
 
         def ffn(h):
-            return torch.relu(h @ w1 + b1) @ w2 + b2
+            activation = {"relu": torch.relu, "gelu": F.gelu, "none": lambda t: t}[bug.get("activation", "relu")]
+            out = activation(h @ w1 + b1) @ w2
+            return out if bug.get("no_b2") else out + b2
 
         def norm1(h):
-            return F.layer_norm(h, (E,), ln1_weight, ln1_bias)
+            return _layer_norm(h, *params1, bug)
 
         def norm2(h):
-            return F.layer_norm(h, (E,), ln2_weight, ln2_bias)
+            return _layer_norm(h, *params2, bug)
 
-        if order == "post":  # norm(x + sublayer(x))
-            x = norm1(x + attn(x))
-            return norm2(x + ffn(x))
-        if order == "pre":  # x + sublayer(norm(x))
-            x = x + attn(norm1(x))
-            return x + ffn(norm2(x))
-        if order == "post_residual_after_norm":  # norm(sublayer(x)) + x
-            x = norm1(attn(x)) + x
-            return norm2(ffn(x)) + x
-        if order == "pre_residual_after_norm":  # the residual stream is taken *after* the norm
-            h = norm1(x)
-            x = h + attn(h)
-            h = norm2(x)
-            return h + ffn(h)
-        if order == "post_no_residual":
-            return norm2(ffn(norm1(attn(x))))
-        if order == "pre_no_residual":
-            return ffn(norm2(attn(norm1(x))))
-        raise ValueError(order)
+        wiring = bug.get("wiring")
+        if wiring == "other_order":
+            norm_first_here = not norm_first
+        else:
+            norm_first_here = norm_first
+        if wiring == "norm_the_sublayer":  # x + norm(sublayer(x)), in either exercise
+            x = x + norm1(attn(x))
+            return x + norm2(ffn(x))
+        if not norm_first_here:  # post-LN: norm(x + sublayer(x))
+            x1 = norm1((0.0 if wiring in ("no_residual_attn", "no_residual") else x) + attn(x))
+            if wiring == "ffn_residual_from_x":
+                return norm2(x + ffn(x1))
+            if wiring == "ffn_on_x":
+                return norm2(x1 + ffn(x))
+            if wiring == "no_norm2":
+                return x1 + ffn(x1)
+            return norm2((0.0 if wiring in ("no_residual_ffn", "no_residual") else x1) + ffn(x1))
+        # pre-LN: x + sublayer(norm(x))
+        h = norm1(x)
+        if wiring == "no_residual":
+            return ffn(norm2(attn(h)))
+        x1 = (h if wiring in ("residual_from_norm", "residual_from_norm_attn") else x) + attn(h)
+        h2 = norm2(x if wiring == "ffn_from_x" else x1)
+        if wiring == "no_residual_ffn":
+            return ffn(h2)
+        if wiring == "skip_ffn":
+            return x1
+        out = (h2 if wiring in ("residual_from_norm", "residual_from_norm_ffn") else x1) + ffn(h2)
+        if wiring == "final_norm":  # an extra LayerNorm at the end, without parameters
+            return F.layer_norm(out, out.shape[-1:])
+        if wiring == "final_norm2":  # norm2 applied once more to the output
+            return norm2(out)
+        return out
 
     return layer
 
 
 def _encoder_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
-    # (N, L, E, H): one token, batch 1, a single head, D = 1, and random shapes
-    shapes = [(1, 1, 8, 2), (2, 5, 6, 1), (1, 4, 4, 4)]
-    shapes += [(rng.randint(2, 3), rng.randint(2, 7), E, H) for E, H in ((rng.choice([8, 12]), 2), (12, 3))]
+    # (N, L, E, H, scale of x). First a case with H > 1 and L > 1, so that the case named in a diagnosis
+    # shows the mistake (a sqrt(H) scale is no scale at all when H = 1); then one token, a single head,
+    # D = 1, a random shape, and a small input, where LayerNorm's eps (1e-5, inside the square root) matters.
+    shapes = [(2, 3, 8, 2, 1.0), (1, 1, 8, 2, 1.0), (2, 5, 6, 1, 1.0), (1, 4, 4, 4, 1.0),
+              (rng.randint(2, 3), rng.randint(4, 7), rng.choice([8, 12]), 2, 1.0),
+              (rng.randint(2, 3), rng.randint(2, 3), 12, 3, 0.01)]
     cases = []
-    for N, L, E, H in shapes:
+    for N, L, E, H, scale in shapes:
         hidden = rng.choice([2, 4]) * E
-        case = {"x": torch.randn(N, L, E, generator=gen)}
+        case = {"x": scale * torch.randn(N, L, E, generator=gen)}
         for name in ("w_q", "w_k", "w_v", "w_o"):
             case[name] = torch.randn(E, E, generator=gen) / math.sqrt(E) * 1.5
         case["w1"] = torch.randn(E, hidden, generator=gen) / math.sqrt(E)
@@ -238,30 +362,155 @@ def _encoder_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
     return cases
 
 
-_UNSCALED = ("your attention scores are not scaled: divide q @ k.transpose(-2, -1) by sqrt(D), with "
-             "D = E // num_heads the head dimension (not E).")
+_CH3 = "see chapter 3's multi_head_attention"
+_SECTION2 = "see '2 · Post-LN and pre-LN'"
+
+# (name, bug, diagnosis): the same mistakes in both exercises
+_COMMON = (
+    ("ffn_no_b2", {"no_b2": True},
+     "your feed-forward sublayer leaves out b2: it is exercise 1's block, relu(h @ w1 + b1) @ w2 + b2."),
+    ("ffn_gelu", {"activation": "gelu"},
+     "your feed-forward sublayer uses GELU: it is exercise 1's block, with ReLU."),
+    ("ffn_no_relu", {"activation": "none"},
+     "your feed-forward sublayer has no ReLU: it is exercise 1's block, relu(h @ w1 + b1) @ w2 + b2."),
+    ("no_w_o", {"no_w_o": True},
+     f"you left out the output projection: after merging the heads back to (N, L, E), multiply by w_o ({_CH3})."),
+    ("w_o_transposed", {"w_o_transposed": True},
+     "you multiplied by w_o.T: the weights here are in the x @ W convention, so the merged heads go @ w_o."),
+    ("split_without_transpose", {"split": "no_transpose"},
+     "your heads are split with view(N, L, H, D) but not transposed, so the softmax runs over the heads "
+     f"instead of the tokens: use .view(N, L, H, D).transpose(1, 2) to get (N, H, L, D) ({_CH3})."),
+    ("split_by_reshape", {"split": "reshape"},
+     "you reshaped (N, L, E) straight to (N, H, L, D), which mixes features of different tokens into one "
+     "head: view as (N, L, H, D) first, then transpose(1, 2)."),
+    ("split_interleaved", {"split": "DH"},
+     "your heads take every H-th feature ((N, L, D, H) split); head h owns the D consecutive features "
+     "h·D … (h+1)·D - 1: view as (N, L, H, D), then transpose(1, 2)."),
+    ("merge_without_transpose", {"merge_no_transpose": True},
+     "you merged the heads with reshape(N, L, E) straight from (N, H, L, D): transpose(1, 2) back to "
+     "(N, L, H, D) first, so each token gets its own heads' outputs."),
+    ("scale_sqrt_E", {"scale": "sqrt_E"},
+     "you divided the scores by sqrt(E); each head's dot products have D = E // num_heads terms, so divide "
+     "by sqrt(D)."),
+    ("scale_sqrt_H", {"scale": "sqrt_H"},
+     "you divided the scores by sqrt(num_heads); the scale is sqrt(D), with D = E // num_heads the head "
+     "dimension."),
+    ("scale_D", {"scale": "D"},
+     "you divided the scores by D: divide by sqrt(D), the square root of the head dimension."),
+    ("scale_times", {"scale": "times_sqrt_D"},
+     "you multiplied the scores by sqrt(D): divide by it, q @ k.transpose(-2, -1) / sqrt(D)."),
+    ("unscaled", {"scale": None},
+     "your attention scores are not scaled: divide q @ k.transpose(-2, -1) by sqrt(D), with D = E // "
+     "num_heads the head dimension."),
+    ("softmax_over_queries", {"softmax_dim": -2},
+     "your softmax runs over the queries (dim=-2): each query's weights over the keys must sum to 1, so "
+     "use softmax(dim=-1)."),
+    ("one_head", {"one_head": True},
+     "you computed one attention over all E features: split into num_heads heads of D = E // num_heads "
+     f"features, attend in each, then merge ({_CH3})."),
+    ("k_not_transposed", {"k_not_transposed": True},
+     "q @ k multiplies (L, D) by (L, D): transpose the keys' last two dimensions, q @ k.transpose(-2, -1), "
+     "to get the (L, L) scores."),
+    ("float_head_dim", {"float_head_dim": True},
+     "D = E / num_heads is a float, which view() refuses: use integer division, D = E // num_heads."),
+    ("float16_softmax", {"float16": True},
+     "you computed the softmax in float16: it keeps about 3 decimal digits; stay in the inputs' dtype."),
+    ("norm_without_affine", {"norm": "no_affine"},
+     "your LayerNorms leave out their weight and bias: F.layer_norm(h, (E,), ln_weight, ln_bias)."),
+    ("norm_full_shape", {"norm": "full_shape"},
+     "F.layer_norm's normalized_shape is the last dimension only, (E,): each token is normalised on its "
+     "own, F.layer_norm(h, (E,), weight, bias)."),
+    ("norm_unbiased", {"norm": "unbiased"},
+     "your LayerNorm divides by the unbiased variance (torch.var's default, over E - 1): LayerNorm uses "
+     "the biased one, var(unbiased=False), as F.layer_norm does."),
+    ("norm_eps_outside_sqrt", {"norm": "std_plus_eps"},
+     "your LayerNorm divides by std + eps: eps goes inside the square root, (h - mean) / sqrt(var + 1e-5); "
+     "the difference shows on the small input of the last case."),
+    ("norm_no_eps", {"norm": "eps_0"},
+     "your LayerNorm leaves out eps (or uses a tiny one such as 1e-12): use eps = 1e-5, F.layer_norm's "
+     "default; it matters on the small input of the last case."),
+    ("norm_rms", {"norm": "rms"},
+     "you wrote RMSNorm: LayerNorm subtracts the mean over E before dividing, (h - mean) / sqrt(var + eps)."),
+    ("norms_swapped", {"norms_swapped": True},
+     "you swapped the two LayerNorms: ln1 goes with the attention sublayer, ln2 with the feed-forward."),
+    ("norm1_twice", {"norm1_twice": True},
+     "you used ln1's weight and bias for both LayerNorms: the feed-forward sublayer has its own, ln2."),
+)
+
+_POST_ONLY = (
+    ("wrote_pre_ln", {"wiring": "other_order"},
+     f"you wrote the pre-LN layer (x + sublayer(norm(x))); this exercise is post-LN, the original paper's "
+     f"order: normalise after adding, norm(x + sublayer(x)) ({_SECTION2})."),
+    ("norm_the_sublayer", {"wiring": "norm_the_sublayer"},
+     f"you add the residual after the LayerNorm (x + norm(sublayer(x))); in post-LN the norm comes after "
+     f"the sum, norm(x + sublayer(x)) ({_SECTION2})."),
+    ("no_residual", {"wiring": "no_residual"},
+     "your layer has no residual connections: add each sublayer's input back before its LayerNorm."),
+    ("no_residual_attn", {"wiring": "no_residual_attn"},
+     "your attention sublayer has no residual: add its input x back before norm1."),
+    ("no_residual_ffn", {"wiring": "no_residual_ffn"},
+     "your feed-forward sublayer has no residual: add its input (norm1's output) back before norm2."),
+    ("ffn_residual_from_x", {"wiring": "ffn_residual_from_x"},
+     "your second residual adds the layer's original input: it adds the feed-forward's own input, the "
+     "output of norm1."),
+    ("ffn_on_x", {"wiring": "ffn_on_x"},
+     "your feed-forward reads the layer's original input: it reads the output of the first sublayer, "
+     "after norm1."),
+    ("no_norm2", {"wiring": "no_norm2"},
+     f"your layer ends without its second LayerNorm: in post-LN every sum is normalised, norm2(x + ffn(x)) "
+     f"({_SECTION2})."),
+)
+
+_PRE_ONLY = (
+    ("wrote_post_ln", {"wiring": "other_order"},
+     f"you wrote the post-LN layer (norm(x + sublayer(x))); this exercise is pre-LN: normalise what enters "
+     f"each sublayer and add its output to the untouched x ({_SECTION2})."),
+    ("norm_the_sublayer", {"wiring": "norm_the_sublayer"},
+     f"you normalise the sublayer's output (x + norm(sublayer(x))); pre-LN normalises its input, "
+     f"x + sublayer(norm(x)) ({_SECTION2})."),
+    ("residual_from_norm", {"wiring": "residual_from_norm"},
+     "your residual starts from the normalised input (h = norm(x); x = h + sublayer(h)); in pre-LN the "
+     "un-normalised x is carried around the sublayer: x = x + sublayer(norm(x))."),
+    ("residual_from_norm_attn", {"wiring": "residual_from_norm_attn"},
+     "around the attention sublayer your residual starts from norm1(x), not x (the feed-forward one is "
+     "right): carry the un-normalised x, x = x + attention(norm1(x))."),
+    ("residual_from_norm_ffn", {"wiring": "residual_from_norm_ffn"},
+     "around the feed-forward sublayer your residual starts from norm2(x), not x (the attention one is "
+     "right): carry the un-normalised stream, x = x + ffn(norm2(x))."),
+    ("final_norm", {"wiring": "final_norm"},
+     f"your output is normalised at the end: a pre-LN layer has no LayerNorm after the last residual; "
+     f"the model adds one final LayerNorm after all its layers ({_SECTION2})."),
+    ("final_norm2", {"wiring": "final_norm2"},
+     f"you apply norm2 once more to the output: a pre-LN layer ends with the residual sum, x + ffn(norm2(x)) "
+     f"({_SECTION2})."),
+    ("ffn_from_x", {"wiring": "ffn_from_x"},
+     "your feed-forward reads norm2 of the layer's original input: it reads norm2 of the stream after the "
+     "attention residual, x = x + attention(norm1(x)) first."),
+    ("no_residual", {"wiring": "no_residual"},
+     "your layer has no residual connections: keep x and add each sublayer's output to it."),
+    ("no_residual_ffn", {"wiring": "no_residual_ffn"},
+     "your feed-forward sublayer has no residual: add its output to the stream, x = x + ffn(norm2(x))."),
+    ("skip_ffn", {"wiring": "skip_ffn"},
+     "your layer stops after the attention sublayer: add the feed-forward sublayer, x = x + ffn(norm2(x))."),
+)
+
+
+def _mistakes(norm_first: bool, specific) -> tuple[Mistake, ...]:
+    return tuple(Mistake(name, _wrong_layer(norm_first, **bug), diagnosis) for name, bug, diagnosis in
+                 (*specific, *_COMMON))
+
 
 ENCODER_POST_LN = Exercise(
     id="ch5.encoder_layer_post_ln",
     reference=encoder_layer_post_ln_reference,
     make_cases=_encoder_cases,
     points=3,
-    mistakes=(
-        Mistake("residual_after_norm", _variant("post_residual_after_norm"),
-                "you add the residual after the LayerNorm (norm(sublayer(x)) + x); in post-LN the residual "
-                "goes inside: x = norm1(x + attention(x)), then norm2(x + ffn(x))."),
-        Mistake("no_residual", _variant("post_no_residual"),
-                "your layer has no residual connections: add the sublayer's input back before each norm, "
-                "x = norm1(x + attention(x)) and x = norm2(x + ffn(x))."),
-        Mistake("pre_ln", _variant("pre"),
-                "you wrote the pre-LN layer (x + sublayer(norm(x))); this exercise is post-LN, the original "
-                "paper's order: x = norm1(x + attention(x)), then norm2(x + ffn(x))."),
-        Mistake("unscaled", _variant("post", scaled=False), _UNSCALED),
-    ),
+    mistakes=_mistakes(False, _POST_ONLY),
     forbidden=_NO_TORCH_LAYERS + _NO_UTILS,
     atol=1e-4,
-    hint="attention: project with x @ w_q etc., split into (N, H, L, D), softmax(q k^T / sqrt(D)) v, merge, "
-         "@ w_o; then x = norm1(x + attention), x = norm2(x + ffn(x)) with F.layer_norm.",
+    hint="in post-LN each sublayer's input is added back to its output, then the sum is normalised "
+         "(F.layer_norm over the last dimension, eps = 1e-5); the attention is chapter 3's, with the scale "
+         "sqrt(D) of the head dimension D = E // num_heads and an output projection w_o.",
 )
 
 ENCODER_PRE_LN = Exercise(
@@ -269,22 +518,12 @@ ENCODER_PRE_LN = Exercise(
     reference=encoder_layer_pre_ln_reference,
     make_cases=_encoder_cases,
     points=3,
-    mistakes=(
-        Mistake("residual_after_norm", _variant("pre_residual_after_norm"),
-                "your residual starts from the normalised input (h = norm(x); x = h + sublayer(h)); in "
-                "pre-LN the un-normalised x is carried around the sublayer: x = x + sublayer(norm(x))."),
-        Mistake("no_residual", _variant("pre_no_residual"),
-                "your layer has no residual connections: keep x and add each sublayer's output to it, "
-                "x = x + attention(norm1(x)), then x = x + ffn(norm2(x))."),
-        Mistake("post_ln", _variant("post"),
-                "you wrote the post-LN layer (norm(x + sublayer(x))); this exercise is pre-LN: "
-                "x = x + attention(norm1(x)), then x = x + ffn(norm2(x)), with no norm at the end."),
-        Mistake("unscaled", _variant("pre", scaled=False), _UNSCALED),
-    ),
+    mistakes=_mistakes(True, _PRE_ONLY),
     forbidden=_NO_TORCH_LAYERS + _NO_UTILS,
     atol=1e-4,
-    hint="x = x + attention(norm1(x)), then x = x + ffn(norm2(x)); attention as in chapter 3 with "
-         "x @ w_q etc., softmax(q k^T / sqrt(D)) v, merge heads, @ w_o.",
+    hint="in pre-LN each sublayer reads a normalised copy of the stream (F.layer_norm, eps = 1e-5) and its "
+         "output is added to the un-normalised stream; nothing normalises the layer's output. The attention "
+         "is chapter 3's, with the scale sqrt(D), D = E // num_heads, and an output projection w_o.",
 )
 
 EXERCISES: tuple[Exercise, ...] = (FEED_FORWARD, ENCODER_POST_LN, ENCODER_PRE_LN)  # notebook order

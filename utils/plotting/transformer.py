@@ -3,8 +3,9 @@
 * :func:`layer_diagrams`: post-LN and pre-LN layers side by side, boxes and arrows with shapes.
 * :func:`loss_curves`, :func:`grad_norms_figure`: the measured post-LN vs pre-LN comparison.
 * :func:`training_curves`: loss and held-out accuracy of the tiny model.
-* :func:`head_ablation_figure`, :func:`layer_head_similarity_figure`: which heads do the work, and how alike
-  they are in each layer.
+* :func:`sentence_attention_grid`: every head's map on one sentence, the pronoun's row outlined.
+* :func:`head_ablation_figure`, :func:`pronoun_heads_figure`, :func:`layer_head_similarity_figure`: accuracy
+  with heads switched off, per pronoun, and how alike the heads are in each layer.
 * :func:`attention_view_figure`: one head's map on one sentence, the pronoun's row in red (the explorer's view).
 """
 
@@ -24,7 +25,8 @@ if TYPE_CHECKING:
     from utils.widgets.transformer import AttentionView
 
 __all__ = ["layer_diagram_steps", "layer_diagrams", "loss_curves", "grad_norms_figure", "training_curves",
-           "head_ablation_figure", "layer_head_similarity_figure", "attention_view_figure"]
+           "sentence_attention_grid", "head_ablation_figure", "pronoun_heads_figure",
+           "layer_head_similarity_figure", "attention_view_figure"]
 
 _ACTIVATION_SHAPE = "(N, L, E)"
 _COLOURS = {"io": "#ffffff", "attn": "#f6d8a8", "ffn": "#bfe3f2", "norm": "#d9f0c8", "drop": "#eeeeee",
@@ -107,12 +109,18 @@ def layer_diagrams() -> Figure:
     return fig
 
 
-def loss_curves(losses: Mapping[str, Sequence[float]], *, title: str = "Training loss") -> Figure:
-    """Plot one loss curve per run (a NaN/inf loss ends its curve). ``losses``: label -> per-step losses."""
+def loss_curves(losses: Mapping[str, Sequence[float]], *, title: str = "Training loss",
+                chance: float | None = None) -> Figure:
+    """Plot one loss curve per run (a NaN/inf loss ends its curve). ``losses``: label -> per-step losses.
+
+    ``chance``, when given, is drawn as a dashed line: the loss of a uniform guess, log(C).
+    """
     fig, ax = plt.subplots(figsize=(7, 3.8))
     colours = plt.get_cmap(CMAP)(torch.linspace(0.0, 0.8, max(len(losses), 1)).tolist())
     for colour, (label, values) in zip(colours, losses.items()):
         ax.plot(range(1, len(values) + 1), list(values), label=label, color=colour, lw=1.4)
+    if chance is not None:
+        ax.axhline(chance, color="grey", ls="--", lw=1, label=f"chance, log(C) = {chance:.2f}")
     ax.set_xlabel("optimiser step")
     ax.set_ylabel("cross-entropy loss")
     ax.set_title(title)
@@ -153,7 +161,7 @@ def training_curves(history, *, chance: float | None = None) -> Figure:
     right.plot(history.eval_steps, history.eval_accuracy, marker="o", color=plt.get_cmap(CMAP)(0.6),
                label="held-out noun pairs")
     if chance is not None:
-        right.axhline(chance, color="grey", ls="--", lw=1, label=f"best guess without attention ({chance:.0%})")
+        right.axhline(chance, color="grey", ls="--", lw=1, label=f"guess from the pronoun alone ({chance:.0%})")
     right.set_ylim(0, 1.05)
     right.set_xlabel("optimiser step")
     right.set_ylabel("accuracy at the pronoun")
@@ -165,22 +173,99 @@ def training_curves(history, *, chance: float | None = None) -> Figure:
     return fig
 
 
-def head_ablation_figure(ablated: torch.Tensor, baseline: float) -> Figure:
-    """Held-out accuracy with each head switched off, ``ablated`` ``(num_layers, H)``, against ``baseline``."""
-    values = to_numpy(ablated)
-    fig, ax = plt.subplots(figsize=(1.6 + 1.2 * values.shape[1], 0.9 + 0.8 * values.shape[0]))
-    image = ax.imshow(values, cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
+def sentence_attention_grid(maps: torch.Tensor, tokens: Sequence[str], pronoun_pos: int, *,
+                            title: str = "Every head on one sentence") -> Figure:
+    """Every head's ``(L, L)`` map on one sentence, ``maps`` ``(num_layers, H, L, L)``, the pronoun's row outlined.
+
+    Rows are the queries (the words that attend), columns the keys (the words attended to); one shared
+    colour scale from 0 to 1.
+
+    >>> fig = sentence_attention_grid(torch.rand(2, 2, 3, 3).softmax(-1), ["a", "b", "it"], 2)
+    >>> fig.axes[1].get_title(), fig.axes[-1].get_ylabel()
+    ('Layer 1, Head 2', 'attention weight')
+    """
+    maps = torch.as_tensor(maps)
+    if maps.dim() != 4 or maps.shape[-1] != maps.shape[-2] or maps.shape[-1] != len(tokens):
+        raise ValueError(f"maps: expected (num_layers, H, L, L) with L = len(tokens) = {len(tokens)}, "
+                         f"got shape {tuple(maps.shape)}")
+    rows, cols, L, _ = maps.shape
+    size = 1.2 + 0.3 * L
+    fig, axes = plt.subplots(rows, cols, figsize=(size * cols + 1.0, size * rows + 0.4), squeeze=False,
+                             layout="constrained")
+    for r in range(rows):
+        for c in range(cols):
+            ax = axes[r][c]
+            image = ax.imshow(to_numpy(maps[r, c]), cmap=CMAP, vmin=0.0, vmax=1.0)
+            ax.set_title(f"Layer {r + 1}, Head {c + 1}", fontsize=9)
+            ax.set_xticks(range(L), tokens, rotation=90, fontsize=7)
+            ax.set_yticks(range(L), tokens, fontsize=7)
+            ax.get_yticklabels()[pronoun_pos].set_color("red")
+            ax.add_patch(Rectangle((-0.5, pronoun_pos - 0.5), L, 1, fill=False, edgecolor="red", lw=1.8))
+            if r == rows - 1:
+                ax.set_xlabel("key (attended to)", fontsize=8)
+            if c == 0:
+                ax.set_ylabel("query (attending)", fontsize=8)
+    bar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.03, pad=0.02)
+    bar.set_label("attention weight")
+    fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def head_ablation_figure(results: Mapping[str, float], *, chance: float,
+                         title: str = "Held-out accuracy with heads switched off") -> Figure:
+    """Horizontal bars: held-out accuracy of each configuration (label -> accuracy), every value written out.
+
+    ``chance`` (the accuracy of guessing from the pronoun alone) is drawn as a dashed line.
+
+    >>> fig = head_ablation_figure({"all heads on": 1.0, "L1H1 off": 0.95}, chance=0.25)
+    >>> [t.get_text() for t in fig.axes[0].texts]
+    ['1.000', '0.950']
+    """
+    labels, values = list(results), [float(v) for v in results.values()]
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.32 * len(labels)))
+    colours = plt.get_cmap(CMAP)([0.15 + 0.7 * v for v in values])
+    ax.barh(range(len(labels)), values, color=colours)
+    for i, value in enumerate(values):
+        ax.text(value + 0.01, i, f"{value:.3f}", va="center", fontsize=8)
+    ax.axvline(chance, color="grey", ls="--", lw=1, label=f"guess from the pronoun alone ({chance:.3f})")
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlim(0.0, 1.12)
+    ax.set_xlabel("held-out accuracy at the pronoun")
+    ax.set_ylabel("heads switched off")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def pronoun_heads_figure(table: torch.Tensor, row_labels: Sequence[str], pronouns: Sequence[str], *,
+                         chance: float) -> Figure:
+    """Accuracy per pronoun (columns) for each configuration of heads (rows), ``table`` ``(R, P)``, annotated.
+
+    The colour scale runs from ``chance`` to 1, so that "no better than guessing" is the darkest colour.
+
+    >>> fig = pronoun_heads_figure(torch.tensor([[1.0, 0.5]]), ["all on"], ["he", "she"], chance=0.25)
+    >>> fig.axes[-1].get_ylabel()
+    'accuracy'
+    """
+    values = to_numpy(table)
+    if values.shape != (len(row_labels), len(pronouns)):
+        raise ValueError(f"table: expected shape ({len(row_labels)}, {len(pronouns)}), got {values.shape}")
+    fig, ax = plt.subplots(figsize=(2.4 + 1.0 * len(pronouns), 0.9 + 0.4 * len(row_labels)))
+    image = ax.imshow(values, cmap=CMAP, vmin=chance, vmax=1.0, aspect="auto")
+    middle = (chance + 1.0) / 2
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
-            ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center",
-                    color="black" if values[i, j] > 0.5 else "white")
-    ax.set_xticks(range(values.shape[1]), [f"head {j + 1}" for j in range(values.shape[1])])
-    ax.set_yticks(range(values.shape[0]), [f"layer {i + 1}" for i in range(values.shape[0])])
-    ax.set_xlabel("head switched off")
-    ax.set_ylabel("layer")
-    ax.set_title(f"Accuracy with one head off (all on: {baseline:.2f});\ndark = the head the model needs",
-                 fontsize=9)
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+            ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                    color="black" if values[i, j] > middle else "white")
+    ax.set_xticks(range(len(pronouns)), [f"'{p}'" for p in pronouns])
+    ax.set_yticks(range(len(row_labels)), row_labels, fontsize=8)
+    ax.set_xlabel("pronoun of the sentence")
+    ax.set_ylabel("heads switched off")
+    ax.set_title("Accuracy per pronoun: different pronouns lean on different heads", fontsize=10)
+    bar = fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    bar.set_label("accuracy")
     fig.tight_layout()
     return fig
 
@@ -198,7 +283,7 @@ def layer_head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 -
     fig, axes = plt.subplots(1, values.shape[0], figsize=(2.8 * values.shape[0], 2.8), squeeze=False)
     for i, ax in enumerate(axes[0]):
         H = values.shape[-1]
-        ax.imshow(values[i], cmap=CMAP, vmin=0.0, vmax=1.0)
+        image = ax.imshow(values[i], cmap=CMAP, vmin=0.0, vmax=1.0)
         for a in range(H):
             for b in range(H):
                 ax.text(b, a, f"{values[i, a, b]:.2f}", ha="center", va="center",
@@ -211,6 +296,8 @@ def layer_head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 -
         ax.set_title(f"Layer {i + 1}", fontsize=9)
     fig.suptitle(f"Head redundancy: {metric} of attention rows (1 = identical)", fontsize=10)
     fig.tight_layout()
+    bar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.046, pad=0.04)
+    bar.set_label("similarity")
     return fig
 
 
@@ -222,4 +309,5 @@ def attention_view_figure(view: AttentionView) -> Figure:
     L = len(view.tokens)
     ax.add_patch(Rectangle((-0.5, view.pronoun_pos - 0.5), L, 1, fill=False, edgecolor="red", lw=2))
     ax.get_yticklabels()[view.pronoun_pos].set_color("red")
+    fig.axes[-1].set_ylabel("attention weight")
     return fig

@@ -89,7 +89,7 @@ def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
 
 
 def ch5_quiz() -> Quiz:
-    """Three questions on the encoder layer and on post-LN vs pre-LN."""
+    """Four questions: the pre-LN residual path, the feed-forward share, post-LN vs pre-LN, the causal mask."""
     return Quiz([
         Choice(
             "In a pre-LN layer, which tensor is carried around the attention sublayer by the residual path?",
@@ -98,8 +98,8 @@ def ch5_quiz() -> Quiz:
             feedback=[
                 "No: that is the classic pre-LN bug. Only the sublayer's input is normalised; the residual "
                 "stream keeps x as it is.",
-                "Yes: x = x + attention(norm1(x)). Nothing on the residual path is ever normalised, which is "
-                "why gradients reach early layers undamped.",
+                "Yes: x = x + attention(norm1(x)). Nothing on the residual path is ever normalised, so the "
+                "gradient has a plain path from the loss to every layer.",
                 "The attention output is what gets *added* to the residual path, not what the path carries.",
                 "Pre-LN keeps both residual connections; it only moves the LayerNorm.",
             ],
@@ -128,13 +128,16 @@ def ch5_quiz() -> Quiz:
             answer=1,
             feedback=[
                 "The chapter measured the opposite: same weights, same batches, very different curves.",
-                "Yes: that is what this chapter measured, and what Xiong et al. (2020) analyse.",
+                "Yes: in the chapter's measurement post-LN stayed at chance while pre-LN learned, and Xiong et "
+                "al. (2020) explain why post-LN needs a warm-up.",
                 "The un-normalised stream is what keeps pre-LN's gradients well-behaved; the final LayerNorm "
                 "takes care of the output scale.",
-                "Pre-LN trained fine without warm-up in the chapter's measurement.",
+                "Pre-LN learned without warm-up in the chapter's measurement, although its loss spiked along "
+                "the way; post-LN did not learn at all.",
             ],
-            explanation="Post-LN puts a LayerNorm on the residual path after every sublayer; its gradients at "
-                        "initialisation are larger and less even, so large steps are riskier.",
+            explanation="Post-LN puts a LayerNorm on the residual path after every sublayer, so there is no "
+                        "plain path from the loss to the early layers; large early steps are riskier, which is "
+                        "what a warm-up guards against. Pre-LN keeps the residual path a plain sum.",
         ),
         Choice(
             "The decoder masks its self-attention with a causal mask. What does that mask change?",
