@@ -14,6 +14,7 @@ from utils.attention import padding_mask
 from utils.exercises import transformer as ex
 from utils.exercises.check_cell import run_public_check
 from utils.exercises.judging import compare
+from utils.exercises.mistakes.transformer import _wrong_layer
 from utils.heads import head_similarity
 from utils.layers import FeedForward, TinyEncoderClassifier, TransformerEncoderLayer
 from utils.plotting import transformer as plots
@@ -85,7 +86,7 @@ def _torch_layer(case, norm_first):
 @pytest.mark.parametrize("exercise,norm_first", [(ex.ENCODER_POST_LN, False), (ex.ENCODER_PRE_LN, True)])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_encoder_references_match_torch_and_the_written_out_layer(exercise, norm_first, seed):
-    written_out = ex._wrong_layer(norm_first)
+    written_out = _wrong_layer(norm_first)
     for case in exercise.cases(seed):
         expected = exercise.reference(**case)
         with torch.no_grad():

@@ -8,6 +8,7 @@ Weights use the ``x @ W`` convention (``W`` is ``(in, out)``), the transpose of 
 The attention projections have no bias, to keep the parameter list short.
 
 Shape letters: N batch, L length, E model dimension, F feed-forward width, H heads, D = E // H.
+The wrong answers themselves are in :mod:`utils.exercises.mistakes.transformer`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.mistakes import transformer as wrong
 from utils.layers import TransformerEncoderLayer
 
 __all__ = [
@@ -34,7 +36,7 @@ __all__ = [
 
 # The bare package "utils" is caught statically in the learner's source and, through the globals check,
 # in what the learner's function reaches (that check skips functions defined inside utils, so the wrong
-# answers below may call this module's helpers). The ready-made layers are also named one by one, so that
+# answers in utils.exercises.mistakes.transformer may call course helpers). The ready-made layers are also named one by one, so that
 # they are patched out at run time. Not the smaller helpers the reference layer itself calls
 # (utils.layers.FeedForward, utils.attention.scaled_dot_product_attention): patching them would break the
 # reference while forbid() is active.
@@ -58,42 +60,6 @@ _NO_TORCH_LAYERS = (
 
 def feed_forward_reference(x, w1, b1, w2, b2):
     return torch.relu(x @ w1 + b1) @ w2 + b2  # (..., E) -> (..., F) -> (..., E)
-
-
-def _ff(activation=torch.relu, *, bias1=True, bias2=True, bias1_after=False):
-    """A feed-forward block with one thing changed (the wrong answers below)."""
-
-    def feed_forward(x, w1, b1, w2, b2):
-        hidden = x @ w1 + (b1 if bias1 and not bias1_after else 0.0)  # (..., F)
-        hidden = activation(hidden) + (b1 if bias1_after else 0.0)
-        return hidden @ w2 + (b2 if bias2 else 0.0)  # (..., E)
-
-    return feed_forward
-
-
-def _ff_activation_last(x, w1, b1, w2, b2):
-    return torch.relu((x @ w1 + b1) @ w2 + b2)
-
-
-def _ff_activation_twice(x, w1, b1, w2, b2):
-    return torch.relu(torch.relu(x @ w1 + b1) @ w2 + b2)
-
-
-def _ff_residual(x, w1, b1, w2, b2):
-    return x + feed_forward_reference(x, w1, b1, w2, b2)
-
-
-def _ff_layer_norm(x, w1, b1, w2, b2):
-    out = feed_forward_reference(x, w1, b1, w2, b2)
-    return F.layer_norm(out, out.shape[-1:])
-
-
-def _ff_linear_convention(x, w1, b1, w2, b2):  # F.linear(x, w) is x @ w.T: the nn.Linear convention
-    return F.linear(torch.relu(F.linear(x, w1, b1)), w2, b2)
-
-
-def _ff_float16(x, w1, b1, w2, b2):
-    return feed_forward_reference(x.half(), w1.half(), b1.half(), w2.half(), b2.half()).float()
 
 
 def _feed_forward_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
@@ -121,39 +87,39 @@ FEED_FORWARD = Exercise(
     make_cases=_feed_forward_cases,
     points=1,
     mistakes=(
-        Mistake("no_activation", _ff(lambda h: h),
+        Mistake("no_activation", wrong._ff(lambda h: h),
                 "your output is exactly linear in x: apply torch.relu to the hidden layer (x @ w1 + b1) "
                 "before multiplying by w2; without it the two linears collapse into one."),
-        Mistake("activation_after_second", _ff_activation_last,
+        Mistake("activation_after_second", wrong._ff_activation_last,
                 "you applied the ReLU after the second linear instead of after the first: the output must "
                 "be able to go negative, so the ReLU acts on the hidden layer of width F only."),
-        Mistake("activation_twice", _ff_activation_twice,
+        Mistake("activation_twice", wrong._ff_activation_twice,
                 "your output is never negative: the ReLU belongs only after the first linear, not after "
                 "the second (+ b2) as well."),
-        Mistake("no_b2", _ff(bias2=False),
+        Mistake("no_b2", wrong._ff(bias2=False),
                 f"you left out b2: the second linear map has its own bias, added after @ w2 ({_SEE_FFN})."),
-        Mistake("no_b1", _ff(bias1=False),
+        Mistake("no_b1", wrong._ff(bias1=False),
                 f"you left out b1: the first linear map adds b1 before the ReLU ({_SEE_FFN})."),
-        Mistake("no_biases", _ff(bias1=False, bias2=False),
+        Mistake("no_biases", wrong._ff(bias1=False, bias2=False),
                 f"you left out both biases: b1 is added before the ReLU and b2 after @ w2 ({_SEE_FFN})."),
-        Mistake("b1_after_relu", _ff(bias1_after=True),
+        Mistake("b1_after_relu", wrong._ff(bias1_after=True),
                 f"you add b1 after the ReLU: it belongs inside, relu(x @ w1 + b1) ({_SEE_FFN})."),
-        Mistake("gelu", _ff(F.gelu),
+        Mistake("gelu", wrong._ff(F.gelu),
                 f"you used GELU (as GPT-2 and BERT do); this block is the paper's, with ReLU ({_SEE_FFN})."),
-        Mistake("leaky_relu", _ff(F.leaky_relu),
+        Mistake("leaky_relu", wrong._ff(F.leaky_relu),
                 f"you used leaky ReLU: negative hidden values must become exactly 0, use torch.relu ({_SEE_FFN})."),
-        Mistake("sigmoid", _ff(torch.sigmoid),
+        Mistake("sigmoid", wrong._ff(torch.sigmoid),
                 f"you used a sigmoid: the activation is ReLU, max(0, h) ({_SEE_FFN})."),
-        Mistake("residual", _ff_residual,
+        Mistake("residual", wrong._ff_residual,
                 "you added x to the output: the block itself has no residual connection; the encoder layer "
                 "adds it around the block (exercise 2)."),
-        Mistake("layer_norm", _ff_layer_norm,
+        Mistake("layer_norm", wrong._ff_layer_norm,
                 "you normalised the output: the block has no LayerNorm; the encoder layer adds it around the "
                 "block (exercise 2)."),
-        Mistake("linear_convention", _ff_linear_convention,
+        Mistake("linear_convention", wrong._ff_linear_convention,
                 "F.linear(x, w) computes x @ w.T (nn.Linear stores weights as (out, in)); these weights are "
                 "(in, out), so write x @ w1 + b1, or F.linear(x, w1.T, b1)."),
-        Mistake("float16", _ff_float16,
+        Mistake("float16", wrong._ff_float16,
                 "you computed in float16 and cast back: float16 keeps about 3 decimal digits, so the result "
                 "is off by about 1e-3; compute in the inputs' dtype."),
     ),
@@ -218,124 +184,6 @@ def encoder_layer_pre_ln_reference(x, num_heads, **tensors):
     return _encoder_layer(x, num_heads, tensors, norm_first=True)
 
 
-# The wrong answers. ``_wrong_layer(norm_first, **bug)`` is the reference layer written out with plain
-# tensors, with the named bugs switched on; each Mistake below switches on one (or a related pair).
-
-
-def _split(t, N, L, H, D, how):
-    if how == "no_transpose":  # (N, L, H, D): attention then runs over the heads, not over the tokens
-        return t.view(N, L, H, D)
-    if how == "reshape":  # straight to (N, H, L, D): mixes the tokens' features across heads
-        return t.reshape(N, H, L, D)
-    if how == "DH":  # (N, L, D, H): heads interleaved instead of contiguous blocks of D features
-        return t.view(N, L, D, H).permute(0, 3, 1, 2)
-    return t.view(N, L, H, D).transpose(1, 2)  # (N, H, L, D)
-
-
-def _attention(x, w_q, w_k, w_v, w_o, num_heads, bug):
-    """Multi-head self-attention without biases, written out, with the attention bugs of ``bug``."""
-    N, L, E = x.shape
-    H = 1 if bug.get("one_head") else num_heads
-    D = E / H if bug.get("float_head_dim") else E // H
-    split = bug.get("split", "transpose")
-    q, k, v = (_split(x @ w, N, L, H, D, split) for w in (w_q, w_k, w_v))  # (N, H, L, D)
-    scores = q @ (k if bug.get("k_not_transposed") else k.transpose(-2, -1))  # (N, H, L, L)
-    scale = bug.get("scale", "sqrt_D")
-    scores = {"sqrt_D": scores / math.sqrt(D), "sqrt_E": scores / math.sqrt(E), "D": scores / D,
-              "sqrt_H": scores / math.sqrt(num_heads), "times_sqrt_D": scores * math.sqrt(D), None: scores}[scale]
-    if bug.get("float16"):
-        weights = scores.half().softmax(dim=-1).float()
-    else:
-        weights = scores.softmax(dim=bug.get("softmax_dim", -1))  # (N, H, L, L)
-    heads = weights @ v  # (N, H, L, D)
-    if split == "no_transpose" or bug.get("merge_no_transpose"):
-        merged = heads.reshape(N, L, E)
-    else:
-        merged = heads.transpose(1, 2).reshape(N, L, E)  # (N, L, E)
-    if bug.get("no_w_o"):
-        return merged
-    return merged @ (w_o.T if bug.get("w_o_transposed") else w_o)  # (N, L, E)
-
-
-def _layer_norm(h, weight, bias, bug):
-    E = h.shape[-1]
-    kind = bug.get("norm")
-    if kind == "no_affine":
-        return F.layer_norm(h, (E,))
-    if kind == "full_shape":  # normalised over (N, L, E) instead of (E,): raises for the (E,) weight
-        return F.layer_norm(h, h.shape, weight, bias)
-    if kind == "eps_0":  # no eps, or a negligible one such as BERT's 1e-12
-        return F.layer_norm(h, (E,), weight, bias, eps=0.0)
-    mean = h.mean(dim=-1, keepdim=True)
-    if kind == "unbiased":
-        return (h - mean) / torch.sqrt(h.var(dim=-1, keepdim=True) + 1e-5) * weight + bias
-    if kind == "std_plus_eps":
-        return (h - mean) / (h.std(dim=-1, keepdim=True, unbiased=False) + 1e-5) * weight + bias
-    if kind == "rms":
-        return h / torch.sqrt(h.pow(2).mean(dim=-1, keepdim=True) + 1e-5) * weight + bias
-    return F.layer_norm(h, (E,), weight, bias)
-
-
-def _wrong_layer(norm_first: bool, **bug):
-    """The post-LN or pre-LN layer, written out, with ``bug`` switched on (see the Mistakes)."""
-
-    def layer(x, w_q, w_k, w_v, w_o, w1, b1, w2, b2, ln1_weight, ln1_bias, ln2_weight, ln2_bias, num_heads):
-        params1, params2 = (ln1_weight, ln1_bias), (ln2_weight, ln2_bias)
-        if bug.get("norms_swapped"):
-            params1, params2 = params2, params1
-        if bug.get("norm1_twice"):
-            params2 = params1
-
-        def attn(h):
-            return _attention(h, w_q, w_k, w_v, w_o, num_heads, bug)
-
-        def ffn(h):
-            activation = {"relu": torch.relu, "gelu": F.gelu, "none": lambda t: t}[bug.get("activation", "relu")]
-            out = activation(h @ w1 + b1) @ w2
-            return out if bug.get("no_b2") else out + b2
-
-        def norm1(h):
-            return _layer_norm(h, *params1, bug)
-
-        def norm2(h):
-            return _layer_norm(h, *params2, bug)
-
-        wiring = bug.get("wiring")
-        if wiring == "other_order":
-            norm_first_here = not norm_first
-        else:
-            norm_first_here = norm_first
-        if wiring == "norm_the_sublayer":  # x + norm(sublayer(x)), in either exercise
-            x = x + norm1(attn(x))
-            return x + norm2(ffn(x))
-        if not norm_first_here:  # post-LN: norm(x + sublayer(x))
-            x1 = norm1((0.0 if wiring in ("no_residual_attn", "no_residual") else x) + attn(x))
-            if wiring == "ffn_residual_from_x":
-                return norm2(x + ffn(x1))
-            if wiring == "ffn_on_x":
-                return norm2(x1 + ffn(x))
-            if wiring == "no_norm2":
-                return x1 + ffn(x1)
-            return norm2((0.0 if wiring in ("no_residual_ffn", "no_residual") else x1) + ffn(x1))
-        # pre-LN: x + sublayer(norm(x))
-        h = norm1(x)
-        if wiring == "no_residual":
-            return ffn(norm2(attn(h)))
-        x1 = (h if wiring in ("residual_from_norm", "residual_from_norm_attn") else x) + attn(h)
-        h2 = norm2(x if wiring == "ffn_from_x" else x1)
-        if wiring == "no_residual_ffn":
-            return ffn(h2)
-        if wiring == "skip_ffn":
-            return x1
-        out = (h2 if wiring in ("residual_from_norm", "residual_from_norm_ffn") else x1) + ffn(h2)
-        if wiring == "final_norm":  # an extra LayerNorm at the end, without parameters
-            return F.layer_norm(out, out.shape[-1:])
-        if wiring == "final_norm2":  # norm2 applied once more to the output
-            return norm2(out)
-        return out
-
-    return layer
-
 
 def _encoder_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
     # (N, L, E, H, scale of x). First a case with H > 1 and L > 1, so that the case named in a diagnosis
@@ -365,7 +213,9 @@ def _encoder_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
 _CH3 = "see chapter 3's multi_head_attention"
 _SECTION2 = "see '2 · Post-LN and pre-LN'"
 
-# (name, bug, diagnosis): the same mistakes in both exercises
+# (name, bug, diagnosis): ``wrong._wrong_layer(norm_first, **bug)`` is the reference layer written out
+# with plain tensors, with the named bug switched on (or a related pair). First the same mistakes in both
+# exercises
 _COMMON = (
     ("ffn_no_b2", {"no_b2": True},
      "your feed-forward sublayer leaves out b2: it is exercise 1's block, relu(h @ w1 + b1) @ w2 + b2."),
@@ -496,7 +346,7 @@ _PRE_ONLY = (
 
 
 def _mistakes(norm_first: bool, specific) -> tuple[Mistake, ...]:
-    return tuple(Mistake(name, _wrong_layer(norm_first, **bug), diagnosis) for name, bug, diagnosis in
+    return tuple(Mistake(name, wrong._wrong_layer(norm_first, **bug), diagnosis) for name, bug, diagnosis in
                  (*specific, *_COMMON))
 
 
