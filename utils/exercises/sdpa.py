@@ -5,13 +5,50 @@ See :mod:`utils.exercises.definition` for the contract. Masks follow the package
 
 from __future__ import annotations
 
-import math
 import random
-import warnings
 
 import torch
 
 from utils import attention
+from utils.exercises._sdpa_wrong import (
+    _sdpa_add_minus_1e4,
+    _sdpa_bmm,
+    _sdpa_clamp_scores,
+    _sdpa_divide_by_d,
+    _sdpa_fill_minus_1e4,
+    _sdpa_fill_zero,
+    _sdpa_finfo_min,
+    _sdpa_fixed_d_8,
+    _sdpa_if_mask,
+    _sdpa_ignores_mask,
+    _sdpa_in_float16,
+    _sdpa_in_float32,
+    _sdpa_inverted_mask,
+    _sdpa_k_dot_T,
+    _sdpa_log_softmax,
+    _sdpa_mask_after_softmax,
+    _sdpa_minus_1e9,
+    _sdpa_nan_rows,
+    _sdpa_no_scale,
+    _sdpa_one_minus_mask,
+    _sdpa_output_only,
+    _sdpa_renormalise_after_softmax,
+    _sdpa_reshape_k,
+    _sdpa_scale_after_softmax,
+    _sdpa_scores_as_weights,
+    _sdpa_sigmoid,
+    _sdpa_softmax_dim_1,
+    _sdpa_softmax_dim_2,
+    _sdpa_softmax_no_dim,
+    _sdpa_softmax_over_queries,
+    _sdpa_sqrt_dim_1,
+    _sdpa_sqrt_dv,
+    _sdpa_sqrt_num_keys,
+    _sdpa_swapped,
+    _sdpa_times_minus_inf,
+    _sdpa_times_sqrt_d,
+    _sdpa_transpose_1_2,
+)
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
 
@@ -45,222 +82,6 @@ def scaled_dot_product_attention_reference(q: torch.Tensor, k: torch.Tensor, v: 
 _MYTH_1E9 = "see the myth check \"-1e9 is a safe way to mask\" in section 6"
 _MYTH_1E4 = "see the myth check \"-1e4 is negative enough\" in section 6"
 _MYTH_INF = "see the myth check \"Use -inf and you are done\" in section 6"
-
-
-def _fully_masked_to_zero(weights: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    if mask is None:
-        return weights
-    return weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # rows that may see no key
-
-
-def _sdpa_variant(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, fill=float("-inf"), guard=True):
-    """The recipe with one thing changed. ``guard`` gives fully-masked rows zero weights, as the reference."""
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * scale  # (..., L, S)
-    if mask is not None:
-        mask = ~mask if invert else mask
-        scores = scores.masked_fill(~mask, fill)
-    weights = scores.softmax(dim)  # (..., L, S)
-    if guard:
-        weights = _fully_masked_to_zero(weights, mask)
-    return weights @ v, weights  # (..., L, Dv), (..., L, S)
-
-
-def _sdpa_from_scores(q, k, v, mask, make_weights):
-    """Scaled scores, then ``make_weights(scores, mask)`` in place of mask + softmax."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L, S)
-    weights = make_weights(scores, mask)
-    return weights @ v, weights
-
-
-# Masking mistakes: the values and forms that tutorials spread.
-def _sdpa_minus_1e9(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, fill=-1e9, guard=False)
-
-
-def _sdpa_fill_minus_1e4(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, fill=-1e4, guard=False)
-
-
-def _sdpa_add_minus_1e4(q, k, v, mask=None):
-    add = lambda s, m: s if m is None else s + (~m).to(s.dtype) * -1e4  # noqa: E731
-    return _sdpa_from_scores(q, k, v, mask, lambda s, m: add(s, m).softmax(-1))
-
-
-def _sdpa_finfo_min(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, fill=torch.finfo(q.dtype).min, guard=False)
-
-
-def _sdpa_nan_rows(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, guard=False)
-
-
-def _sdpa_times_minus_inf(q, k, v, mask=None):
-    add = lambda s, m: s if m is None else s + (~m).to(s.dtype) * float("-inf")  # noqa: E731
-    return _sdpa_from_scores(q, k, v, mask, lambda s, m: add(s, m).softmax(-1))
-
-
-def _sdpa_fill_zero(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, fill=0.0, guard=False)
-
-
-def _sdpa_mask_after_softmax(q, k, v, mask=None):
-    return _sdpa_from_scores(q, k, v, mask, lambda s, m: s.softmax(-1) if m is None else s.softmax(-1) * m)
-
-
-def _renormalised(scores, mask):
-    weights = scores.softmax(-1)
-    if mask is None:
-        return weights
-    weights = weights * mask
-    return weights / weights.sum(-1, keepdim=True)
-
-
-def _sdpa_renormalise_after_softmax(q, k, v, mask=None):
-    return _sdpa_from_scores(q, k, v, mask, _renormalised)
-
-
-def _sdpa_inverted_mask(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, invert=True, guard=False)
-
-
-def _sdpa_ignores_mask(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, None)
-
-
-def _sdpa_if_mask(q, k, v, mask=None):
-    if mask:  # raises for a mask of more than one element, as the learner's code does
-        pass
-    return _sdpa_variant(q, k, v, mask)
-
-
-def _sdpa_one_minus_mask(q, k, v, mask=None):
-    if mask is not None:
-        mask = 1 - mask  # raises for a bool mask
-    return _sdpa_variant(q, k, v, mask)
-
-
-# Scaling mistakes
-def _sdpa_no_scale(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, scale=1.0)
-
-
-def _sdpa_divide_by_d(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, scale=1 / q.shape[-1])
-
-
-def _sdpa_times_sqrt_d(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, scale=math.sqrt(q.shape[-1]))
-
-
-def _sdpa_sqrt_dv(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(v.shape[-1]))
-
-
-def _sdpa_sqrt_dim_1(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(q.shape[1]))
-
-
-def _sdpa_sqrt_num_keys(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(k.shape[-2]))
-
-
-def _sdpa_fixed_d_8(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(8))
-
-
-def _sdpa_scale_after_softmax(q, k, v, mask=None):
-    out, weights = _sdpa_variant(q, k, v, mask, scale=1.0)
-    weights = weights / math.sqrt(q.shape[-1])
-    return weights @ v, weights
-
-
-def _sdpa_clamp_scores(q, k, v, mask=None):
-    def make(scores, m):
-        scores = scores.clamp(-5, 5)
-        return _fully_masked_to_zero(scores.softmax(-1) if m is None else scores.masked_fill(~m, float("-inf"))
-                                     .softmax(-1), m)
-    return _sdpa_from_scores(q, k, v, mask, make)
-
-
-# Softmax mistakes
-def _sdpa_softmax_dim_2(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, dim=2)
-
-
-def _sdpa_softmax_dim_1(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, dim=1)
-
-
-def _sdpa_softmax_no_dim(q, k, v, mask=None):
-    ndim = q.dim()
-    return _sdpa_variant(q, k, v, mask, dim=0 if ndim in (0, 1, 3) else 1)  # F.softmax's legacy choice
-
-
-def _sdpa_softmax_over_queries(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, dim=-2)
-
-
-def _masked(scores, mask):
-    return scores if mask is None else scores.masked_fill(~mask, float("-inf"))
-
-
-def _sdpa_log_softmax(q, k, v, mask=None):
-    return _sdpa_from_scores(q, k, v, mask, lambda s, m: _fully_masked_to_zero(_masked(s, m).log_softmax(-1), m))
-
-
-def _sdpa_sigmoid(q, k, v, mask=None):
-    return _sdpa_from_scores(q, k, v, mask, lambda s, m: _masked(s, m).sigmoid())
-
-
-# Transpose and matmul mistakes
-def _sdpa_k_dot_T(q, k, v, mask=None):
-    with warnings.catch_warnings():  # k.T on more than 2 dims is deprecated, and still reverses them all
-        warnings.simplefilter("ignore")
-        scores = q @ k.T / math.sqrt(q.shape[-1])
-    weights = _fully_masked_to_zero(_masked(scores, mask).softmax(-1), mask)
-    return weights @ v, weights
-
-
-def _sdpa_transpose_1_2(q, k, v, mask=None):
-    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
-    weights = _fully_masked_to_zero(_masked(scores, mask).softmax(-1), mask)
-    return weights @ v, weights
-
-
-def _sdpa_bmm(q, k, v, mask=None):
-    scores = torch.bmm(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
-    weights = _fully_masked_to_zero(_masked(scores, mask).softmax(-1), mask)
-    return torch.bmm(weights, v), weights
-
-
-def _sdpa_reshape_k(q, k, v, mask=None):
-    scores = q @ k.reshape(*k.shape[:-2], k.shape[-1], k.shape[-2]) / math.sqrt(q.shape[-1])
-    weights = _fully_masked_to_zero(_masked(scores, mask).softmax(-1), mask)
-    return weights @ v, weights
-
-
-# What is returned
-def _sdpa_swapped(q, k, v, mask=None):
-    out, weights = _sdpa_variant(q, k, v, mask)
-    return weights, out
-
-
-def _sdpa_output_only(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask)[0]
-
-
-def _sdpa_scores_as_weights(q, k, v, mask=None):
-    out, _ = _sdpa_variant(q, k, v, mask)
-    return out, _masked(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), mask)
-
-
-def _sdpa_in_float16(q, k, v, mask=None):
-    return _sdpa_variant(q.half(), k.half(), v.half(), mask)
-
-
-def _sdpa_in_float32(q, k, v, mask=None):
-    return _sdpa_variant(q.float(), k.float(), v.float(), mask)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -354,10 +175,6 @@ def _sdpa_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     ]
 
 
-def _m(name, fn, diagnosis):
-    return Mistake(name, fn, diagnosis)
-
-
 SDPA = Exercise(
     id="ch2.scaled_dot_product_attention",
     reference=scaled_dot_product_attention_reference,
@@ -365,106 +182,106 @@ SDPA = Exercise(
     points=3,
     mistakes=(
         # masking: listed first, so that they win a tie with a mistake that fails the same cases
-        _m("finite_fill", _sdpa_finfo_min,
-           "a query whose keys are all masked gets uniform weights (the mean of v) from your finite fill "
-           "(torch.finfo(dtype).min, or a large negative number added); it must get zero weights and a zero "
-           f"output: fill with float('-inf') and set such rows to 0 after the softmax ({_MYTH_INF})"),
-        _m("minus_1e9", _sdpa_minus_1e9,
-           "you mask with -1e9 (as seed 004's `masked_fill(mask == 0, -1e9)`): -1e9 does not fit in float16 "
-           f"(its largest number is 65504), so masked_fill raises; fill with float('-inf') ({_MYTH_1E9})"),
-        _m("fill_minus_1e4", _sdpa_fill_minus_1e4,
-           "you replace the blocked scores by -1e4: a number, not a wall. When every allowed score of a row "
-           f"is below -1e4 the blocked keys win; fill with float('-inf') ({_MYTH_1E4})"),
-        _m("add_minus_1e4", _sdpa_add_minus_1e4,
-           "you add -1e4 to the blocked scores: a blocked key whose score is more than about 1e4 above the "
-           f"allowed ones still wins; fill with float('-inf') instead ({_MYTH_1E4})"),
-        _m("times_minus_inf", _sdpa_times_minus_inf,
-           "`(~mask) * float('-inf')` puts 0 · (-inf) = NaN on every allowed key: put -inf only where the "
-           "mask is False, with `scores.masked_fill(~mask, float('-inf'))` or torch.where"),
-        _m("nan_rows", _sdpa_nan_rows,
-           "a query whose keys are all masked gets NaN (the softmax of a row of -inf is 0/0); it must get "
-           f"zero weights and a zero output, like the reference: set such rows to 0 after the softmax ({_MYTH_INF})"),
-        _m("renormalise_after_softmax", _sdpa_renormalise_after_softmax,
-           "you zero the blocked weights after the softmax and renormalise: when the allowed keys score far "
-           "below a blocked one their weights underflow to 0 and you divide 0 by 0. Mask the scores, before "
-           "the softmax"),
-        _m("mask_after_softmax", _sdpa_mask_after_softmax,
-           "your weights rows no longer sum to 1: you zeroed the blocked weights after the softmax. Mask the "
-           "scores before the softmax, so the allowed keys share all the weight"),
-        _m("fill_zero", _sdpa_fill_zero,
-           "your blocked keys still get weight: a score of 0 (masked_fill with 0, or scores * mask) does not "
-           "block a key, since exp(0) = 1. Fill the blocked scores with float('-inf')"),
-        _m("inverted_mask", _sdpa_inverted_mask,
-           "your mask works the wrong way round: True means *may attend*, so fill the scores where the mask "
-           "is False (`~mask`)"),
-        _m("ignores_mask", _sdpa_ignores_mask,
-           "your output ignores the mask: when `mask is not None`, fill the scores where it is False before "
-           "the softmax"),
-        _m("if_mask", _sdpa_if_mask,
-           "`if mask:` asks a whole tensor for one True/False and raises; test `if mask is not None:`"),
-        _m("one_minus_mask", _sdpa_one_minus_mask,
-           "`1 - mask` does not work on a bool tensor: invert it with `~mask` (or mask.logical_not())"),
+        Mistake("finite_fill", _sdpa_finfo_min,
+                "a query whose keys are all masked gets uniform weights (the mean of v) from your finite fill "
+                "(torch.finfo(dtype).min, or a large negative number added); it must get zero weights and a zero "
+                f"output: fill with float('-inf') and set such rows to 0 after the softmax ({_MYTH_INF})"),
+        Mistake("minus_1e9", _sdpa_minus_1e9,
+                "you mask with -1e9 (as seed 004's `masked_fill(mask == 0, -1e9)`): -1e9 does not fit in float16 "
+                f"(its largest number is 65504), so masked_fill raises; fill with float('-inf') ({_MYTH_1E9})"),
+        Mistake("fill_minus_1e4", _sdpa_fill_minus_1e4,
+                "you replace the blocked scores by -1e4: a number, not a wall. When every allowed score of a row "
+                f"is below -1e4 the blocked keys win; fill with float('-inf') ({_MYTH_1E4})"),
+        Mistake("add_minus_1e4", _sdpa_add_minus_1e4,
+                "you add -1e4 to the blocked scores: a blocked key whose score is more than about 1e4 above the "
+                f"allowed ones still wins; fill with float('-inf') instead ({_MYTH_1E4})"),
+        Mistake("times_minus_inf", _sdpa_times_minus_inf,
+                "`(~mask) * float('-inf')` puts 0 · (-inf) = NaN on every allowed key: put -inf only where the "
+                "mask is False, with `scores.masked_fill(~mask, float('-inf'))` or torch.where"),
+        Mistake("nan_rows", _sdpa_nan_rows,
+                "a query whose keys are all masked gets NaN (the softmax of a row of -inf is 0/0); it must get "
+                f"zero weights and a zero output, like the reference: set such rows to 0 after the softmax ({_MYTH_INF})"),
+        Mistake("renormalise_after_softmax", _sdpa_renormalise_after_softmax,
+                "you zero the blocked weights after the softmax and renormalise: when the allowed keys score far "
+                "below a blocked one their weights underflow to 0 and you divide 0 by 0. Mask the scores, before "
+                "the softmax"),
+        Mistake("mask_after_softmax", _sdpa_mask_after_softmax,
+                "your weights rows no longer sum to 1: you zeroed the blocked weights after the softmax. Mask the "
+                "scores before the softmax, so the allowed keys share all the weight"),
+        Mistake("fill_zero", _sdpa_fill_zero,
+                "your blocked keys still get weight: a score of 0 (masked_fill with 0, or scores * mask) does not "
+                "block a key, since exp(0) = 1. Fill the blocked scores with float('-inf')"),
+        Mistake("inverted_mask", _sdpa_inverted_mask,
+                "your mask works the wrong way round: True means *may attend*, so fill the scores where the mask "
+                "is False (`~mask`)"),
+        Mistake("ignores_mask", _sdpa_ignores_mask,
+                "your output ignores the mask: when `mask is not None`, fill the scores where it is False before "
+                "the softmax"),
+        Mistake("if_mask", _sdpa_if_mask,
+                "`if mask:` asks a whole tensor for one True/False and raises; test `if mask is not None:`"),
+        Mistake("one_minus_mask", _sdpa_one_minus_mask,
+                "`1 - mask` does not work on a bool tensor: invert it with `~mask` (or mask.logical_not())"),
         # scaling
-        _m("no_scale", _sdpa_no_scale,
-           "your weights are too peaked: you forgot to divide the scores by sqrt(D), D = q.shape[-1]"),
-        _m("divide_by_d", _sdpa_divide_by_d,
-           "your weights are too flat: the scores are divided by D, not sqrt(D) (scaling both q and k by "
-           "1/sqrt(D) does that too); divide the scores once, by math.sqrt(q.shape[-1])"),
-        _m("times_sqrt_d", _sdpa_times_sqrt_d,
-           "your weights are far too peaked: you multiplied the scores by sqrt(D); divide by it"),
-        _m("sqrt_dv", _sdpa_sqrt_dv,
-           "you scale by the value size Dv = v.shape[-1]; the scale is 1/sqrt(D) with D = q.shape[-1], the "
-           "size that the dot products sum over"),
-        _m("sqrt_dim_1", _sdpa_sqrt_dim_1,
-           "you scale by sqrt(q.shape[1]), which is L (or H with heads); D is the last dim, q.shape[-1]"),
-        _m("sqrt_num_keys", _sdpa_sqrt_num_keys,
-           "you scale by sqrt(S), the number of keys; D is the size of each query and key, q.shape[-1]"),
-        _m("fixed_d_8", _sdpa_fixed_d_8,
-           "you scale by 1/sqrt(8) whatever the input (the notebook's D = 8?); take D from the input, "
-           "q.shape[-1]"),
-        _m("scale_after_softmax", _sdpa_scale_after_softmax,
-           "your weights rows sum to 1/sqrt(D), not 1: divide the scores by sqrt(D) before the softmax, not "
-           "the weights after it"),
-        _m("clamp_scores", _sdpa_clamp_scores,
-           "you clamp the scores: large gaps between scores are real, and clamping changes the weights. The "
-           "softmax is already stable (it subtracts the row max); use the scores as they are"),
+        Mistake("no_scale", _sdpa_no_scale,
+                "your weights are too peaked: you forgot to divide the scores by sqrt(D), D = q.shape[-1]"),
+        Mistake("divide_by_d", _sdpa_divide_by_d,
+                "your weights are too flat: the scores are divided by D, not sqrt(D) (scaling both q and k by "
+                "1/sqrt(D) does that too); divide the scores once, by math.sqrt(q.shape[-1])"),
+        Mistake("times_sqrt_d", _sdpa_times_sqrt_d,
+                "your weights are far too peaked: you multiplied the scores by sqrt(D); divide by it"),
+        Mistake("sqrt_dv", _sdpa_sqrt_dv,
+                "you scale by the value size Dv = v.shape[-1]; the scale is 1/sqrt(D) with D = q.shape[-1], the "
+                "size that the dot products sum over"),
+        Mistake("sqrt_dim_1", _sdpa_sqrt_dim_1,
+                "you scale by sqrt(q.shape[1]), which is L (or H with heads); D is the last dim, q.shape[-1]"),
+        Mistake("sqrt_num_keys", _sdpa_sqrt_num_keys,
+                "you scale by sqrt(S), the number of keys; D is the size of each query and key, q.shape[-1]"),
+        Mistake("fixed_d_8", _sdpa_fixed_d_8,
+                "you scale by 1/sqrt(8) whatever the input (the notebook's D = 8?); take D from the input, "
+                "q.shape[-1]"),
+        Mistake("scale_after_softmax", _sdpa_scale_after_softmax,
+                "your weights rows sum to 1/sqrt(D), not 1: divide the scores by sqrt(D) before the softmax, not "
+                "the weights after it"),
+        Mistake("clamp_scores", _sdpa_clamp_scores,
+                "you clamp the scores: large gaps between scores are real, and clamping changes the weights. The "
+                "softmax is already stable (it subtracts the row max); use the scores as they are"),
         # softmax
-        _m("softmax_dim_2", _sdpa_softmax_dim_2,
-           "your softmax runs over dim 2, which is the keys only for 3-D inputs (it is L for (N, H, L, S)); "
-           "count from the end: dim=-1"),
-        _m("softmax_dim_1", _sdpa_softmax_dim_1,
-           "your softmax runs over dim 1 (L for (N, L, S), H for (N, H, L, S)); the keys are the last dim "
-           "whatever the batch dims: dim=-1"),
-        _m("softmax_no_dim", _sdpa_softmax_no_dim,
-           "F.softmax without dim= picks a dim for you (the batch dim for 3-D inputs): pass dim=-1"),
-        _m("softmax_over_queries", _sdpa_softmax_over_queries,
-           "your weights sum to 1 down each column, over the queries: take the softmax over the keys, the "
-           "last dim, dim=-1 (S)"),
-        _m("log_softmax", _sdpa_log_softmax,
-           "your weights are log-probabilities (log_softmax): the weights are the softmax itself"),
-        _m("sigmoid", _sdpa_sigmoid,
-           "your weights are a sigmoid, so rows do not sum to 1: the weights are the softmax over the keys"),
+        Mistake("softmax_dim_2", _sdpa_softmax_dim_2,
+                "your softmax runs over dim 2, which is the keys only for 3-D inputs (it is L for (N, H, L, S)); "
+                "count from the end: dim=-1"),
+        Mistake("softmax_dim_1", _sdpa_softmax_dim_1,
+                "your softmax runs over dim 1 (L for (N, L, S), H for (N, H, L, S)); the keys are the last dim "
+                "whatever the batch dims: dim=-1"),
+        Mistake("softmax_no_dim", _sdpa_softmax_no_dim,
+                "F.softmax without dim= picks a dim for you (the batch dim for 3-D inputs): pass dim=-1"),
+        Mistake("softmax_over_queries", _sdpa_softmax_over_queries,
+                "your weights sum to 1 down each column, over the queries: take the softmax over the keys, the "
+                "last dim, dim=-1 (S)"),
+        Mistake("log_softmax", _sdpa_log_softmax,
+                "your weights are log-probabilities (log_softmax): the weights are the softmax itself"),
+        Mistake("sigmoid", _sdpa_sigmoid,
+                "your weights are a sigmoid, so rows do not sum to 1: the weights are the softmax over the keys"),
         # transpose and matmul
-        _m("k_dot_T", _sdpa_k_dot_T,
-           "k.T reverses *all* the dims of a 3-D or 4-D tensor (chapter 1): swap only the last two, "
-           "k.transpose(-2, -1)"),
-        _m("transpose_1_2", _sdpa_transpose_1_2,
-           "k.transpose(1, 2) swaps the right dims only for 3-D inputs: count from the end, "
-           "k.transpose(-2, -1), so that heads (N, H, S, D) and unbatched (S, D) work too"),
-        _m("bmm", _sdpa_bmm,
-           "torch.bmm takes only 3-D tensors: use @ (torch.matmul), which broadcasts over any batch dims"),
-        _m("reshape_k", _sdpa_reshape_k,
-           "k.reshape(…, D, S) (or view) is not a transpose: it regroups the numbers. Use k.transpose(-2, -1)"),
+        Mistake("k_dot_T", _sdpa_k_dot_T,
+                "k.T reverses *all* the dims of a 3-D or 4-D tensor (chapter 1): swap only the last two, "
+                "k.transpose(-2, -1)"),
+        Mistake("transpose_1_2", _sdpa_transpose_1_2,
+                "k.transpose(1, 2) swaps the right dims only for 3-D inputs: count from the end, "
+                "k.transpose(-2, -1), so that heads (N, H, S, D) and unbatched (S, D) work too"),
+        Mistake("bmm", _sdpa_bmm,
+                "torch.bmm takes only 3-D tensors: use @ (torch.matmul), which broadcasts over any batch dims"),
+        Mistake("reshape_k", _sdpa_reshape_k,
+                "k.reshape(…, D, S) (or view) is not a transpose: it regroups the numbers. Use k.transpose(-2, -1)"),
         # what is returned
-        _m("swapped", _sdpa_swapped, "return (output, weights), in that order"),
-        _m("output_only", _sdpa_output_only, "return a pair: (output, weights)"),
-        _m("scores_as_weights", _sdpa_scores_as_weights,
-           "you return the scores as the weights: return the softmax weights, each row summing to 1"),
-        _m("in_float16", _sdpa_in_float16,
-           "you compute in float16 (.half()): keep the dtype of the inputs"),
-        _m("in_float32", _sdpa_in_float32,
-           "you compute in float32 (.float()) and return float32 for float16 and float64 inputs: keep the "
-           "dtype of the inputs (or cast the results back with .to(q.dtype))"),
+        Mistake("swapped", _sdpa_swapped, "return (output, weights), in that order"),
+        Mistake("output_only", _sdpa_output_only, "return a pair: (output, weights)"),
+        Mistake("scores_as_weights", _sdpa_scores_as_weights,
+                "you return the scores as the weights: return the softmax weights, each row summing to 1"),
+        Mistake("in_float16", _sdpa_in_float16,
+                "you compute in float16 (.half()): keep the dtype of the inputs"),
+        Mistake("in_float32", _sdpa_in_float32,
+                "you compute in float32 (.float()) and return float32 for float16 and float64 inputs: keep the "
+                "dtype of the inputs (or cast the results back with .to(q.dtype))"),
     ),
     forbidden=(
         "torch.nn.functional.scaled_dot_product_attention",
