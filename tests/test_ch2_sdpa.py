@@ -39,21 +39,39 @@ def test_sdpa_reference_matches_torch(seed):
     for case in ex.SDPA.cases(seed):
         out, weights = ex.SDPA.reference(**case)
         expected = F.scaled_dot_product_attention(case["q"], case["k"], case["v"], attn_mask=case["mask"])
-        assert_close(out, expected)
-        assert_close(weights.sum(-1), torch.ones(weights.shape[:-1], dtype=weights.dtype))
+        assert_close(out, expected)  # torch >= 2.5: zeros for a query that may see no key
+        sees_a_key = torch.ones(weights.shape[:-1], dtype=torch.bool)
+        if case["mask"] is not None:
+            sees_a_key = case["mask"].expand(weights.shape).any(-1)
+        assert_close(weights.sum(-1), sees_a_key.to(weights.dtype))  # 1, or 0 for a fully-masked row
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-def test_sdpa_cases_have_edge_shapes_and_safe_masks(seed):
+def test_sdpa_cases_have_edge_shapes_and_the_chapters_rules(seed):
     cases = ex.SDPA.cases(seed)
-    assert 4 <= len(cases) <= 6
     assert any(c["q"].shape[-2] != c["k"].shape[-2] for c in cases)  # L != S
     assert any(c["k"].shape[-2] == 1 for c in cases)  # one key
     assert any(c["q"].shape[-2] == 1 and c["q"].shape[0] == 1 for c in cases)  # batch 1, one query
+    assert cases[0]["q"].dim() == 4 and cases[0]["q"].shape[1] > 1  # heads first: separates the dims
+    assert any(c["q"].dtype == torch.float16 and c["mask"] is not None for c in cases)  # -1e9 does not fit
+    assert any(c["q"].dtype == torch.float64 for c in cases)
+    fully_masked = 0
     for case in cases:
-        if case["mask"] is not None:  # every row keeps a key and blocks one, so an inverted mask stays finite
-            mask = case["mask"].expand(*case["q"].shape[:-1], case["k"].shape[-2])
-            assert mask.any(-1).all() and (~mask).any(-1).all()
+        if case["mask"] is None:
+            continue
+        mask = case["mask"].expand(*case["q"].shape[:-1], case["k"].shape[-2])
+        assert (~mask).any(-1).all()  # every row blocks a key
+        fully_masked += int((~mask.any(-1)).any())
+        out, weights = ex.SDPA.reference(**case)
+        assert torch.isfinite(out).all()
+        assert (weights[~mask.any(-1)] == 0).all() and (out[~mask.any(-1)] == 0).all()
+    assert fully_masked == 1  # one case holds the rows that see no key; elsewhere an inverted mask stays finite
+    scores = [c["q"] @ c["k"].transpose(-2, -1) / math.sqrt(c["q"].shape[-1]) for c in cases]
+    masks = [c["mask"] for c in cases]
+    # (a) a blocked key scoring more than 1e4 above every allowed one, (b) allowed keys all below -1e4
+    assert any(m is not None and (s.masked_fill(m, -math.inf).amax(-1) > s.masked_fill(~m, -math.inf).amax(-1) + 1e4)
+               .all() for s, m in zip(scores, masks))
+    assert any(m is not None and (s.masked_fill(~m, -math.inf).amax(-1) < -1e4).all() for s, m in zip(scores, masks))
 
 
 def test_cases_differ_between_seeds():
@@ -95,7 +113,11 @@ def test_every_mistake_differs_and_is_diagnosed(exercise):
     for mistake in exercise.mistakes:
         differs = False
         for case in cases:
-            got = mistake.fn(**{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in case.items()})
+            try:
+                got = mistake.fn(**{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in case.items()})
+            except Exception:  # e.g. -1e9 in float16, `if mask:`: a raised error differs too
+                differs = True
+                continue
             if compare(got, exercise.reference(**case), exercise.atol, exercise.rtol) is not None:
                 differs = True
         assert differs, mistake.name
@@ -118,6 +140,93 @@ def test_inverted_mask_with_minus_1e9_is_diagnosed_too():
 
     verdict = run_public_check(ex.SDPA, learner, quiet=True)
     assert not verdict.passed and "wrong way round" in verdict.message
+
+
+def _learner(fill=None, form="masked_fill", guard=True):
+    """A learner's attention: the recipe with the blocked scores filled (or added) with ``fill``."""
+    def learner(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            value = torch.finfo(scores.dtype).min if fill == "finfo" else fill
+            if form == "masked_fill":
+                scores = scores.masked_fill(mask == 0, value)  # seed 004's spelling of ~mask
+            else:
+                scores = scores + (~mask).to(scores.dtype) * value
+        weights = F.softmax(scores, dim=-1)
+        if guard:
+            weights = weights.nan_to_num(0.0)
+        return weights @ v, weights
+    return learner
+
+
+@pytest.mark.parametrize(("learner", "named", "myth"), [
+    (_learner(-1e9), "-1e9", "-1e9 is a safe way to mask"),  # seed 004's own code
+    (_learner(-1e4), "-1e4", "-1e4 is negative enough"),
+    (_learner(-1e4, form="additive"), "-1e4", "-1e4 is negative enough"),
+    (_learner(float("-inf"), guard=False), "all masked", "Use -inf and you are done"),
+    (_learner("finfo", guard=False), "all masked", "Use -inf and you are done"),
+    (_learner(-1e9, form="additive", guard=False), "all masked", "Use -inf and you are done"),
+], ids=["seed004_minus_1e9", "fill_minus_1e4", "add_minus_1e4", "nan_rows", "finfo_min", "add_minus_1e9"])
+def test_the_chapters_named_masking_bugs_fail_and_point_to_their_myth_check(learner, named, myth):
+    verdict = run_public_check(ex.SDPA, learner, quiet=True)
+    assert not verdict.passed
+    assert named in verdict.message and myth in verdict.message, verdict.message
+
+
+def test_minus_1e9_fails_only_for_float16_and_says_why():
+    verdict = run_public_check(ex.SDPA, _learner(-1e9, guard=True), quiet=True)
+    assert "float16" in verdict.message and "65504" in verdict.message
+
+
+def test_clamped_scores_fail():
+    def learner(q, k, v, mask=None):
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).clamp(-5, 5)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = scores.softmax(-1).nan_to_num(0.0)
+        return weights @ v, weights
+
+    verdict = run_public_check(ex.SDPA, learner, quiet=True)
+    assert not verdict.passed and "clamp" in verdict.message
+
+
+def _where_guarded(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(k.size(-1))
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+    weights = scores.softmax(-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+    return weights @ v, weights
+
+
+def _additive_guarded(q, k, v, mask=None):
+    scores = (q / math.sqrt(q.shape[-1])) @ k.mT
+    if mask is not None:
+        scores = scores + torch.zeros_like(scores).masked_fill(mask.logical_not(), -math.inf)
+    weights = torch.nan_to_num(F.softmax(scores, dim=-1))
+    return torch.matmul(weights, v), weights
+
+
+def _float32_inside(q, k, v, mask=None):  # "softmax in float32", cast back
+    out, weights = _where_guarded(q.float(), k.float(), v.float(), mask)
+    return out.to(q.dtype), weights.to(q.dtype)
+
+
+def _keys_first(q, k, v, mask=None):  # K Q^T, softmax over the queries' axis of (S, L), transposed back
+    scores = k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., S, L)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.transpose(-2, -1), float("-inf"))
+    weights = scores.softmax(-2).transpose(-2, -1).nan_to_num(0.0)
+    return weights @ v, weights
+
+
+@pytest.mark.parametrize("learner", [_learner(float("-inf")), _where_guarded, _additive_guarded, _float32_inside,
+                                     _keys_first], ids=lambda f: getattr(f, "__name__", "nan_to_num"))
+@pytest.mark.parametrize("seed", SEEDS)
+def test_correct_alternatives_pass(learner, seed):
+    verdict = run_public_check(ex.SDPA, learner, seed=seed, quiet=True)
+    assert verdict.passed, verdict.message
 
 
 def test_forbidden_builtin_is_refused():
@@ -156,11 +265,17 @@ def test_softmax_saturation_matches_autograd_of_softmax():
 
 
 def test_training_experiment_shows_the_scale_matters():
-    curves = scaling.train_with_and_without_scale(steps=300)
-    assert len(curves["scaled"]) == len(curves["unscaled"]) == 300
-    tail = lambda losses: sum(losses[-30:]) / 30
-    assert tail(curves["scaled"]) < 0.6 < 1.5 < tail(curves["unscaled"])
-    assert curves == scaling.train_with_and_without_scale(steps=300)  # deterministic
+    curves = scaling.train_with_and_without_scale(steps=120, seeds=(0, 1))
+    assert [len(c) for c in curves["scaled"] + curves["unscaled"]] == [120] * 4
+    for scaled, unscaled in zip(curves["scaled"], curves["unscaled"]):
+        assert scaling.mean_loss(unscaled, 0, 20) > scaling.mean_loss(scaled, 0, 20)  # starts saturated
+        assert scaling.mean_loss(unscaled, 100, 120) > scaling.mean_loss(scaled, 100, 120)  # and stays behind
+    before = torch.get_rng_state()
+    again = scaling.train_with_and_without_scale(steps=120, seeds=(0, 1))
+    assert torch.equal(torch.get_rng_state(), before)  # the notebook's later random cells do not depend on it
+    assert again["scaled"] == curves["scaled"]  # deterministic on one machine
+    with pytest.raises(ValueError, match="empty window"):
+        scaling.mean_loss([1.0], 3, 5)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -199,11 +314,12 @@ def test_saturation_figure():
 
 
 def test_training_figure():
-    curves = {"scaled": [2.0, 1.0], "unscaled": [2.0, 1.9]}
-    fig = plots.training_figure(curves, d_k=256)
+    curves = {"scaled": [[2.0, 1.0], [2.1, 0.9]], "unscaled": [[2.0, 1.9], [2.2, 2.0]]}
+    fig = plots.training_figure(curves, dim=256, seeds=(3, 4))
     (ax,) = fig.axes
-    assert "d_k = 256" in ax.get_title() and all(_labels(ax))
-    assert list(ax.lines[1].get_ydata()) == [2.0, 1.9]
+    assert "D = 256" in ax.get_title() and all(_labels(ax))
+    assert list(ax.lines[2].get_ydata()) == [2.0, 1.9]
+    assert "seed 4" in ax.get_legend().get_texts()[3].get_text()
     plt.close(fig)
 
 
@@ -212,9 +328,11 @@ def test_masks_figure():
     padding = torch.tensor([[True, True, False], [True, True, True]])
     causal = torch.ones(3, 3, dtype=torch.bool).tril()
     fig = plots.masks_figure(padding, causal, sentences, ["a", "dog", "ran"])
-    assert len(fig.axes) == 2
+    assert len(fig.axes) == 3  # two masks and their colour key
     assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["the cat", "a dog ran"]
+    assert [t.get_text() for t in fig.axes[0].texts] == ["the", "cat", "pad", "a", "dog", "ran"]  # tokens, not 1.00
     assert (fig.axes[1].images[0].get_array() == causal.float().numpy()).all()
+    assert "True" in " ".join(t.get_text() for t in fig.axes[2].get_yticklabels())
     plt.close(fig)
 
 
@@ -245,14 +363,14 @@ def test_explorer_state():
 def test_explorer_draws_the_state_of_its_controls():
     pytest.importorskip("ipywidgets")
     box = widgets.scale_explorer()
-    d_k, temperature, scaled = (box.controls[name] for name in ("d_k", "temperature", "scaled"))
-    assert d_k.description and temperature.description and scaled.description
+    dim, temperature, scaled = (box.controls[name] for name in ("dim", "temperature", "scaled"))
+    assert dim.description == "D" and temperature.description and scaled.description
     assert_same_state(box.state, widgets.scale_explorer_state(64, 1.0, True))
     before = png(box)
     scaled.value = False
     assert_same_state(box.state, widgets.scale_explorer_state(64, 1.0, False))
     assert png(box) != before
-    d_k.value = 512
+    dim.value = 512
     assert_same_state(box.state, widgets.scale_explorer_state(512, 1.0, False))
     temperature.value = 10.0
     assert_same_state(box.state, widgets.scale_explorer_state(512, 10.0, False))
@@ -261,7 +379,8 @@ def test_explorer_draws_the_state_of_its_controls():
 
 def test_quiz():
     quiz = widgets.ch2_quiz()
-    assert isinstance(quiz, Quiz) and len(quiz.questions) >= 3
+    assert isinstance(quiz, Quiz) and len(quiz.questions) == 4  # as its docstring says
+    assert "Four" in widgets.ch2_quiz.__doc__
     for question in quiz.questions:
         assert isinstance(question, Choice) and len(question.feedback) == len(question.options)
     assert quiz.score([q.answer for q in quiz.questions]) == len(quiz.questions)

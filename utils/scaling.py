@@ -1,12 +1,13 @@
-"""Chapter 2's scale experiment: why attention divides the scores by ``sqrt(d_k)``.
+"""Chapter 2's scale experiment: why attention divides the scores by ``sqrt(D)`` (the paper's ``d_k``).
 
 Each measurement returns plain numbers that :mod:`utils.plotting.sdpa` draws.
 
 * :func:`dot_product_variance`: ``var(q . k)`` grows like D; scaled it stays at 1.
 * :func:`softmax_saturation`: unscaled, the softmax becomes one-hot and its gradient vanishes.
-* :func:`train_with_and_without_scale`: one attention head trained with and without the scale.
+* :func:`train_with_and_without_scale`: one attention head trained with and without the scale, over seeds.
 
-Shape letters: N batch, L queries, S keys, E input features, D the query/key dimension (d_k), C classes.
+Shape letters: N batch, L queries, S keys, E input features, D the size of each query and key (the paper's
+``d_k``), C classes.
 """
 
 from __future__ import annotations
@@ -18,8 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["dot_product_variance", "softmax_saturation", "train_with_and_without_scale"]
-
+__all__ = ["dot_product_variance", "softmax_saturation", "train_with_and_without_scale", "mean_loss"]
 
 
 def dot_product_variance(dims: Sequence[int], *, num_samples: int = 4000, seed: int = 0) -> dict[str, list[float]]:
@@ -85,15 +85,15 @@ def softmax_saturation(dims: Sequence[int], *, length: int = 16, num_rows: int =
 class _Lookup(nn.Module):
     """One attention head that must learn to look up the label of the key nearest to its query."""
 
-    def __init__(self, d_in: int, d_k: int, num_classes: int, scaled: bool) -> None:
+    def __init__(self, d_in: int, dim: int, num_classes: int, scaled: bool) -> None:
         super().__init__()
-        self.to_query = nn.Linear(d_in, d_k)
-        self.to_key = nn.Linear(d_in, d_k)
+        self.to_query = nn.Linear(d_in, dim)
+        self.to_key = nn.Linear(d_in, dim)
         self.value = nn.Embedding(num_classes, num_classes)
         for layer in (self.to_query, self.to_key):  # unit-variance q and k, as in the analysis
             nn.init.normal_(layer.weight, std=1 / math.sqrt(d_in))
             nn.init.zeros_(layer.bias)
-        self.scale = 1 / math.sqrt(d_k) if scaled else 1.0
+        self.scale = 1 / math.sqrt(dim) if scaled else 1.0
 
     def forward(self, query: torch.Tensor, items: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
         scores = self.to_query(query) @ self.to_key(items).transpose(-2, -1) * self.scale  # (N, 1, S)
@@ -109,35 +109,59 @@ def _lookup_batch(gen: torch.Generator, batch: int, length: int, d_in: int, num_
     return query[:, None, :], items, labels, labels[rows, target]
 
 
-def train_with_and_without_scale(*, d_k: int = 256, steps: int = 300, lr: float = 1e-2, seed: int = 0,
-                                 d_in: int = 16, length: int = 8, num_classes: int = 8,
-                                 batch: int = 64) -> dict[str, list[float]]:
-    """Train the same one-head lookup model twice, with and without ``1/sqrt(d_k)``, and return the losses.
+def train_with_and_without_scale(*, dim: int = 256, steps: int = 200, seeds: Sequence[int] = (0, 1, 2),
+                                 lr: float = 1e-2, d_in: int = 16, length: int = 8, num_classes: int = 8,
+                                 batch: int = 64) -> dict[str, list[list[float]]]:
+    """Train the same one-head lookup model with and without ``1/sqrt(dim)``, once per seed; return the losses.
 
     The task: ``length`` random items (E = ``d_in``), each with a label; the query is a noisy copy of one
-    item; the model must output that item's label. Both runs start from the same weights and see the
-    same batches (Adam, learning rate ``lr``). It takes about a second on one CPU core.
+    item; the model must output that item's label. For each seed both runs start from the same weights
+    and see the same batches (Adam, learning rate ``lr``). The caller's global RNG is left as it was. One run
+    takes about a second on one CPU core.
+
+    The unscaled run is chaotic: its softmax is saturated, so rounding differences between CPU kernels
+    (MKL, AVX2 or AVX-512 code paths) grow into visibly different losses after some tens of steps. The
+    scaled run, and the start of the unscaled one, agree across machines.
+
+    Args:
+        dim: D, the size of each query and key. Default: ``256``.
+        steps: Adam steps per run. Default: ``200``.
+        seeds: one pair of runs per seed. Default: ``(0, 1, 2)``.
 
     Returns:
-        ``{"scaled": losses, "unscaled": losses}``, one cross-entropy value per step.
+        ``{"scaled": curves, "unscaled": curves}``: one list of per-step cross-entropy losses per seed.
     """
-    curves = {}
+    curves: dict[str, list[list[float]]] = {"scaled": [], "unscaled": []}
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is fastest and never fights a busy machine
+    torch.set_num_threads(1)  # tiny matrices: one thread is fastest, never fights a busy machine, and is the same everywhere
     try:
-        for name, scaled in (("scaled", True), ("unscaled", False)):
-            curves[name] = _train_lookup(scaled, d_k=d_k, steps=steps, lr=lr, seed=seed, d_in=d_in,
-                                         length=length, num_classes=num_classes, batch=batch)
+        for seed in seeds:
+            for name, scaled in (("scaled", True), ("unscaled", False)):
+                curves[name].append(_train_lookup(scaled, dim=dim, steps=steps, lr=lr, seed=seed, d_in=d_in,
+                                                  length=length, num_classes=num_classes, batch=batch))
     finally:
         torch.set_num_threads(threads)
     return curves
 
 
-def _train_lookup(scaled: bool, *, d_k: int, steps: int, lr: float, seed: int, d_in: int, length: int,
+def mean_loss(losses: Sequence[float], start: int, stop: int) -> float:
+    """The mean of ``losses[start:stop]``: a training loss smoothed over a window of steps.
+
+    >>> mean_loss([3.0, 2.0, 1.0, 0.0], 1, 3)
+    1.5
+    """
+    window = losses[start:stop]
+    if not window:
+        raise ValueError(f"empty window [{start}:{stop}] of {len(losses)} losses")
+    return sum(window) / len(window)
+
+
+def _train_lookup(scaled: bool, *, dim: int, steps: int, lr: float, seed: int, d_in: int, length: int,
                   num_classes: int, batch: int) -> list[float]:
-    torch.manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):  # seed the weights without moving the caller's global RNG
+        torch.manual_seed(seed)
+        model = _Lookup(d_in, dim, num_classes, scaled)
     gen = torch.Generator().manual_seed(seed)
-    model = _Lookup(d_in, d_k, num_classes, scaled)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for _ in range(steps):

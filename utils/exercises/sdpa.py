@@ -5,12 +5,50 @@ See :mod:`utils.exercises.definition` for the contract. Masks follow the package
 
 from __future__ import annotations
 
-import math
 import random
 
 import torch
 
 from utils import attention
+from utils.exercises._sdpa_wrong import (
+    _sdpa_add_minus_1e4,
+    _sdpa_bmm,
+    _sdpa_clamp_scores,
+    _sdpa_divide_by_d,
+    _sdpa_fill_minus_1e4,
+    _sdpa_fill_zero,
+    _sdpa_finfo_min,
+    _sdpa_fixed_d_8,
+    _sdpa_if_mask,
+    _sdpa_ignores_mask,
+    _sdpa_in_float16,
+    _sdpa_in_float32,
+    _sdpa_inverted_mask,
+    _sdpa_k_dot_T,
+    _sdpa_log_softmax,
+    _sdpa_mask_after_softmax,
+    _sdpa_minus_1e9,
+    _sdpa_nan_rows,
+    _sdpa_no_scale,
+    _sdpa_one_minus_mask,
+    _sdpa_output_only,
+    _sdpa_renormalise_after_softmax,
+    _sdpa_reshape_k,
+    _sdpa_scale_after_softmax,
+    _sdpa_scores_as_weights,
+    _sdpa_sigmoid,
+    _sdpa_softmax_dim_1,
+    _sdpa_softmax_dim_2,
+    _sdpa_softmax_no_dim,
+    _sdpa_softmax_over_queries,
+    _sdpa_sqrt_dim_1,
+    _sdpa_sqrt_dv,
+    _sdpa_sqrt_num_keys,
+    _sdpa_swapped,
+    _sdpa_times_minus_inf,
+    _sdpa_times_sqrt_d,
+    _sdpa_transpose_1_2,
+)
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
 
@@ -40,29 +78,15 @@ def scaled_dot_product_attention_reference(q: torch.Tensor, k: torch.Tensor, v: 
     return _REFERENCE_SDPA(q, k, v, mask)
 
 
-def _sdpa_variant(q, k, v, mask=None, *, scale=None, dim=-1, invert=False):
-    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = q @ k.transpose(-2, -1) * scale  # (..., L, S)
-    if mask is not None:
-        scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
-    weights = scores.softmax(dim)
-    return weights @ v, weights
+# Where the chapter explains each masking rule: the diagnoses point there.
+_MYTH_1E9 = "see the myth check \"-1e9 is a safe way to mask\" in section 6"
+_MYTH_1E4 = "see the myth check \"-1e4 is negative enough\" in section 6"
+_MYTH_INF = "see the myth check \"Use -inf and you are done\" in section 6"
 
 
-def _sdpa_no_scale(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, scale=1.0)
-
-
-def _sdpa_divide_by_d(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, scale=1 / q.shape[-1])
-
-
-def _sdpa_softmax_over_queries(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, dim=-2)
-
-
-def _sdpa_inverted_mask(q, k, v, mask=None):
-    return _sdpa_variant(q, k, v, mask, invert=True)
+# --------------------------------------------------------------------------------------------------
+# The cases
+# --------------------------------------------------------------------------------------------------
 
 
 def _mixed_mask(gen: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
@@ -75,6 +99,52 @@ def _mixed_mask(gen: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
     return (mask | (columns == keep)) & (columns != block)
 
 
+def _set_scores(scores: torch.Tensor) -> dict[str, torch.Tensor]:
+    """q and k whose scaled scores q @ k^T / sqrt(D) are exactly ``scores`` (..., L, S), with D = 16.
+
+    Key j is 4·e_j (so S <= 16) and query i carries its scores in its first S entries: the products are
+    exact in float32 whatever the order of the operations, so any correct solution matches the reference."""
+    *batch, L, S = scores.shape
+    q = torch.zeros(*batch, L, 16)
+    q[..., :S] = scores
+    k = torch.zeros(*batch, S, 16)
+    k[..., range(S), range(S)] = 4.0  # sqrt(16)
+    return {"q": q, "k": k}
+
+
+def _large_score_cases(gen: torch.Generator, N: int, L: int, S: int) -> list[Case]:
+    """Scores of order 1e4, where a finite fill such as -1e4 is no wall (the -1e4 myth check)."""
+    mask = _mixed_mask(gen, (N, L, S))
+    moderate = torch.randint(-96, 97, (N, L, S), generator=gen) / 8  # in [-12, 12], exact
+    v = torch.randn(N, S, 3, generator=gen)
+    # (a) every masked key scores about 2.5e4 above the allowed ones: adding -1e4 leaves it on top
+    above = torch.where(mask, moderate, 25000 + moderate)
+    # (b) every allowed key scores about -2.5e4: replacing the masked scores by -1e4 puts them on top
+    below = torch.where(mask, moderate / 4 - 25000, moderate)
+    return [{**_set_scores(above), "v": v, "mask": mask}, {**_set_scores(below), "v": v.flip(0), "mask": mask}]
+
+
+def _float16_case(gen: torch.Generator) -> Case:
+    """A float16 case whose every correct answer is exact in float16 (so any order of operations matches).
+
+    The keys of an example are one vector repeated, so each query scores its keys equally and its weights
+    are 1/n over its n allowed keys, n = 1 or 2; q, k and v are small multiples of 1/4."""
+    N, L, S, D = 2, 3, 4, 4
+    quarter = lambda *shape: (torch.randint(-8, 9, shape, generator=gen) / 4).half()  # noqa: E731
+    patterns = torch.tensor([[1, 1, 0, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 1, 0]])
+    mask = patterns[torch.randperm(N * L, generator=gen)].view(N, L, S).bool()  # 2 or 1 allowed keys a row
+    return {"q": quarter(N, L, D), "k": quarter(N, 1, D).expand(N, S, D).clone(), "v": quarter(N, S, 5), "mask": mask}
+
+
+def _fully_masked_case(gen: torch.Generator, N: int, L: int, S: int, D: int) -> Case:
+    """Heads, and queries that may see no key at all: an empty sentence, and one more fully-masked row."""
+    mask = _mixed_mask(gen, (N, 1, L, S))
+    mask[-1] = False  # an empty (all-padding) sentence: all its queries see nothing
+    mask[0, 0, torch.randint(0, L, (1,), generator=gen)] = False  # one query of the first sentence too
+    return {"q": torch.randn(N, 2, L, D, generator=gen), "k": torch.randn(N, 2, S, D, generator=gen),
+            "v": torch.randn(N, 2, S, 3, generator=gen), "mask": mask}
+
+
 def _sdpa_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     def qkv(batch: tuple[int, ...], L: int, S: int, D: int, Dv: int, dtype=torch.float32):
         return {"q": torch.randn(*batch, L, D, generator=gen, dtype=dtype),
@@ -82,14 +152,20 @@ def _sdpa_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
                 "v": torch.randn(*batch, S, Dv, generator=gen, dtype=dtype)}
 
     N, L, S = rng.randint(2, 3), rng.randint(3, 6), rng.randint(4, 8)
-    D = rng.choice([8, 16, 32])
-    cases = [
-        # no mask, self-attention shapes, a large D so that a missing scale shows
+    D = rng.choice([16, 32])  # never 8, the notebook's own D
+    return [
+        # heads (N, H, L, D) first, with a padding-style mask (N, 1, 1, S): separates the dims
+        {**qkv((N, 2), L, S, D, 4), "mask": _mixed_mask(gen, (N, 1, 1, S))},
+        # no mask, self-attention shapes, a large D so that a wrong scale shows
         {**qkv((N,), L, L, D, rng.randint(2, 6)), "mask": None},
         # cross-attention L != S, one mask per example (N, L, S)
-        {**qkv((N,), L, S, D, D), "mask": _mixed_mask(gen, (N, L, S))},
-        # heads (N, H, L, D) and a padding-style mask (N, 1, 1, S)
-        {**qkv((N, 2), L, S, D, 4), "mask": _mixed_mask(gen, (N, 1, 1, S))},
+        {**qkv((N,), L, S, D, D + 1), "mask": _mixed_mask(gen, (N, L, S))},
+        # scores of order 1e4 (a masked key far above the rest; allowed keys far below -1e4)
+        *_large_score_cases(gen, N, L, rng.randint(4, 6)),
+        # float16, where -1e9 does not fit
+        _float16_case(gen),
+        # queries whose keys are all masked must get zero weights and a zero output
+        _fully_masked_case(gen, N, L, S, D),
         # batch 1, one query, a shared (L, S) mask
         {**qkv((1,), 1, S, 4, 3), "mask": _mixed_mask(gen, (1, S))},
         # one key only: every weight is 1
@@ -97,7 +173,6 @@ def _sdpa_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
         # float64, no batch dimension, a causal mask with S > L so every row has a blocked key
         {**qkv((), L, L + 2, 6, 5, torch.float64), "mask": _REFERENCE_CAUSAL(L, L + 2)},
     ]
-    return cases
 
 
 SDPA = Exercise(
@@ -106,17 +181,107 @@ SDPA = Exercise(
     make_cases=_sdpa_cases,
     points=3,
     mistakes=(
-        Mistake("no_scale", _sdpa_no_scale,
-                "your weights are too peaked: you forgot to divide the scores by sqrt(D), "
-                "D = q.shape[-1]"),
-        Mistake("divide_by_d", _sdpa_divide_by_d,
-                "your weights are too flat: divide the scores by math.sqrt(D), not by D"),
-        Mistake("softmax_over_queries", _sdpa_softmax_over_queries,
-                "your weights sum to 1 down each column, not along each row: take the softmax over "
-                "the keys, dim=-1 (S), not dim=-2 (L)"),
+        # masking: listed first, so that they win a tie with a mistake that fails the same cases
+        Mistake("finite_fill", _sdpa_finfo_min,
+                "a query whose keys are all masked gets uniform weights (the mean of v) from your finite fill "
+                "(torch.finfo(dtype).min, or a large negative number added); it must get zero weights and a zero "
+                f"output: fill with float('-inf') and set such rows to 0 after the softmax ({_MYTH_INF})"),
+        Mistake("minus_1e9", _sdpa_minus_1e9,
+                "you mask with -1e9 (as seed 004's `masked_fill(mask == 0, -1e9)`): -1e9 does not fit in float16 "
+                f"(its largest number is 65504), so masked_fill raises; fill with float('-inf') ({_MYTH_1E9})"),
+        Mistake("fill_minus_1e4", _sdpa_fill_minus_1e4,
+                "you replace the blocked scores by -1e4: a number, not a wall. When every allowed score of a row "
+                f"is below -1e4 the blocked keys win; fill with float('-inf') ({_MYTH_1E4})"),
+        Mistake("add_minus_1e4", _sdpa_add_minus_1e4,
+                "you add -1e4 to the blocked scores: a blocked key whose score is more than about 1e4 above the "
+                f"allowed ones still wins; fill with float('-inf') instead ({_MYTH_1E4})"),
+        Mistake("times_minus_inf", _sdpa_times_minus_inf,
+                "`(~mask) * float('-inf')` puts 0 · (-inf) = NaN on every allowed key: put -inf only where the "
+                "mask is False, with `scores.masked_fill(~mask, float('-inf'))` or torch.where"),
+        Mistake("nan_rows", _sdpa_nan_rows,
+                "a query whose keys are all masked gets NaN (the softmax of a row of -inf is 0/0); it must get "
+                f"zero weights and a zero output, like the reference: set such rows to 0 after the softmax ({_MYTH_INF})"),
+        Mistake("renormalise_after_softmax", _sdpa_renormalise_after_softmax,
+                "you zero the blocked weights after the softmax and renormalise: when the allowed keys score far "
+                "below a blocked one their weights underflow to 0 and you divide 0 by 0. Mask the scores, before "
+                "the softmax"),
+        Mistake("mask_after_softmax", _sdpa_mask_after_softmax,
+                "your weights rows no longer sum to 1: you zeroed the blocked weights after the softmax. Mask the "
+                "scores before the softmax, so the allowed keys share all the weight"),
+        Mistake("fill_zero", _sdpa_fill_zero,
+                "your blocked keys still get weight: a score of 0 (masked_fill with 0, or scores * mask) does not "
+                "block a key, since exp(0) = 1. Fill the blocked scores with float('-inf')"),
         Mistake("inverted_mask", _sdpa_inverted_mask,
-                "your mask works the wrong way round: True means *may attend*, so fill the scores where "
-                "the mask is False (`scores.masked_fill(~mask, float('-inf'))`)"),
+                "your mask works the wrong way round: True means *may attend*, so fill the scores where the mask "
+                "is False (`~mask`)"),
+        Mistake("ignores_mask", _sdpa_ignores_mask,
+                "your output ignores the mask: when `mask is not None`, fill the scores where it is False before "
+                "the softmax"),
+        Mistake("if_mask", _sdpa_if_mask,
+                "`if mask:` asks a whole tensor for one True/False and raises; test `if mask is not None:`"),
+        Mistake("one_minus_mask", _sdpa_one_minus_mask,
+                "`1 - mask` does not work on a bool tensor: invert it with `~mask` (or mask.logical_not())"),
+        # scaling
+        Mistake("no_scale", _sdpa_no_scale,
+                "your weights are too peaked: you forgot to divide the scores by sqrt(D), D = q.shape[-1]"),
+        Mistake("divide_by_d", _sdpa_divide_by_d,
+                "your weights are too flat: the scores are divided by D, not sqrt(D) (scaling both q and k by "
+                "1/sqrt(D) does that too); divide the scores once, by math.sqrt(q.shape[-1])"),
+        Mistake("times_sqrt_d", _sdpa_times_sqrt_d,
+                "your weights are far too peaked: you multiplied the scores by sqrt(D); divide by it"),
+        Mistake("sqrt_dv", _sdpa_sqrt_dv,
+                "you scale by the value size Dv = v.shape[-1]; the scale is 1/sqrt(D) with D = q.shape[-1], the "
+                "size that the dot products sum over"),
+        Mistake("sqrt_dim_1", _sdpa_sqrt_dim_1,
+                "you scale by sqrt(q.shape[1]), which is L (or H with heads); D is the last dim, q.shape[-1]"),
+        Mistake("sqrt_num_keys", _sdpa_sqrt_num_keys,
+                "you scale by sqrt(S), the number of keys; D is the size of each query and key, q.shape[-1]"),
+        Mistake("fixed_d_8", _sdpa_fixed_d_8,
+                "you scale by 1/sqrt(8) whatever the input (the notebook's D = 8?); take D from the input, "
+                "q.shape[-1]"),
+        Mistake("scale_after_softmax", _sdpa_scale_after_softmax,
+                "your weights rows sum to 1/sqrt(D), not 1: divide the scores by sqrt(D) before the softmax, not "
+                "the weights after it"),
+        Mistake("clamp_scores", _sdpa_clamp_scores,
+                "you clamp the scores: large gaps between scores are real, and clamping changes the weights. The "
+                "softmax is already stable (it subtracts the row max); use the scores as they are"),
+        # softmax
+        Mistake("softmax_dim_2", _sdpa_softmax_dim_2,
+                "your softmax runs over dim 2, which is the keys only for 3-D inputs (it is L for (N, H, L, S)); "
+                "count from the end: dim=-1"),
+        Mistake("softmax_dim_1", _sdpa_softmax_dim_1,
+                "your softmax runs over dim 1 (L for (N, L, S), H for (N, H, L, S)); the keys are the last dim "
+                "whatever the batch dims: dim=-1"),
+        Mistake("softmax_no_dim", _sdpa_softmax_no_dim,
+                "F.softmax without dim= picks a dim for you (the batch dim for 3-D inputs): pass dim=-1"),
+        Mistake("softmax_over_queries", _sdpa_softmax_over_queries,
+                "your weights sum to 1 down each column, over the queries: take the softmax over the keys, the "
+                "last dim, dim=-1 (S)"),
+        Mistake("log_softmax", _sdpa_log_softmax,
+                "your weights are log-probabilities (log_softmax): the weights are the softmax itself"),
+        Mistake("sigmoid", _sdpa_sigmoid,
+                "your weights are a sigmoid, so rows do not sum to 1: the weights are the softmax over the keys"),
+        # transpose and matmul
+        Mistake("k_dot_T", _sdpa_k_dot_T,
+                "k.T reverses *all* the dims of a 3-D or 4-D tensor (chapter 1): swap only the last two, "
+                "k.transpose(-2, -1)"),
+        Mistake("transpose_1_2", _sdpa_transpose_1_2,
+                "k.transpose(1, 2) swaps the right dims only for 3-D inputs: count from the end, "
+                "k.transpose(-2, -1), so that heads (N, H, S, D) and unbatched (S, D) work too"),
+        Mistake("bmm", _sdpa_bmm,
+                "torch.bmm takes only 3-D tensors: use @ (torch.matmul), which broadcasts over any batch dims"),
+        Mistake("reshape_k", _sdpa_reshape_k,
+                "k.reshape(…, D, S) (or view) is not a transpose: it regroups the numbers. Use k.transpose(-2, -1)"),
+        # what is returned
+        Mistake("swapped", _sdpa_swapped, "return (output, weights), in that order"),
+        Mistake("output_only", _sdpa_output_only, "return a pair: (output, weights)"),
+        Mistake("scores_as_weights", _sdpa_scores_as_weights,
+                "you return the scores as the weights: return the softmax weights, each row summing to 1"),
+        Mistake("in_float16", _sdpa_in_float16,
+                "you compute in float16 (.half()): keep the dtype of the inputs"),
+        Mistake("in_float32", _sdpa_in_float32,
+                "you compute in float32 (.float()) and return float32 for float16 and float64 inputs: keep the "
+                "dtype of the inputs (or cast the results back with .to(q.dtype))"),
     ),
     forbidden=(
         "torch.nn.functional.scaled_dot_product_attention",
@@ -124,7 +289,8 @@ SDPA = Exercise(
         "utils",  # the course's own reference: caught in the source; run time also blocks the function below
         "utils.attention.scaled_dot_product_attention",
     ),
-    hint="compute scores = q @ k.transpose(-2, -1) / sqrt(D), mask, softmax over dim=-1, then weights @ v",
+    hint="take the steps of section 1 (scores, scale by D = q.shape[-1], mask, softmax over the keys, mix the "
+         "values), count dims from the end so that batch and head dims pass through, keep q's dtype, and apply no dropout",
 )
 
 
@@ -153,6 +319,26 @@ def _causal_float(size: int) -> torch.Tensor:
     return torch.ones(size, size).tril()
 
 
+def _causal_integer(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.long).tril()
+
+
+def _causal_one_ahead(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool).tril(1)
+
+
+def _causal_flipped(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool).tril().flip(-1)
+
+
+def _causal_additive(size: int) -> torch.Tensor:
+    return torch.zeros(size, size).masked_fill(torch.ones(size, size, dtype=torch.bool).triu(1), float("-inf"))
+
+
+def _causal_extra_dims(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+
+
 def _causal_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     return [{"size": rng.randint(3, 6)}, {"size": 2}, {"size": rng.randint(7, 16)}, {"size": 1}]  # 1: all masks agree
 
@@ -164,8 +350,8 @@ CAUSAL = Exercise(
     points=1,
     mistakes=(
         Mistake("future", _causal_future,
-                "your mask lets query i see keys i and after: the future. Keep the lower triangle (tril), "
-                "so query i sees keys 0..i"),
+                "your mask lets query i see keys i and after: the future (triu, or tril().T). Rows are queries and "
+                "columns keys: keep the lower triangle, so that query i sees keys 0..i"),
         Mistake("no_self", _causal_no_self,
                 "query i must also see itself: keep the diagonal (tril(), not tril(-1)); otherwise the first "
                 "row has no key at all"),
@@ -175,9 +361,22 @@ CAUSAL = Exercise(
         Mistake("float", _causal_float,
                 "return a bool tensor (dtype=torch.bool), not 1.0/0.0: a float mask would be *added* to the "
                 "scores"),
+        Mistake("integer", _causal_integer,
+                "return a bool tensor (dtype=torch.bool), not 1/0 integers: `~` and masked_fill need a bool mask"),
+        Mistake("one_ahead", _causal_one_ahead,
+                "query i may also see key i + 1, one step into the future: keep the diagonal and below only "
+                "(tril's diagonal=0, not 1)"),
+        Mistake("flipped", _causal_flipped,
+                "your triangle is flipped left to right: query 0 must see key 0 only, and the last query every key"),
+        Mistake("additive", _causal_additive,
+                "you return an additive 0/-inf float mask; this exercise asks for the bool form, True = may attend"),
+        Mistake("extra_dims", _causal_extra_dims,
+                "return shape (size, size); the broadcasting dims are added where the mask is used (it broadcasts "
+                "as it is)"),
     ),
     forbidden=("utils.attention.causal_mask",),
-    hint="torch.ones(size, size, dtype=torch.bool).tril()",
+    hint="rows are queries and columns keys: query i may see keys j <= i. Which triangle of a square bool "
+         "matrix is that, and does it include the diagonal?",
 )
 
 
@@ -202,13 +401,51 @@ def _padding_off_by_one(lengths, max_len):
     return (torch.arange(max_len) <= lengths[:, None])[:, None, None, :]
 
 
+def _padding_drops_last(lengths, max_len):
+    return (torch.arange(1, max_len + 1) < lengths[:, None])[:, None, None, :]
+
+
+def _padding_key_axis_first(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None])[:, :, None, None]  # (N, S, 1, 1)
+
+
+def _padding_three_dims(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None])[:, None, :]  # (N, 1, S)
+
+
+def _padding_queries_too(lengths, max_len):
+    real = torch.arange(max_len) < lengths[:, None]  # (N, S)
+    return real[:, None, :, None] & real[:, None, None, :]  # (N, 1, S, S)
+
+
+def _padding_no_new_axis(lengths, max_len):
+    return (torch.arange(max_len) < lengths)[:, None, None, :]  # raises, or compares position n with lengths[n]
+
+
+def _padding_float(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None]).float()[:, None, None, :]
+
+
+def _padding_integer(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None]).long()[:, None, None, :]
+
+
+def _padding_longest(lengths, max_len):
+    return (torch.arange(int(lengths.max())) < lengths[:, None])[:, None, None, :]
+
+
+def _padding_additive(lengths, max_len):
+    real = torch.arange(max_len) < lengths[:, None]
+    return torch.zeros(real.shape).masked_fill(~real, float("-inf"))[:, None, None, :]
+
+
 def _padding_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     cases = []
     for batch, max_len in ((rng.randint(3, 5), rng.randint(5, 9)), (1, rng.randint(2, 6)), (2, 1)):
         lengths = torch.randint(1, max_len + 1, (batch,), generator=gen)
         lengths[0] = max_len  # one full sentence in every batch
         cases.append({"lengths": lengths, "max_len": max_len})
-    cases.append({"lengths": torch.tensor([1, rng.randint(2, 4), 0]), "max_len": 4})  # an empty one too
+    cases.append({"lengths": torch.tensor([1, rng.randint(2, 4), 0]), "max_len": 5})  # an empty one; none full
     return cases
 
 
@@ -225,9 +462,32 @@ PADDING = Exercise(
                 "your mask is True at the padding; here True means a real token that may be attended to"),
         Mistake("off_by_one", _padding_off_by_one,
                 "a sentence of length n has real tokens at positions 0..n-1: use `<`, not `<=`"),
+        Mistake("drops_last", _padding_drops_last,
+                "you drop the last real token: positions start at 0 (torch.arange(max_len)), and position j is "
+                "real when j < length"),
+        Mistake("key_axis_first", _padding_key_axis_first,
+                "the key axis must be last: (N, 1, 1, S), so that it lines up with the scores (N, H, L, S)"),
+        Mistake("three_dims", _padding_three_dims,
+                "return (N, 1, 1, S): one broadcasting dim for the heads H and one for the queries L; (N, 1, S) "
+                "would line the batch up with the heads"),
+        Mistake("queries_too", _padding_queries_too,
+                "the padding mask depends only on the key: return (N, 1, 1, S). Masking the padded queries too "
+                "leaves their rows with no key at all"),
+        Mistake("no_new_axis", _padding_no_new_axis,
+                "compare torch.arange(max_len) (S,) with lengths[:, None] (N, 1), so that broadcasting gives "
+                "(N, S); without the new axis it compares position n with lengths[n]"),
+        Mistake("float", _padding_float,
+                "return a bool tensor, not 1.0/0.0: a float mask would be *added* to the scores"),
+        Mistake("integer", _padding_integer,
+                "return a bool tensor, not 1/0 integers: `~` and masked_fill need a bool mask"),
+        Mistake("longest", _padding_longest,
+                "the mask must be max_len wide even when no sentence fills it: use max_len, not lengths.max()"),
+        Mistake("additive", _padding_additive,
+                "you return an additive 0/-inf float mask; this exercise asks for the bool form, True = real token"),
     ),
     forbidden=("utils.attention.padding_mask",),
-    hint="compare torch.arange(max_len) with lengths[:, None], then add the two broadcasting dims",
+    hint="position j of sentence n is real when j < lengths[n]: compare every position with every length by "
+         "broadcasting, then add the broadcasting dims for the heads and the queries",
 )
 
 EXERCISES: tuple[Exercise, ...] = (SDPA, CAUSAL, PADDING)  # notebook order

@@ -2,7 +2,7 @@
 
 The numbers come from :mod:`utils.scaling` (the scale experiment) and
 :func:`utils.widgets.sdpa.scale_explorer_state` (the explorer); these functions only draw them.
-Shape letters: N batch, L queries, S keys, D the query/key dimension (d_k).
+Shape letters: N batch, L queries, S keys, D the size of each query and key (the paper's d_k).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def variance_figure(data: dict[str, list[float]]) -> Figure:
     ax.loglog(dims, data["raw"], "o-", color=_COLORS[1], label="var(q·k), measured")
     ax.loglog(dims, dims, "--", color="gray", label="var = D")
     ax.loglog(dims, data["scaled"], "s-", color=_COLORS[0], label="var(q·k / √D), measured")
-    ax.set_xlabel("D (query/key dimension d_k)")
+    ax.set_xlabel("D (size of each query and key)")
     ax.set_ylabel("variance over random q, k")
     ax.set_title("Raw dot products grow like D; dividing by √D keeps them at 1")
     ax.legend()
@@ -71,11 +71,11 @@ def saturation_figure(data: dict[str, list[float]]) -> Figure:
     for key, color, label in (("scaled", _COLORS[0], "scaled by 1/√D"), ("raw", _COLORS[1], "unscaled")):
         ax_max.semilogx(dims, data[f"max_weight_{key}"], "o-", color=color, label=label)
         ax_grad.loglog(dims, data[f"grad_norm_{key}"], "o-", color=color, label=label)
-    ax_max.set_xlabel("D (query/key dimension d_k)")
+    ax_max.set_xlabel("D (size of each query and key)")
     ax_max.set_ylabel("mean largest weight in a row")
     ax_max.set_title("Unscaled, the softmax becomes one-hot")
     ax_max.set_ylim(0, 1.05)
-    ax_grad.set_xlabel("D (query/key dimension d_k)")
+    ax_grad.set_xlabel("D (size of each query and key)")
     ax_grad.set_ylabel("mean ‖∂loss/∂scores‖")
     ax_grad.set_title("…and its gradient vanishes")
     for ax in (ax_max, ax_grad):
@@ -84,39 +84,60 @@ def saturation_figure(data: dict[str, list[float]]) -> Figure:
     return fig
 
 
-def training_figure(curves: dict[str, list[float]], *, d_k: int | None = None) -> Figure:
-    """Loss per step for the scaled and the unscaled run of :func:`utils.scaling.train_with_and_without_scale`."""
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(curves["scaled"], color=_COLORS[0], label="scaled by 1/√d_k")
-    ax.plot(curves["unscaled"], color=_COLORS[1], label="unscaled")
-    ax.axhline(math.log(8), color="gray", ls=":", label="chance (log 8)")
+def training_figure(curves: dict[str, list[list[float]]], *, dim: int | None = None,
+                    seeds: Sequence[int] | None = None) -> Figure:
+    """Loss per step of each seed's scaled and unscaled run of :func:`utils.scaling.train_with_and_without_scale`.
+
+    Args:
+        curves: ``{"scaled": [losses per seed], "unscaled": [...]}``.
+        dim: D, for the title. Default: ``None`` (not shown).
+        seeds: the seed of each curve, for the legend. Default: ``0, 1, ...``.
+    """
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    styles = ("-", "--", ":", "-.")
+    seeds = list(range(len(curves["scaled"]))) if seeds is None else list(seeds)
+    for name, color in (("scaled", _COLORS[0]), ("unscaled", _COLORS[1])):
+        for i, (seed, losses) in enumerate(zip(seeds, curves[name])):
+            label = f"{'scaled by 1/√D' if name == 'scaled' else 'unscaled'}, seed {seed}"
+            ax.plot(losses, color=color, ls=styles[i % len(styles)], lw=1.2, label=label)
+    ax.axhline(math.log(8), color="gray", ls=":", lw=2, label="chance (log 8)")
     ax.set_xlabel("training step")
     ax.set_ylabel("cross-entropy loss")
-    where = f" (d_k = {d_k})" if d_k else ""
-    ax.set_title(f"Same model, same data{where}: only the scaled one learns quickly")
-    ax.legend()
+    where = f" (D = {dim})" if dim else ""
+    ax.set_title(f"Same model, same batches{where}: unscaled starts saturated and falls later")
+    ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return fig
 
 
 def masks_figure(padding: torch.Tensor, causal: torch.Tensor, sentences: Sequence[Sequence[str]],
                  tokens: Sequence[str]) -> Figure:
-    """Left: a padding mask (N, S), one row per sentence. Right: a causal mask (L, L). True = may attend."""
-    padding, causal = to_numpy(padding), to_numpy(causal)
-    fig, (ax_pad, ax_causal) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [1.2, 1]})
+    """Left: a padding mask (N, S), one row per sentence, each cell labelled with its key's token or "pad".
+    Right: a causal mask (L, L) over ``tokens``. True = may attend; one colour key for both."""
+    padding, causal = to_numpy(padding).astype(float), to_numpy(causal).astype(float)
+    fig, (ax_pad, ax_causal) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.2, 1]})
     max_len = padding.shape[1]
-    attention_heatmap(padding, [" ".join(s) for s in sentences], [f"pos {j}" for j in range(max_len)],
-                      title="Padding mask (N, S): keys that are real tokens", ax=ax_pad, colorbar=False,
-                      vmin=0, vmax=1, xlabel="key position (S)", ylabel="sentence (N)")
-    attention_heatmap(causal, tokens, tokens, title="Causal mask (L, L): no looking ahead", ax=ax_causal,
-                      colorbar=False, vmin=0, vmax=1)
-    fig.suptitle("1 = may attend (True), 0 = blocked (False)")
-    fig.tight_layout()
+    attention_heatmap(padding, [" ".join(s) for s in sentences], [str(j) for j in range(max_len)],
+                      title="Padding mask (N, S): only real tokens may be attended to", ax=ax_pad,
+                      colorbar=False, annotate=False, vmin=0, vmax=1, xlabel="key position j (S)",
+                      ylabel="sentence (N)")
+    for n, sentence in enumerate(sentences):
+        for j in range(max_len):
+            word = sentence[j] if j < len(sentence) else "pad"
+            ax_pad.text(j, n, word, ha="center", va="center", fontsize=9,
+                        color="black" if padding[n, j] > 0.5 else "white")
+    image = attention_heatmap(causal, tokens, tokens, title="Causal mask (L, L): no looking ahead", ax=ax_causal,
+                              colorbar=False, annotate=False, vmin=0, vmax=1).axes[1].images[0]
+    fig.suptitle("A bool mask: True = may attend (the convention of F.scaled_dot_product_attention)")
+    fig.tight_layout(rect=(0, 0, 0.85, 0.95))
+    colorbar = fig.colorbar(image, cax=fig.add_axes((0.865, 0.25, 0.015, 0.55)), ticks=[0, 1])
+    colorbar.ax.set_yticklabels(["False:\nblocked", "True:\nmay attend"])
+    colorbar.set_label("mask value")
     return fig
 
 
 def scale_explorer_figure(state: ScaleExplorerState) -> Figure:
-    """Draw one state of the d_k / temperature explorer (see :func:`utils.widgets.sdpa.scale_explorer_state`)."""
+    """Draw one state of the D / temperature explorer (see :func:`utils.widgets.sdpa.scale_explorer_state`)."""
     fig, (ax_hist, ax_row) = plt.subplots(1, 2, figsize=(11, 3.8))
     ax_hist.hist(to_numpy(state.scores).ravel(), bins=40, color=_COLORS[0])
     ax_hist.set_xlabel("score fed to the softmax")
@@ -130,7 +151,7 @@ def scale_explorer_figure(state: ScaleExplorerState) -> Figure:
     ax_row.set_ylabel("weight")
     ax_row.set_title(f"Row 0: max weight {state.max_weight:.2f}, entropy {state.entropy:.2f} "
                      f"of {state.max_entropy:.2f} nats")
-    fig.suptitle(f"D = {state.d_k}, temperature {state.temperature:.2f}, "
+    fig.suptitle(f"D = {state.dim}, temperature {state.temperature:.2f}, "
                  f"scaling {'on' if state.scaled else 'off'}")
     fig.tight_layout()
     return fig

@@ -20,7 +20,7 @@ __all__ = ["ScaleExplorerState", "scale_explorer_state", "scale_explorer", "ch2_
 
 @dataclass(frozen=True)
 class ScaleExplorerState:
-    """What the d_k / temperature explorer draws for one setting."""
+    """What the D / temperature explorer draws for one setting."""
 
     scores: torch.Tensor  # (L, S), as fed to the softmax
     row: torch.Tensor  # (S,) the weights of query 0
@@ -29,19 +29,19 @@ class ScaleExplorerState:
     max_entropy: float  # log S: a uniform row
     score_std: float
     keys: list[str]  # S labels
-    d_k: int
+    dim: int  # D
     temperature: float
     scaled: bool
 
 
-def scale_explorer_state(d_k: int, temperature: float = 1.0, scaled: bool = True, *, length: int = 12,
+def scale_explorer_state(dim: int, temperature: float = 1.0, scaled: bool = True, *, length: int = 12,
                          seed: int = 0) -> ScaleExplorerState:
-    """Scores and softmax weights for random unit-variance queries and keys of dimension ``d_k``.
+    """Scores and softmax weights for random unit-variance queries and keys of size ``dim``.
 
     Args:
-        d_k: the query/key dimension D.
+        dim: D, the size of each query and key (the paper's d_k).
         temperature: the scores are divided by it before the softmax. Default: ``1.0``.
-        scaled: divide the scores by ``sqrt(d_k)`` too. Default: ``True``.
+        scaled: divide the scores by ``sqrt(dim)`` too. Default: ``True``.
         length: the number of queries L and keys S. Default: ``12``.
         seed: the same seed gives the same q and k for every setting. Default: ``0``.
 
@@ -54,20 +54,20 @@ def scale_explorer_state(d_k: int, temperature: float = 1.0, scaled: bool = True
     >>> s.max_weight > 0.9, scale_explorer_state(512).max_weight < 0.9
     (True, True)
     """
-    if d_k < 1 or temperature <= 0:
-        raise ValueError(f"d_k must be >= 1 and temperature > 0, got d_k={d_k}, temperature={temperature}")
+    if dim < 1 or temperature <= 0:
+        raise ValueError(f"dim must be >= 1 and temperature > 0, got dim={dim}, temperature={temperature}")
     gen = torch.Generator().manual_seed(seed)
-    q = torch.randn(length, 1024, generator=gen)[:, :d_k]  # (L, D): the same first D coords for every D
-    k = torch.randn(length, 1024, generator=gen)[:, :d_k]  # (S, D)
+    q = torch.randn(length, 1024, generator=gen)[:, :dim]  # (L, D): the same first D coords for every D
+    k = torch.randn(length, 1024, generator=gen)[:, :dim]  # (S, D)
     scores = q @ k.T  # (L, S)
     if scaled:
-        scores = scores / math.sqrt(d_k)
+        scores = scores / math.sqrt(dim)
     scores = scores / temperature
     row = scores[0].softmax(-1)  # (S,)
     entropy = -(row * row.clamp_min(1e-30).log()).sum().item()
     return ScaleExplorerState(
         scores=scores, row=row, max_weight=row.max().item(), entropy=entropy, max_entropy=math.log(length),
-        score_std=scores.std().item(), keys=[f"k{j}" for j in range(length)], d_k=d_k,
+        score_std=scores.std().item(), keys=[f"k{j}" for j in range(length)], dim=dim,
         temperature=temperature, scaled=scaled,
     )
 
@@ -77,22 +77,22 @@ def scale_explorer():
 
     Returns:
         An ``ipywidgets.VBox`` (see :func:`~utils.widgets.common.wire_explorer`): the controls, then an
-        ``Output`` with the figure. ``controls`` names them ``d_k``, ``temperature`` and ``scaled``;
+        ``Output`` with the figure. ``controls`` names them ``dim``, ``temperature`` and ``scaled``;
         ``state`` is the :class:`ScaleExplorerState` drawn last.
     """
 
     import ipywidgets as w
 
-    d_k = w.SelectionSlider(options=list(powers_of_two(4, 1024)), value=64, description="d_k (D)")
+    dim = w.SelectionSlider(options=list(powers_of_two(4, 1024)), value=64, description="D")
     temperature = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05, description="temperature")
     scaled = w.ToggleButton(value=True, description="scale by 1/√D", icon="check")
     return wire_explorer(
-        [w.HBox([d_k, temperature, scaled])], {"d_k": d_k, "temperature": temperature, "scaled": scaled},
-        lambda: scale_explorer_state(d_k.value, temperature.value, scaled.value), scale_explorer_figure)
+        [w.HBox([dim, temperature, scaled])], {"dim": dim, "temperature": temperature, "scaled": scaled},
+        lambda: scale_explorer_state(dim.value, temperature.value, scaled.value), scale_explorer_figure)
 
 
 def ch2_quiz() -> Quiz:
-    """Three questions on the scale, the masks and the softmax."""
+    """Four questions: the scale, the mask conventions, the mask value and dropout."""
     return Quiz([
         Choice(
             "q and k have 256 independent entries, each with mean 0 and variance 1. What is the standard "
@@ -105,7 +105,7 @@ def ch2_quiz() -> Quiz:
                 "256 is the variance; the std is its square root.",
                 "The dot product of one q with one k never sees the sequence length.",
             ],
-            explanation="Dividing by √d_k brings it back to 1 whatever d_k is.",
+            explanation="Dividing by √D brings it back to 1 whatever D is.",
         ),
         Choice(
             "You pass the boolean causal mask from this chapter (True = may attend) unchanged as attn_mask "
@@ -125,7 +125,7 @@ def ch2_quiz() -> Quiz:
             explanation="Convert at the boundary (~mask, or utils.attention.to_torch_mask).",
         ),
         Choice(
-            "Why does the reference use -inf (or torch.finfo(dtype).min) rather than -1e9 to mask scores?",
+            "Why does the course's reference fill the blocked scores with -inf rather than -1e9?",
             ["-1e9 is slower",
              "-1e9 does not fit in float16: masked_fill raises, and a float mask becomes -inf anyway",
              "-inf is what makes rows sum to 1",
@@ -133,10 +133,12 @@ def ch2_quiz() -> Quiz:
             answer=1,
             feedback=[
                 "Speed is the same; the problem is range.",
-                "Yes: float16 tops out near 65504. Written as -inf on purpose, with a softmax that handles a "
-                "fully-masked row, the mask is exact in every dtype.",
-                "Any very negative value gives rows summing to 1 when one key is allowed; the difference is "
-                "what the dtype can hold.",
+                "Yes: float16 tops out at 65504. -inf fits in every dtype and gives a blocked key a weight of "
+                "exactly 0 at any score; the reference then sets a row whose keys are all blocked to zero, "
+                "where the softmax alone would give NaN.",
+                "Rows sum to 1 with a finite fill too, as long as one key is allowed. What -inf adds is a weight "
+                "of exactly 0 whatever the scores (a finite fill such as -1e4 can leak when scores are large) "
+                "and a value every dtype can hold.",
                 "In float16 there is: we ran it in this chapter.",
             ],
         ),

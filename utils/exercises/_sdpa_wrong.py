@@ -1,0 +1,229 @@
+"""Wrong answers to chapter 2's ``scaled_dot_product_attention``: the :class:`~utils.exercises.definition.Mistake`
+functions of :mod:`utils.exercises.sdpa`, each the recipe with one realistic thing changed.
+
+Kept apart so that the chapter module reads as cases, diagnoses and references. Not a chapter module (its
+name starts with ``_``, so :mod:`utils.exercises.registry` skips it).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import torch
+
+
+def _fully_masked_to_zero(weights: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    if mask is None:
+        return weights
+    return weights.masked_fill(~mask.any(-1, keepdim=True), 0.0)  # rows that may see no key
+
+
+def _sdpa_variant(q, k, v, mask=None, *, scale=None, dim=-1, invert=False, fill=float("-inf"), guard=True):
+    """The recipe with one thing changed. ``guard`` gives fully-masked rows zero weights, as the reference."""
+    scale = 1 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = q @ k.transpose(-2, -1) * scale  # (..., L, S)
+    if mask is not None:
+        mask = ~mask if invert else mask
+        scores = scores.masked_fill(~mask, fill)
+    weights = scores.softmax(dim)  # (..., L, S)
+    if guard:
+        weights = _fully_masked_to_zero(weights, mask)
+    return weights @ v, weights  # (..., L, Dv), (..., L, S)
+
+
+def _sdpa_from_scores(q, k, v, mask, make_weights):
+    """Scaled scores, then ``make_weights(scores, mask)`` in place of mask + softmax."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L, S)
+    weights = make_weights(scores, mask)
+    return weights @ v, weights
+
+
+# Masking mistakes: the values and forms that tutorials spread.
+def _sdpa_minus_1e9(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, fill=-1e9, guard=False)
+
+
+def _sdpa_fill_minus_1e4(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, fill=-1e4, guard=False)
+
+
+def _sdpa_add_minus_1e4(q, k, v, mask=None):
+    add = lambda s, m: s if m is None else s + (~m).to(s.dtype) * -1e4  # noqa: E731
+    return _sdpa_from_scores(q, k, v, mask, lambda s, m: add(s, m).softmax(-1))
+
+
+def _sdpa_finfo_min(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, fill=torch.finfo(q.dtype).min, guard=False)
+
+
+def _sdpa_nan_rows(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, guard=False)
+
+
+def _sdpa_times_minus_inf(q, k, v, mask=None):
+    add = lambda s, m: s if m is None else s + (~m).to(s.dtype) * float("-inf")  # noqa: E731
+    return _sdpa_from_scores(q, k, v, mask, lambda s, m: add(s, m).softmax(-1))
+
+
+def _sdpa_fill_zero(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, fill=0.0, guard=False)
+
+
+def _sdpa_mask_after_softmax(q, k, v, mask=None):
+    return _sdpa_from_scores(q, k, v, mask, lambda s, m: s.softmax(-1) if m is None else s.softmax(-1) * m)
+
+
+def _renormalised(scores, mask):
+    weights = scores.softmax(-1)
+    if mask is None:
+        return weights
+    weights = weights * mask
+    return weights / weights.sum(-1, keepdim=True)
+
+
+def _sdpa_renormalise_after_softmax(q, k, v, mask=None):
+    return _sdpa_from_scores(q, k, v, mask, _renormalised)
+
+
+def _sdpa_inverted_mask(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, invert=True, guard=False)
+
+
+def _sdpa_ignores_mask(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, None)
+
+
+def _sdpa_if_mask(q, k, v, mask=None):
+    if mask:  # raises for a mask of more than one element, as the learner's code does
+        pass
+    return _sdpa_variant(q, k, v, mask)
+
+
+def _sdpa_one_minus_mask(q, k, v, mask=None):
+    if mask is not None:
+        mask = 1 - mask  # raises for a bool mask
+    return _sdpa_variant(q, k, v, mask)
+
+
+# Scaling mistakes
+def _sdpa_no_scale(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=1.0)
+
+
+def _sdpa_divide_by_d(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=1 / q.shape[-1])
+
+
+def _sdpa_times_sqrt_d(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=math.sqrt(q.shape[-1]))
+
+
+def _sdpa_sqrt_dv(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(v.shape[-1]))
+
+
+def _sdpa_sqrt_dim_1(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(q.shape[1]))
+
+
+def _sdpa_sqrt_num_keys(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(k.shape[-2]))
+
+
+def _sdpa_fixed_d_8(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(8))
+
+
+def _sdpa_scale_after_softmax(q, k, v, mask=None):
+    out, weights = _sdpa_variant(q, k, v, mask, scale=1.0)
+    weights = weights / math.sqrt(q.shape[-1])
+    return weights @ v, weights
+
+
+def _sdpa_clamp_scores(q, k, v, mask=None):
+    def make(scores, m):
+        scores = scores.clamp(-5, 5)
+        return _fully_masked_to_zero(scores.softmax(-1) if m is None else scores.masked_fill(~m, float("-inf"))
+                                     .softmax(-1), m)
+    return _sdpa_from_scores(q, k, v, mask, make)
+
+
+# Softmax mistakes
+def _sdpa_softmax_dim_2(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, dim=2)
+
+
+def _sdpa_softmax_dim_1(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, dim=1)
+
+
+def _sdpa_softmax_no_dim(q, k, v, mask=None):
+    ndim = q.dim()
+    return _sdpa_variant(q, k, v, mask, dim=0 if ndim in (0, 1, 3) else 1)  # F.softmax's legacy choice
+
+
+def _sdpa_softmax_over_queries(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, dim=-2)
+
+
+def _masked(scores, mask):
+    return scores if mask is None else scores.masked_fill(~mask, float("-inf"))
+
+
+def _sdpa_log_softmax(q, k, v, mask=None):
+    return _sdpa_from_scores(q, k, v, mask, lambda s, m: _fully_masked_to_zero(_masked(s, m).log_softmax(-1), m))
+
+
+def _sdpa_sigmoid(q, k, v, mask=None):
+    return _sdpa_from_scores(q, k, v, mask, lambda s, m: _masked(s, m).sigmoid())
+
+
+# Transpose and matmul mistakes
+def _sdpa_k_dot_T(q, k, v, mask=None):
+    with warnings.catch_warnings():  # k.T on more than 2 dims is deprecated, and still reverses them all
+        warnings.simplefilter("ignore")
+        scores = q @ k.T / math.sqrt(q.shape[-1])
+    weights = _fully_masked_to_zero(_masked(scores, mask).softmax(-1), mask)
+    return weights @ v, weights
+
+
+def _sdpa_transpose_1_2(q, k, v, mask=None):
+    scores = q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])
+    weights = _fully_masked_to_zero(_masked(scores, mask).softmax(-1), mask)
+    return weights @ v, weights
+
+
+def _sdpa_bmm(q, k, v, mask=None):
+    scores = torch.bmm(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    weights = _fully_masked_to_zero(_masked(scores, mask).softmax(-1), mask)
+    return torch.bmm(weights, v), weights
+
+
+def _sdpa_reshape_k(q, k, v, mask=None):
+    scores = q @ k.reshape(*k.shape[:-2], k.shape[-1], k.shape[-2]) / math.sqrt(q.shape[-1])
+    weights = _fully_masked_to_zero(_masked(scores, mask).softmax(-1), mask)
+    return weights @ v, weights
+
+
+# What is returned
+def _sdpa_swapped(q, k, v, mask=None):
+    out, weights = _sdpa_variant(q, k, v, mask)
+    return weights, out
+
+
+def _sdpa_output_only(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask)[0]
+
+
+def _sdpa_scores_as_weights(q, k, v, mask=None):
+    out, _ = _sdpa_variant(q, k, v, mask)
+    return out, _masked(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), mask)
+
+
+def _sdpa_in_float16(q, k, v, mask=None):
+    return _sdpa_variant(q.half(), k.half(), v.half(), mask)
+
+
+def _sdpa_in_float32(q, k, v, mask=None):
+    return _sdpa_variant(q.float(), k.float(), v.float(), mask)
