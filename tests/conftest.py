@@ -5,6 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+# pytest-xdist runs one worker per core: torch's own threads on top would oversubscribe the cores
+# (each check then spins instead of computing). A test that needs more threads sets them itself.
+torch.set_num_threads(1)
+
 # assert_close tolerances suited to each dtype: (atol, rtol)
 TOLERANCES = {
     torch.float64: {"atol": 1e-10, "rtol": 1e-8},

@@ -9,7 +9,8 @@ This is the convention of ``F.scaled_dot_product_attention``. ``nn.MultiheadAtte
 one for booleans (``True`` = *blocked*): convert with :func:`to_torch_mask` and :func:`from_torch_mask`.
 
 Masked scores are set to ``-inf`` (never ``-1e9``, which overflows float16) and a *safe* softmax gives
-zero weights to a row whose keys are all masked, as ``F.scaled_dot_product_attention`` does in torch 2.13.
+zero weights to a row whose keys are all masked, as ``F.scaled_dot_product_attention`` does since
+torch 2.5 (it gave NaN before).
 """
 
 from __future__ import annotations
@@ -80,9 +81,10 @@ def scaled_dot_product_attention(query: torch.Tensor, key: torch.Tensor, value: 
     Returns:
         ``(output, weights)``: output ``(..., L, Dv)`` in the input's dtype and device, and the softmax
         weights ``(..., L, S)`` *before* dropout, summing to 1 over S. A row whose keys are all masked
-        gets zero weights and a zero output (as in torch 2.13), never NaN. This function *is* the explicit
-        path, so it always returns the weights (the pair of :class:`MultiHeadAttention` with
-        ``need_weights=True``); for the output alone, call ``F.scaled_dot_product_attention``.
+        gets zero weights and a zero output (as F.scaled_dot_product_attention does since torch 2.5),
+        never NaN. This function *is* the explicit path, so it always returns the weights (the pair of
+        :class:`MultiHeadAttention` with ``need_weights=True``); for the output alone, call
+        ``F.scaled_dot_product_attention``.
 
     >>> q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
     >>> out, weights = scaled_dot_product_attention(q, k, v)
