@@ -10,47 +10,9 @@ import random
 import torch
 
 from utils import attention
-from utils.exercises._sdpa_wrong import (
-    _sdpa_add_minus_1e4,
-    _sdpa_bmm,
-    _sdpa_clamp_scores,
-    _sdpa_divide_by_d,
-    _sdpa_fill_minus_1e4,
-    _sdpa_fill_zero,
-    _sdpa_finfo_min,
-    _sdpa_fixed_d_8,
-    _sdpa_if_mask,
-    _sdpa_ignores_mask,
-    _sdpa_in_float16,
-    _sdpa_in_float32,
-    _sdpa_inverted_mask,
-    _sdpa_k_dot_T,
-    _sdpa_log_softmax,
-    _sdpa_mask_after_softmax,
-    _sdpa_minus_1e9,
-    _sdpa_nan_rows,
-    _sdpa_no_scale,
-    _sdpa_one_minus_mask,
-    _sdpa_output_only,
-    _sdpa_renormalise_after_softmax,
-    _sdpa_reshape_k,
-    _sdpa_scale_after_softmax,
-    _sdpa_scores_as_weights,
-    _sdpa_sigmoid,
-    _sdpa_softmax_dim_1,
-    _sdpa_softmax_dim_2,
-    _sdpa_softmax_no_dim,
-    _sdpa_softmax_over_queries,
-    _sdpa_sqrt_dim_1,
-    _sdpa_sqrt_dv,
-    _sdpa_sqrt_num_keys,
-    _sdpa_swapped,
-    _sdpa_times_minus_inf,
-    _sdpa_times_sqrt_d,
-    _sdpa_transpose_1_2,
-)
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.mistakes import sdpa as wrong
 
 __all__ = [
     "CAUSAL",
@@ -182,104 +144,104 @@ SDPA = Exercise(
     points=3,
     mistakes=(
         # masking: listed first, so that they win a tie with a mistake that fails the same cases
-        Mistake("finite_fill", _sdpa_finfo_min,
+        Mistake("finite_fill", wrong._sdpa_finfo_min,
                 "a query whose keys are all masked gets uniform weights (the mean of v) from your finite fill "
                 "(torch.finfo(dtype).min, or a large negative number added); it must get zero weights and a zero "
                 f"output: fill with float('-inf') and set such rows to 0 after the softmax ({_MYTH_INF})"),
-        Mistake("minus_1e9", _sdpa_minus_1e9,
+        Mistake("minus_1e9", wrong._sdpa_minus_1e9,
                 "you mask with -1e9 (as seed 004's `masked_fill(mask == 0, -1e9)`): -1e9 does not fit in float16 "
                 f"(its largest number is 65504), so masked_fill raises; fill with float('-inf') ({_MYTH_1E9})"),
-        Mistake("fill_minus_1e4", _sdpa_fill_minus_1e4,
+        Mistake("fill_minus_1e4", wrong._sdpa_fill_minus_1e4,
                 "you replace the blocked scores by -1e4: a number, not a wall. When every allowed score of a row "
                 f"is below -1e4 the blocked keys win; fill with float('-inf') ({_MYTH_1E4})"),
-        Mistake("add_minus_1e4", _sdpa_add_minus_1e4,
+        Mistake("add_minus_1e4", wrong._sdpa_add_minus_1e4,
                 "you add -1e4 to the blocked scores: a blocked key whose score is more than about 1e4 above the "
                 f"allowed ones still wins; fill with float('-inf') instead ({_MYTH_1E4})"),
-        Mistake("times_minus_inf", _sdpa_times_minus_inf,
+        Mistake("times_minus_inf", wrong._sdpa_times_minus_inf,
                 "`(~mask) * float('-inf')` puts 0 · (-inf) = NaN on every allowed key: put -inf only where the "
                 "mask is False, with `scores.masked_fill(~mask, float('-inf'))` or torch.where"),
-        Mistake("nan_rows", _sdpa_nan_rows,
+        Mistake("nan_rows", wrong._sdpa_nan_rows,
                 "a query whose keys are all masked gets NaN (the softmax of a row of -inf is 0/0); it must get "
                 f"zero weights and a zero output, like the reference: set such rows to 0 after the softmax ({_MYTH_INF})"),
-        Mistake("renormalise_after_softmax", _sdpa_renormalise_after_softmax,
+        Mistake("renormalise_after_softmax", wrong._sdpa_renormalise_after_softmax,
                 "you zero the blocked weights after the softmax and renormalise: when the allowed keys score far "
                 "below a blocked one their weights underflow to 0 and you divide 0 by 0. Mask the scores, before "
                 "the softmax"),
-        Mistake("mask_after_softmax", _sdpa_mask_after_softmax,
+        Mistake("mask_after_softmax", wrong._sdpa_mask_after_softmax,
                 "your weights rows no longer sum to 1: you zeroed the blocked weights after the softmax. Mask the "
                 "scores before the softmax, so the allowed keys share all the weight"),
-        Mistake("fill_zero", _sdpa_fill_zero,
+        Mistake("fill_zero", wrong._sdpa_fill_zero,
                 "your blocked keys still get weight: a score of 0 (masked_fill with 0, or scores * mask) does not "
                 "block a key, since exp(0) = 1. Fill the blocked scores with float('-inf')"),
-        Mistake("inverted_mask", _sdpa_inverted_mask,
+        Mistake("inverted_mask", wrong._sdpa_inverted_mask,
                 "your mask works the wrong way round: True means *may attend*, so fill the scores where the mask "
                 "is False (`~mask`)"),
-        Mistake("ignores_mask", _sdpa_ignores_mask,
+        Mistake("ignores_mask", wrong._sdpa_ignores_mask,
                 "your output ignores the mask: when `mask is not None`, fill the scores where it is False before "
                 "the softmax"),
-        Mistake("if_mask", _sdpa_if_mask,
+        Mistake("if_mask", wrong._sdpa_if_mask,
                 "`if mask:` asks a whole tensor for one True/False and raises; test `if mask is not None:`"),
-        Mistake("one_minus_mask", _sdpa_one_minus_mask,
+        Mistake("one_minus_mask", wrong._sdpa_one_minus_mask,
                 "`1 - mask` does not work on a bool tensor: invert it with `~mask` (or mask.logical_not())"),
         # scaling
-        Mistake("no_scale", _sdpa_no_scale,
+        Mistake("no_scale", wrong._sdpa_no_scale,
                 "your weights are too peaked: you forgot to divide the scores by sqrt(D), D = q.shape[-1]"),
-        Mistake("divide_by_d", _sdpa_divide_by_d,
+        Mistake("divide_by_d", wrong._sdpa_divide_by_d,
                 "your weights are too flat: the scores are divided by D, not sqrt(D) (scaling both q and k by "
                 "1/sqrt(D) does that too); divide the scores once, by math.sqrt(q.shape[-1])"),
-        Mistake("times_sqrt_d", _sdpa_times_sqrt_d,
+        Mistake("times_sqrt_d", wrong._sdpa_times_sqrt_d,
                 "your weights are far too peaked: you multiplied the scores by sqrt(D); divide by it"),
-        Mistake("sqrt_dv", _sdpa_sqrt_dv,
+        Mistake("sqrt_dv", wrong._sdpa_sqrt_dv,
                 "you scale by the value size Dv = v.shape[-1]; the scale is 1/sqrt(D) with D = q.shape[-1], the "
                 "size that the dot products sum over"),
-        Mistake("sqrt_dim_1", _sdpa_sqrt_dim_1,
+        Mistake("sqrt_dim_1", wrong._sdpa_sqrt_dim_1,
                 "you scale by sqrt(q.shape[1]), which is L (or H with heads); D is the last dim, q.shape[-1]"),
-        Mistake("sqrt_num_keys", _sdpa_sqrt_num_keys,
+        Mistake("sqrt_num_keys", wrong._sdpa_sqrt_num_keys,
                 "you scale by sqrt(S), the number of keys; D is the size of each query and key, q.shape[-1]"),
-        Mistake("fixed_d_8", _sdpa_fixed_d_8,
+        Mistake("fixed_d_8", wrong._sdpa_fixed_d_8,
                 "you scale by 1/sqrt(8) whatever the input (the notebook's D = 8?); take D from the input, "
                 "q.shape[-1]"),
-        Mistake("scale_after_softmax", _sdpa_scale_after_softmax,
+        Mistake("scale_after_softmax", wrong._sdpa_scale_after_softmax,
                 "your weights rows sum to 1/sqrt(D), not 1: divide the scores by sqrt(D) before the softmax, not "
                 "the weights after it"),
-        Mistake("clamp_scores", _sdpa_clamp_scores,
+        Mistake("clamp_scores", wrong._sdpa_clamp_scores,
                 "you clamp the scores: large gaps between scores are real, and clamping changes the weights. The "
                 "softmax is already stable (it subtracts the row max); use the scores as they are"),
         # softmax
-        Mistake("softmax_dim_2", _sdpa_softmax_dim_2,
+        Mistake("softmax_dim_2", wrong._sdpa_softmax_dim_2,
                 "your softmax runs over dim 2, which is the keys only for 3-D inputs (it is L for (N, H, L, S)); "
                 "count from the end: dim=-1"),
-        Mistake("softmax_dim_1", _sdpa_softmax_dim_1,
+        Mistake("softmax_dim_1", wrong._sdpa_softmax_dim_1,
                 "your softmax runs over dim 1 (L for (N, L, S), H for (N, H, L, S)); the keys are the last dim "
                 "whatever the batch dims: dim=-1"),
-        Mistake("softmax_no_dim", _sdpa_softmax_no_dim,
+        Mistake("softmax_no_dim", wrong._sdpa_softmax_no_dim,
                 "F.softmax without dim= picks a dim for you (the batch dim for 3-D inputs): pass dim=-1"),
-        Mistake("softmax_over_queries", _sdpa_softmax_over_queries,
+        Mistake("softmax_over_queries", wrong._sdpa_softmax_over_queries,
                 "your weights sum to 1 down each column, over the queries: take the softmax over the keys, the "
                 "last dim, dim=-1 (S)"),
-        Mistake("log_softmax", _sdpa_log_softmax,
+        Mistake("log_softmax", wrong._sdpa_log_softmax,
                 "your weights are log-probabilities (log_softmax): the weights are the softmax itself"),
-        Mistake("sigmoid", _sdpa_sigmoid,
+        Mistake("sigmoid", wrong._sdpa_sigmoid,
                 "your weights are a sigmoid, so rows do not sum to 1: the weights are the softmax over the keys"),
         # transpose and matmul
-        Mistake("k_dot_T", _sdpa_k_dot_T,
+        Mistake("k_dot_T", wrong._sdpa_k_dot_T,
                 "k.T reverses *all* the dims of a 3-D or 4-D tensor (chapter 1): swap only the last two, "
                 "k.transpose(-2, -1)"),
-        Mistake("transpose_1_2", _sdpa_transpose_1_2,
+        Mistake("transpose_1_2", wrong._sdpa_transpose_1_2,
                 "k.transpose(1, 2) swaps the right dims only for 3-D inputs: count from the end, "
                 "k.transpose(-2, -1), so that heads (N, H, S, D) and unbatched (S, D) work too"),
-        Mistake("bmm", _sdpa_bmm,
+        Mistake("bmm", wrong._sdpa_bmm,
                 "torch.bmm takes only 3-D tensors: use @ (torch.matmul), which broadcasts over any batch dims"),
-        Mistake("reshape_k", _sdpa_reshape_k,
+        Mistake("reshape_k", wrong._sdpa_reshape_k,
                 "k.reshape(…, D, S) (or view) is not a transpose: it regroups the numbers. Use k.transpose(-2, -1)"),
         # what is returned
-        Mistake("swapped", _sdpa_swapped, "return (output, weights), in that order"),
-        Mistake("output_only", _sdpa_output_only, "return a pair: (output, weights)"),
-        Mistake("scores_as_weights", _sdpa_scores_as_weights,
+        Mistake("swapped", wrong._sdpa_swapped, "return (output, weights), in that order"),
+        Mistake("output_only", wrong._sdpa_output_only, "return a pair: (output, weights)"),
+        Mistake("scores_as_weights", wrong._sdpa_scores_as_weights,
                 "you return the scores as the weights: return the softmax weights, each row summing to 1"),
-        Mistake("in_float16", _sdpa_in_float16,
+        Mistake("in_float16", wrong._sdpa_in_float16,
                 "you compute in float16 (.half()): keep the dtype of the inputs"),
-        Mistake("in_float32", _sdpa_in_float32,
+        Mistake("in_float32", wrong._sdpa_in_float32,
                 "you compute in float32 (.float()) and return float32 for float16 and float64 inputs: keep the "
                 "dtype of the inputs (or cast the results back with .to(q.dtype))"),
     ),
@@ -303,42 +265,6 @@ def causal_mask_reference(size: int) -> torch.Tensor:
     return _REFERENCE_CAUSAL(size)
 
 
-def _causal_future(size: int) -> torch.Tensor:
-    return torch.ones(size, size, dtype=torch.bool).triu()
-
-
-def _causal_no_self(size: int) -> torch.Tensor:
-    return torch.ones(size, size, dtype=torch.bool).tril(-1)
-
-
-def _causal_blocked(size: int) -> torch.Tensor:
-    return torch.ones(size, size, dtype=torch.bool).triu(1)
-
-
-def _causal_float(size: int) -> torch.Tensor:
-    return torch.ones(size, size).tril()
-
-
-def _causal_integer(size: int) -> torch.Tensor:
-    return torch.ones(size, size, dtype=torch.long).tril()
-
-
-def _causal_one_ahead(size: int) -> torch.Tensor:
-    return torch.ones(size, size, dtype=torch.bool).tril(1)
-
-
-def _causal_flipped(size: int) -> torch.Tensor:
-    return torch.ones(size, size, dtype=torch.bool).tril().flip(-1)
-
-
-def _causal_additive(size: int) -> torch.Tensor:
-    return torch.zeros(size, size).masked_fill(torch.ones(size, size, dtype=torch.bool).triu(1), float("-inf"))
-
-
-def _causal_extra_dims(size: int) -> torch.Tensor:
-    return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
-
-
 def _causal_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     return [{"size": rng.randint(3, 6)}, {"size": 2}, {"size": rng.randint(7, 16)}, {"size": 1}]  # 1: all masks agree
 
@@ -349,28 +275,28 @@ CAUSAL = Exercise(
     make_cases=_causal_cases,
     points=1,
     mistakes=(
-        Mistake("future", _causal_future,
+        Mistake("future", wrong._causal_future,
                 "your mask lets query i see keys i and after: the future (triu, or tril().T). Rows are queries and "
                 "columns keys: keep the lower triangle, so that query i sees keys 0..i"),
-        Mistake("no_self", _causal_no_self,
+        Mistake("no_self", wrong._causal_no_self,
                 "query i must also see itself: keep the diagonal (tril(), not tril(-1)); otherwise the first "
                 "row has no key at all"),
-        Mistake("blocked_convention", _causal_blocked,
+        Mistake("blocked_convention", wrong._causal_blocked,
                 "you returned True where a key is *blocked* (nn.MultiheadAttention's convention); here True "
                 "means may attend: invert it"),
-        Mistake("float", _causal_float,
+        Mistake("float", wrong._causal_float,
                 "return a bool tensor (dtype=torch.bool), not 1.0/0.0: a float mask would be *added* to the "
                 "scores"),
-        Mistake("integer", _causal_integer,
+        Mistake("integer", wrong._causal_integer,
                 "return a bool tensor (dtype=torch.bool), not 1/0 integers: `~` and masked_fill need a bool mask"),
-        Mistake("one_ahead", _causal_one_ahead,
+        Mistake("one_ahead", wrong._causal_one_ahead,
                 "query i may also see key i + 1, one step into the future: keep the diagonal and below only "
                 "(tril's diagonal=0, not 1)"),
-        Mistake("flipped", _causal_flipped,
+        Mistake("flipped", wrong._causal_flipped,
                 "your triangle is flipped left to right: query 0 must see key 0 only, and the last query every key"),
-        Mistake("additive", _causal_additive,
+        Mistake("additive", wrong._causal_additive,
                 "you return an additive 0/-inf float mask; this exercise asks for the bool form, True = may attend"),
-        Mistake("extra_dims", _causal_extra_dims,
+        Mistake("extra_dims", wrong._causal_extra_dims,
                 "return shape (size, size); the broadcasting dims are added where the mask is used (it broadcasts "
                 "as it is)"),
     ),
@@ -389,56 +315,6 @@ def padding_mask_reference(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     return _REFERENCE_PADDING(lengths, max_len)
 
 
-def _padding_flat(lengths, max_len):
-    return torch.arange(max_len) < lengths[:, None]  # (N, S): missing the broadcasting dims
-
-
-def _padding_inverted(lengths, max_len):
-    return (torch.arange(max_len) >= lengths[:, None])[:, None, None, :]
-
-
-def _padding_off_by_one(lengths, max_len):
-    return (torch.arange(max_len) <= lengths[:, None])[:, None, None, :]
-
-
-def _padding_drops_last(lengths, max_len):
-    return (torch.arange(1, max_len + 1) < lengths[:, None])[:, None, None, :]
-
-
-def _padding_key_axis_first(lengths, max_len):
-    return (torch.arange(max_len) < lengths[:, None])[:, :, None, None]  # (N, S, 1, 1)
-
-
-def _padding_three_dims(lengths, max_len):
-    return (torch.arange(max_len) < lengths[:, None])[:, None, :]  # (N, 1, S)
-
-
-def _padding_queries_too(lengths, max_len):
-    real = torch.arange(max_len) < lengths[:, None]  # (N, S)
-    return real[:, None, :, None] & real[:, None, None, :]  # (N, 1, S, S)
-
-
-def _padding_no_new_axis(lengths, max_len):
-    return (torch.arange(max_len) < lengths)[:, None, None, :]  # raises, or compares position n with lengths[n]
-
-
-def _padding_float(lengths, max_len):
-    return (torch.arange(max_len) < lengths[:, None]).float()[:, None, None, :]
-
-
-def _padding_integer(lengths, max_len):
-    return (torch.arange(max_len) < lengths[:, None]).long()[:, None, None, :]
-
-
-def _padding_longest(lengths, max_len):
-    return (torch.arange(int(lengths.max())) < lengths[:, None])[:, None, None, :]
-
-
-def _padding_additive(lengths, max_len):
-    real = torch.arange(max_len) < lengths[:, None]
-    return torch.zeros(real.shape).masked_fill(~real, float("-inf"))[:, None, None, :]
-
-
 def _padding_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     cases = []
     for batch, max_len in ((rng.randint(3, 5), rng.randint(5, 9)), (1, rng.randint(2, 6)), (2, 1)):
@@ -455,34 +331,34 @@ PADDING = Exercise(
     make_cases=_padding_cases,
     points=1,
     mistakes=(
-        Mistake("flat", _padding_flat,
+        Mistake("flat", wrong._padding_flat,
                 "your mask has shape (N, S); reshape it to (N, 1, 1, S) (e.g. mask[:, None, None, :]) so that "
                 "it broadcasts over heads and queries"),
-        Mistake("inverted", _padding_inverted,
+        Mistake("inverted", wrong._padding_inverted,
                 "your mask is True at the padding; here True means a real token that may be attended to"),
-        Mistake("off_by_one", _padding_off_by_one,
+        Mistake("off_by_one", wrong._padding_off_by_one,
                 "a sentence of length n has real tokens at positions 0..n-1: use `<`, not `<=`"),
-        Mistake("drops_last", _padding_drops_last,
+        Mistake("drops_last", wrong._padding_drops_last,
                 "you drop the last real token: positions start at 0 (torch.arange(max_len)), and position j is "
                 "real when j < length"),
-        Mistake("key_axis_first", _padding_key_axis_first,
+        Mistake("key_axis_first", wrong._padding_key_axis_first,
                 "the key axis must be last: (N, 1, 1, S), so that it lines up with the scores (N, H, L, S)"),
-        Mistake("three_dims", _padding_three_dims,
+        Mistake("three_dims", wrong._padding_three_dims,
                 "return (N, 1, 1, S): one broadcasting dim for the heads H and one for the queries L; (N, 1, S) "
                 "would line the batch up with the heads"),
-        Mistake("queries_too", _padding_queries_too,
+        Mistake("queries_too", wrong._padding_queries_too,
                 "the padding mask depends only on the key: return (N, 1, 1, S). Masking the padded queries too "
                 "leaves their rows with no key at all"),
-        Mistake("no_new_axis", _padding_no_new_axis,
+        Mistake("no_new_axis", wrong._padding_no_new_axis,
                 "compare torch.arange(max_len) (S,) with lengths[:, None] (N, 1), so that broadcasting gives "
                 "(N, S); without the new axis it compares position n with lengths[n]"),
-        Mistake("float", _padding_float,
+        Mistake("float", wrong._padding_float,
                 "return a bool tensor, not 1.0/0.0: a float mask would be *added* to the scores"),
-        Mistake("integer", _padding_integer,
+        Mistake("integer", wrong._padding_integer,
                 "return a bool tensor, not 1/0 integers: `~` and masked_fill need a bool mask"),
-        Mistake("longest", _padding_longest,
+        Mistake("longest", wrong._padding_longest,
                 "the mask must be max_len wide even when no sentence fills it: use max_len, not lengths.max()"),
-        Mistake("additive", _padding_additive,
+        Mistake("additive", wrong._padding_additive,
                 "you return an additive 0/-inf float mask; this exercise asks for the bool form, True = real token"),
     ),
     forbidden=("utils.attention.padding_mask",),

@@ -1,8 +1,9 @@
-"""Wrong answers to chapter 2's ``scaled_dot_product_attention``: the :class:`~utils.exercises.definition.Mistake`
-functions of :mod:`utils.exercises.sdpa`, each the recipe with one realistic thing changed.
+"""Plausible wrong answers to the exercises of chapter 2, "Scaled dot-product attention and masks".
 
-Kept apart so that the chapter module reads as cases, diagnoses and references. Not a chapter module (its
-name starts with ``_``, so :mod:`utils.exercises.registry` skips it).
+Each function is the ``fn`` of a :class:`~utils.exercises.definition.Mistake` declared, with its
+diagnosis, in :mod:`utils.exercises.sdpa`: first those of ``ch2.scaled_dot_product_attention`` (mostly
+the recipe with one realistic thing changed), then those of ``ch2.causal_mask``, then those of
+``ch2.padding_mask``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ import math
 import warnings
 
 import torch
+
+# --------------------------------------------------------------------------------------------------
+# ch2.scaled_dot_product_attention
+# --------------------------------------------------------------------------------------------------
 
 
 def _fully_masked_to_zero(weights: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -227,3 +232,99 @@ def _sdpa_in_float16(q, k, v, mask=None):
 
 def _sdpa_in_float32(q, k, v, mask=None):
     return _sdpa_variant(q.float(), k.float(), v.float(), mask)
+
+
+# --------------------------------------------------------------------------------------------------
+# ch2.causal_mask
+# --------------------------------------------------------------------------------------------------
+
+
+def _causal_future(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool).triu()
+
+
+def _causal_no_self(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool).tril(-1)
+
+
+def _causal_blocked(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool).triu(1)
+
+
+def _causal_float(size: int) -> torch.Tensor:
+    return torch.ones(size, size).tril()
+
+
+def _causal_integer(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.long).tril()
+
+
+def _causal_one_ahead(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool).tril(1)
+
+
+def _causal_flipped(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool).tril().flip(-1)
+
+
+def _causal_additive(size: int) -> torch.Tensor:
+    return torch.zeros(size, size).masked_fill(torch.ones(size, size, dtype=torch.bool).triu(1), float("-inf"))
+
+
+def _causal_extra_dims(size: int) -> torch.Tensor:
+    return torch.ones(size, size, dtype=torch.bool).tril()[None, None]
+
+
+# --------------------------------------------------------------------------------------------------
+# ch2.padding_mask
+# --------------------------------------------------------------------------------------------------
+
+
+def _padding_flat(lengths, max_len):
+    return torch.arange(max_len) < lengths[:, None]  # (N, S): missing the broadcasting dims
+
+
+def _padding_inverted(lengths, max_len):
+    return (torch.arange(max_len) >= lengths[:, None])[:, None, None, :]
+
+
+def _padding_off_by_one(lengths, max_len):
+    return (torch.arange(max_len) <= lengths[:, None])[:, None, None, :]
+
+
+def _padding_drops_last(lengths, max_len):
+    return (torch.arange(1, max_len + 1) < lengths[:, None])[:, None, None, :]
+
+
+def _padding_key_axis_first(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None])[:, :, None, None]  # (N, S, 1, 1)
+
+
+def _padding_three_dims(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None])[:, None, :]  # (N, 1, S)
+
+
+def _padding_queries_too(lengths, max_len):
+    real = torch.arange(max_len) < lengths[:, None]  # (N, S)
+    return real[:, None, :, None] & real[:, None, None, :]  # (N, 1, S, S)
+
+
+def _padding_no_new_axis(lengths, max_len):
+    return (torch.arange(max_len) < lengths)[:, None, None, :]  # raises, or compares position n with lengths[n]
+
+
+def _padding_float(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None]).float()[:, None, None, :]
+
+
+def _padding_integer(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None]).long()[:, None, None, :]
+
+
+def _padding_longest(lengths, max_len):
+    return (torch.arange(int(lengths.max())) < lengths[:, None])[:, None, None, :]
+
+
+def _padding_additive(lengths, max_len):
+    real = torch.arange(max_len) < lengths[:, None]
+    return torch.zeros(real.shape).masked_fill(~real, float("-inf"))[:, None, None, :]
