@@ -213,7 +213,9 @@ FIFO_SWAPPER = (
 
 def test_fifo_swapping_thread_cannot_hang_the_batch(tmp_path):
     batch = grade_class(tmp_path, {"swapper": {"ch1.add_one": FIFO_SWAPPER}})
-    assert row(batch, "swapper")["status"] in ("passed", "error")
+    # grade_class asserts that the batch completed and the honest students kept their marks; the
+    # swapper's own busy thread may cost it the exercise (timeout on a loaded machine), never the batch
+    assert row(batch, "swapper")["status"] in ("passed", "error", "timeout")
 
 
 def test_the_worker_is_stopped_while_the_grader_reads_its_files(tmp_path, monkeypatch):
