@@ -241,7 +241,7 @@ def test_window_state_and_figure():
     assert widgets.window_explorer_state(2, 1, 3, length=16).full_depth == 2
     fig = plots.window_explorer_figure(state)
     assert len([ax for ax in fig.axes if ax.get_title()]) == 2
-    assert "window=2" in fig.axes[0].get_title() and "depth" in fig.axes[1].get_title()
+    assert "window=2" in fig.axes[0].get_title() and "t15 sees 7 of 16 inputs after 3 layers" in fig.axes[1].get_title()
     assert fig.axes[0].get_xlabel().startswith("key") and fig.axes[1].get_yticklabels()[0].get_text() == "layer 1"
     plt.close(fig)
     with pytest.raises(ValueError):
@@ -250,16 +250,57 @@ def test_window_state_and_figure():
 
 def test_window_mask_and_online_softmax_figures():
     fig = plots.window_mask_figure(at_scale.global_tokens_mask(8, 1, 1))
-    ax = fig.axes[0]
+    ax, key = fig.axes
     assert ax.get_xticklabels()[0].get_text() == "t0" and "query" in ax.get_ylabel()
     assert ax.images[0].get_array().shape == (8, 8)
+    assert [t.get_text() for t in key.get_yticklabels()] == ["blocked\n(False)", "may attend\n(True)"]
     plt.close(fig)
     x = torch.tensor([1.0, 3.0, 0.5, 2.0, 6.0])
     fig = plots.online_softmax_figure(x, 2)
     assert len(fig.axes) == 2 and "max" in fig.axes[0].get_title()
     sums = fig.axes[1].get_lines()[0].get_ydata()
     assert sums[-1] == pytest.approx(torch.exp(x - x.max()).sum().item(), rel=1e-5)
+    # ticks only at whole positions and whole block counts
+    assert list(fig.axes[0].get_xticks()) == [0, 1, 2, 3, 4] and list(fig.axes[1].get_xticks()) == [1, 2, 3]
+    # the running max steps at the block boundaries (between bars), and stops at the last bar's edge
+    (stairs,) = [p for p in fig.axes[0].patches if type(p).__name__ == "StepPatch"]
+    values, edges, _ = stairs.get_data()
+    assert list(edges) == [-0.5, 1.5, 3.5, 4.5] and list(values) == [3.0, 3.0, 6.0]
     plt.close(fig)
+
+
+def test_receptive_field_title_answers_the_explorer_prompt():
+    state = widgets.window_explorer_state(window=1, num_global=0, depth=8, length=32)
+    assert state.reach[-1] == 9 and state.full_depth is None
+    fig = plots.window_explorer_figure(state)
+    assert fig.axes[1].get_title() == "t31 sees 9 of 32 inputs after 8 layers"
+    plt.close(fig)
+    fig = plots.window_explorer_figure(widgets.window_explorer_state(window=2, num_global=1, depth=3, length=32))
+    assert fig.axes[1].get_title().endswith("; all of them from layer 2")
+    plt.close(fig)
+
+
+def test_memory_figure_ticks_every_measured_length():
+    rows = [{"impl": impl, "length": n, "peak_mib": float(n), "predicted_mib": None, "skipped": False}
+            for impl in ("naive", "sdpa", "tiled") for n in (256, 512, 1024, 2048)]
+    fig = plots.memory_scaling_figure(rows)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["256", "512", "1024", "2048"]
+    assert all(len(line.get_xdata()) == 4 for line in ax.get_lines())
+    plt.close(fig)
+
+
+def test_memory_growth_and_sizes():
+    from utils.benchmark.memory import memory_growth
+
+    rows = [{"impl": "naive", "length": n, "peak_mib": n * n / 1e4, "skipped": False} for n in (256, 512)]
+    rows += [{"impl": "tiled", "length": n, "peak_mib": n / 100, "skipped": False} for n in (256, 512)]
+    rows += [{"impl": "naive", "length": 1024, "peak_mib": None, "skipped": True}]
+    assert memory_growth(rows) == pytest.approx({"naive": 4.0, "tiled": 2.0})
+    sizes = at_scale.attention_memory_bytes(16384, 128, heads=8, head_dim=64)
+    assert sizes["naive scores"] == 8 * 2**30 and sizes["naive scores + weights"] == 16 * 2**30
+    assert sizes["keys tiled"] == 128 * 2**20 and sizes["queries and keys tiled"] == 2**20
+    assert sizes["output"] == 32 * 2**20
 
 
 def test_explorer_draws_the_state_of_its_controls():
@@ -279,7 +320,7 @@ def test_explorer_draws_the_state_of_its_controls():
 
 def test_quiz_has_feedback_for_every_option():
     quiz = widgets.ch6_quiz()
-    assert isinstance(quiz, Quiz) and len(quiz.questions) >= 3
+    assert isinstance(quiz, Quiz) and len(quiz.questions) >= 3 and quiz.title.startswith("Chapter 6 quiz")
     for q in quiz.questions:
         assert len(q.feedback) == len(q.options)
         assert q.grade(q.answer)[0]
