@@ -61,11 +61,15 @@ def _online_no_rescale(running_max, running_sum, block):
     return new_max, running_sum + torch.exp(block - shift[..., None]).sum(-1)
 
 
+def _no_inf(values):
+    """``values`` with -inf replaced by 0: a shift that cannot make NaN."""
+    return torch.where(values == _NEG_INF, 0.0, values)
+
+
 def _online_wrong_sign(running_max, running_sum, block):
     new_max = torch.maximum(running_max, block.amax(dim=-1))
-    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)
-    old = torch.where(running_max == _NEG_INF, 0.0, running_max)
-    return new_max, running_sum * torch.exp(shift - old) + torch.exp(block - shift[..., None]).sum(-1)
+    rescale = torch.exp(_no_inf(new_max) - _no_inf(running_max))  # upside down
+    return new_max, running_sum * rescale + torch.exp(block - _no_inf(new_max)[..., None]).sum(-1)
 
 
 def _online_block_max(running_max, running_sum, block):
@@ -80,9 +84,8 @@ def _online_global_max(running_max, running_sum, block):
 
 def _online_old_max_shift(running_max, running_sum, block):
     new_max = torch.maximum(running_max, block.amax(dim=-1))
-    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)
-    old = torch.where(running_max == _NEG_INF, 0.0, running_max)
-    return new_max, running_sum * torch.exp(running_max - shift) + torch.exp(block - old[..., None]).sum(-1)
+    terms = torch.exp(block - _no_inf(running_max)[..., None])  # shifted by the old max
+    return new_max, running_sum * torch.exp(running_max - _no_inf(new_max)) + terms.sum(-1)
 
 
 def _online_history_guard(running_max, running_sum, block):
