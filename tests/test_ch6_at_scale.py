@@ -25,13 +25,149 @@ def _same(a, b) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype and torch.allclose(a.double(), b.double(), atol=1e-5, rtol=1e-4)
 
 
+def _differs(fn, reference, case) -> bool:
+    try:
+        got = fn(**case)
+    except Exception:  # noqa: BLE001 - a mistake may raise (a shape error), which differs from the reference
+        return True
+    return not _same(got, reference(**case))
+
+
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_each_mistake_differs_from_reference(exercise, seed):
     cases = exercise.cases(seed)
     assert 4 <= len(cases) <= 6
     for mistake in exercise.mistakes:
-        assert any(not _same(mistake.fn(**c), exercise.reference(**c)) for c in cases), mistake.name
+        assert any(_differs(mistake.fn, exercise.reference, c) for c in cases), mistake.name
+
+
+# --------------------------------------------------------------------------------------------------
+# The chapter's named bugs get ❌ and a diagnosis that names them; correct alternatives get ✅
+# --------------------------------------------------------------------------------------------------
+NEG_INF = float("-inf")
+
+
+def _no_guard(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[..., None]).sum(-1)
+
+
+def _guard_rescale_only(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    rescale = torch.where(running_max == NEG_INF, torch.zeros_like(running_max), torch.exp(running_max - new_max))
+    return new_max, running_sum * rescale + torch.exp(block - new_max[..., None]).sum(-1)
+
+
+def _guard_block_only(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    shift = torch.where(new_max == NEG_INF, 0.0, new_max)
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - shift[..., None]).sum(-1)
+
+
+def _clamp_minus_1e9(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1)).clamp(min=-1e9)
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[..., None]).sum(-1)
+
+
+def _shift_minus_1e9(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    shift = torch.where(new_max == NEG_INF, -1e9, new_max)
+    return new_max, running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(-1)
+
+
+def _tensor_softmax(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    return new_max, running_sum + block.softmax(-1).sum(-1)
+
+
+def _nan_to_num_terms(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    rescale = torch.nan_to_num(torch.exp(running_max - new_max), nan=0.0)
+    return new_max, running_sum * rescale + torch.nan_to_num(torch.exp(block - new_max[..., None]), nan=0.0).sum(-1)
+
+
+def _window_lt(L, window):
+    positions = torch.arange(L)
+    return (positions[:, None] - positions[None, :]).abs() < window
+
+
+def _window_half(L, window):
+    positions = torch.arange(L)
+    return (positions[:, None] - positions[None, :]).abs() <= window // 2
+
+
+def _window_past(L, window):
+    offset = torch.arange(L)[:, None] - torch.arange(L)[None, :]
+    return (offset >= 0) & (offset <= window)
+
+
+def _window_triu_tril(L, window):
+    return torch.ones(L, L, dtype=torch.bool).triu(-window).tril(window)
+
+
+def _attend_before_append(q_new, k_new, v_new, k_cache, v_cache):
+    weights = torch.softmax(q_new @ k_cache.transpose(-2, -1) / q_new.shape[-1] ** 0.5, dim=-1)
+    return weights @ v_cache, torch.cat([k_cache, k_new], -2), torch.cat([v_cache, v_new], -2)
+
+
+def _causal_first_row(q_new, k_new, v_new, k_cache, v_cache):
+    k, v = torch.cat([k_cache, k_new], -2), torch.cat([v_cache, v_new], -2)
+    keep = torch.ones(k.shape[-2], k.shape[-2], dtype=torch.bool).tril()[:1]  # (1, S): key 0 only
+    scores = (q_new @ k.transpose(-2, -1) / q_new.shape[-1] ** 0.5).masked_fill(~keep, NEG_INF)
+    return scores.softmax(-1) @ v, k, v
+
+
+def _cache_einsum(q_new, k_new, v_new, k_cache, v_cache):
+    k, v = torch.cat((k_cache, k_new), 2), torch.cat((v_cache, v_new), 2)
+    weights = torch.softmax(torch.einsum("nhqd,nhkd->nhqk", q_new, k) / q_new.size(-1) ** 0.5, dim=-1)
+    return torch.einsum("nhqk,nhkd->nhqd", weights, v), k, v
+
+
+NAMED_BUGS = [
+    ("online_softmax_update", _no_guard, ["-inf - (-inf) = NaN", "Fully masked rows"]),
+    ("online_softmax_update", _guard_rescale_only, ["guarding only one of them is not enough"]),
+    ("online_softmax_update", _guard_block_only, ["guarding only one of them is not enough"]),
+    ("online_softmax_update", _clamp_minus_1e9, ["-1e9", "myth check"]),
+    ("online_softmax_update", _shift_minus_1e9, ["-1e9", "float16"]),
+    ("online_softmax_update", _tensor_softmax, ["softmax", "implement it yourself"]),
+    ("sliding_window_mask", _window_lt, ["use <=, not <"]),
+    ("sliding_window_mask", _window_half, ["*each* side", "don't halve it"]),
+    ("sliding_window_mask", _window_past, ["only looks back", "both sides"]),
+    ("attend_with_cache", _attend_before_append, ["*before* attending", "itself included"]),
+    ("attend_with_cache", _causal_first_row, ["only the first key", "needs no mask"]),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "words"), NAMED_BUGS, ids=[fn.__name__ for _, fn, _ in NAMED_BUGS])
+def test_named_bug_fails_with_its_diagnosis(name, fn, words, capsys):
+    verdict = getattr(check, name)(fn)
+    capsys.readouterr()
+    assert not verdict.passed
+    for word in words:
+        assert word in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize(("name", "fn"), [("online_softmax_update", _nan_to_num_terms),
+                                          ("sliding_window_mask", _window_triu_tril),
+                                          ("attend_with_cache", _cache_einsum)])
+def test_correct_alternatives_pass(name, fn, capsys):
+    assert getattr(check, name)(fn).passed, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 7])
+def test_online_cases_hold_the_fully_masked_trap(seed):
+    """Every seed has a float32 and a float16 case with a row that saw only -inf and gets an all -inf block;
+    the reference keeps its max -inf and its sum 0 (never NaN)."""
+    dtypes = set()
+    for case in ONLINE.cases(seed):
+        trap = (case["running_max"] == NEG_INF) & (case["block"] == NEG_INF).all(-1)
+        if trap.any():
+            new_max, new_sum = ONLINE.reference(**case)
+            assert (new_max[trap] == NEG_INF).all() and (new_sum[trap] == 0).all()
+            assert not new_sum.isnan().any()
+            dtypes.add(case["block"].dtype)
+    assert dtypes == {torch.float32, torch.float16}
 
 
 def test_points_and_ids():
@@ -105,7 +241,7 @@ def test_window_state_and_figure():
     assert widgets.window_explorer_state(2, 1, 3, length=16).full_depth == 2
     fig = plots.window_explorer_figure(state)
     assert len([ax for ax in fig.axes if ax.get_title()]) == 2
-    assert "window=2" in fig.axes[0].get_title() and "depth" in fig.axes[1].get_title()
+    assert "window=2" in fig.axes[0].get_title() and "t15 sees 7 of 16 inputs after 3 layers" in fig.axes[1].get_title()
     assert fig.axes[0].get_xlabel().startswith("key") and fig.axes[1].get_yticklabels()[0].get_text() == "layer 1"
     plt.close(fig)
     with pytest.raises(ValueError):
@@ -114,16 +250,57 @@ def test_window_state_and_figure():
 
 def test_window_mask_and_online_softmax_figures():
     fig = plots.window_mask_figure(at_scale.global_tokens_mask(8, 1, 1))
-    ax = fig.axes[0]
+    ax, key = fig.axes
     assert ax.get_xticklabels()[0].get_text() == "t0" and "query" in ax.get_ylabel()
     assert ax.images[0].get_array().shape == (8, 8)
+    assert [t.get_text() for t in key.get_yticklabels()] == ["blocked\n(False)", "may attend\n(True)"]
     plt.close(fig)
     x = torch.tensor([1.0, 3.0, 0.5, 2.0, 6.0])
     fig = plots.online_softmax_figure(x, 2)
     assert len(fig.axes) == 2 and "max" in fig.axes[0].get_title()
     sums = fig.axes[1].get_lines()[0].get_ydata()
     assert sums[-1] == pytest.approx(torch.exp(x - x.max()).sum().item(), rel=1e-5)
+    # ticks only at whole positions and whole block counts
+    assert list(fig.axes[0].get_xticks()) == [0, 1, 2, 3, 4] and list(fig.axes[1].get_xticks()) == [1, 2, 3]
+    # the running max steps at the block boundaries (between bars), and stops at the last bar's edge
+    (stairs,) = [p for p in fig.axes[0].patches if type(p).__name__ == "StepPatch"]
+    values, edges, _ = stairs.get_data()
+    assert list(edges) == [-0.5, 1.5, 3.5, 4.5] and list(values) == [3.0, 3.0, 6.0]
     plt.close(fig)
+
+
+def test_receptive_field_title_answers_the_explorer_prompt():
+    state = widgets.window_explorer_state(window=1, num_global=0, depth=8, length=32)
+    assert state.reach[-1] == 9 and state.full_depth is None
+    fig = plots.window_explorer_figure(state)
+    assert fig.axes[1].get_title() == "t31 sees 9 of 32 inputs after 8 layers"
+    plt.close(fig)
+    fig = plots.window_explorer_figure(widgets.window_explorer_state(window=2, num_global=1, depth=3, length=32))
+    assert fig.axes[1].get_title().endswith("; all of them from layer 2")
+    plt.close(fig)
+
+
+def test_memory_figure_ticks_every_measured_length():
+    rows = [{"impl": impl, "length": n, "peak_mib": float(n), "predicted_mib": None, "skipped": False}
+            for impl in ("naive", "sdpa", "tiled") for n in (256, 512, 1024, 2048)]
+    fig = plots.memory_scaling_figure(rows)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["256", "512", "1024", "2048"]
+    assert all(len(line.get_xdata()) == 4 for line in ax.get_lines())
+    plt.close(fig)
+
+
+def test_memory_growth_and_sizes():
+    from utils.benchmark.memory import memory_growth
+
+    rows = [{"impl": "naive", "length": n, "peak_mib": n * n / 1e4, "skipped": False} for n in (256, 512)]
+    rows += [{"impl": "tiled", "length": n, "peak_mib": n / 100, "skipped": False} for n in (256, 512)]
+    rows += [{"impl": "naive", "length": 1024, "peak_mib": None, "skipped": True}]
+    assert memory_growth(rows) == pytest.approx({"naive": 4.0, "tiled": 2.0})
+    sizes = at_scale.attention_memory_bytes(16384, 128, heads=8, head_dim=64)
+    assert sizes["naive scores"] == 8 * 2**30 and sizes["naive scores + weights"] == 16 * 2**30
+    assert sizes["keys tiled"] == 128 * 2**20 and sizes["queries and keys tiled"] == 2**20
+    assert sizes["output"] == 32 * 2**20
 
 
 def test_explorer_draws_the_state_of_its_controls():
@@ -143,7 +320,7 @@ def test_explorer_draws_the_state_of_its_controls():
 
 def test_quiz_has_feedback_for_every_option():
     quiz = widgets.ch6_quiz()
-    assert isinstance(quiz, Quiz) and len(quiz.questions) >= 3
+    assert isinstance(quiz, Quiz) and len(quiz.questions) >= 3 and quiz.title.startswith("Chapter 6 quiz")
     for q in quiz.questions:
         assert len(q.feedback) == len(q.options)
         assert q.grade(q.answer)[0]

@@ -21,7 +21,7 @@ try:  # torch >= 2.2 names the backends; older versions cannot say which one run
 except ImportError:  # pragma: no cover - the pinned torch has it
     SDPBackend = None
 
-__all__ = ["naive_attention", "naive_bytes", "sdpa_backend", "sliding_window_mask", "global_tokens_mask",
+__all__ = ["naive_attention", "naive_bytes", "attention_memory_bytes", "sdpa_backend", "sliding_window_mask", "global_tokens_mask",
            "receptive_field", "attend_with_cache", "TinyDecoder", "decode_flops_ratio"]
 
 
@@ -39,6 +39,28 @@ def naive_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor)
 def naive_bytes(length: int, heads: int = 8, batch: int = 1, itemsize: int = 4) -> int:
     """Bytes of the two (N, H, L, L) matrices naive attention holds at once (scores and weights)."""
     return 2 * batch * heads * length * length * itemsize
+
+
+def attention_memory_bytes(length: int, block_size: int, *, heads: int = 8, head_dim: int = 64, batch: int = 1,
+                           itemsize: int = 4) -> dict[str, int]:
+    """Bytes of the largest tensors each way of computing self-attention's forward holds at once.
+
+    Returns:
+        ``"naive scores"``: the ``(N, H, L, L)`` scores; ``"naive scores + weights"``: those and their
+        softmax; ``"keys tiled"``: tiling only the keys, an ``(N, H, L, B)`` stripe of scores and its
+        exponentials; ``"queries and keys tiled"``: one ``(N, H, B, B)`` block of scores and its
+        exponentials; ``"output"``: the ``(N, H, L, D)`` output that every version holds.
+
+    >>> sizes = attention_memory_bytes(1024, 128)
+    >>> sizes["keys tiled"] == 2 * 8 * 1024 * 128 * 4, sizes["naive scores + weights"] == naive_bytes(1024)
+    (True, True)
+    """
+    per_head = batch * heads * itemsize
+    return {"naive scores": per_head * length * length,
+            "naive scores + weights": naive_bytes(length, heads, batch, itemsize),
+            "keys tiled": 2 * per_head * length * block_size,
+            "queries and keys tiled": 2 * per_head * block_size * block_size,
+            "output": per_head * length * head_dim}
 
 
 def sdpa_backend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, is_causal: bool = False) -> str:

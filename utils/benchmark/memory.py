@@ -26,7 +26,7 @@ from utils.benchmark.common import environment_line, save_plot, text_table
 from utils.tiled_attention import tiled_attention
 
 __all__ = ["MEMORY_IMPLS", "MEMORY_LENGTHS", "measure_memory", "measure_memory_subprocess", "memory_benchmark",
-           "format_memory_table", "add_memory_command"]
+           "memory_growth", "format_memory_table", "add_memory_command"]
 
 MEMORY_IMPLS = ("naive", "sdpa", "tiled")
 """``naive``: softmax(Q K^T) V with the (L, L) scores; ``sdpa``: ``F.scaled_dot_product_attention``;
@@ -150,6 +150,21 @@ def memory_benchmark(lengths: Sequence[int] = MEMORY_LENGTHS, *, impls: Sequence
         r["mem_ratio"] = r["peak_mib"] / max(b["peak_mib"], 1e-3) if ok else None
         r["time_ratio"] = r["seconds"] / b["seconds"] if ok else None
     return rows
+
+
+def memory_growth(rows: Sequence[dict]) -> dict[str, float]:
+    """How much each implementation's peak grew over the last step of L: the peak at the largest measured
+    L divided by the peak at the measured L before it (4 for O(L²) and 2 for O(L) when L doubles).
+
+    >>> memory_growth([{"impl": "naive", "length": n, "peak_mib": n * n / 1e4, "skipped": False} for n in (8, 16, 32)])
+    {'naive': 4.0}
+    """
+    growth = {}
+    for impl in dict.fromkeys(r["impl"] for r in rows):
+        measured = sorted((r["length"], r["peak_mib"]) for r in rows if r["impl"] == impl and not r["skipped"])
+        if len(measured) >= 2:
+            growth[impl] = measured[-1][1] / max(measured[-2][1], 1e-3)
+    return growth
 
 
 def format_memory_table(rows: Sequence[dict]) -> str:

@@ -27,28 +27,146 @@ __all__ = [
 # ch6.online_softmax_update
 # --------------------------------------------------------------------------------------------------
 
+_NEG_INF = float("-inf")
+_FULLY_MASKED = "see 'Fully masked rows' in section 2"
+
 
 def online_softmax_update_reference(running_max: torch.Tensor, running_sum: torch.Tensor, block: torch.Tensor):
     new_max = torch.maximum(running_max, block.amax(dim=-1))  # (...,)
-    shift = torch.where(new_max == float("-inf"), 0.0, new_max)
+    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)  # (...,): nothing but -inf so far -> no shift
     new_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(-1)
     return new_max, new_sum
 
 
+def _shifted_sum(running_max, running_sum, block, new_max):
+    """The correct new sum for ``new_max``: the mistakes below change one thing each."""
+    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)
+    return running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(-1)
+
+
+def _online_no_guard(running_max, running_sum, block):
+    # also what a guard on only one of the two exponentials gives: the other is NaN in the same rows
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[..., None]).sum(-1)
+
+
+def _online_clamped_max(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1)).clamp(min=-1e9)  # raises in float16
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[..., None]).sum(-1)
+
+
 def _online_no_rescale(running_max, running_sum, block):
     new_max = torch.maximum(running_max, block.amax(dim=-1))
-    return new_max, running_sum + torch.exp(block - new_max[..., None]).sum(-1)
+    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)
+    return new_max, running_sum + torch.exp(block - shift[..., None]).sum(-1)
+
+
+def _no_inf(values):
+    """``values`` with -inf replaced by 0: a shift that cannot make NaN."""
+    return torch.where(values == _NEG_INF, 0.0, values)
 
 
 def _online_wrong_sign(running_max, running_sum, block):
     new_max = torch.maximum(running_max, block.amax(dim=-1))
-    rescale = torch.exp(new_max - running_max).nan_to_num(posinf=0.0)
-    return new_max, running_sum * rescale + torch.exp(block - new_max[..., None]).sum(-1)
+    rescale = torch.exp(_no_inf(new_max) - _no_inf(running_max))  # upside down
+    return new_max, running_sum * rescale + torch.exp(block - _no_inf(new_max)[..., None]).sum(-1)
 
 
 def _online_block_max(running_max, running_sum, block):
-    block_max = block.amax(dim=-1)
-    return block_max, running_sum * torch.exp(running_max - block_max) + torch.exp(block - block_max[..., None]).sum(-1)
+    new_max = block.amax(dim=-1)
+    return new_max, _shifted_sum(running_max, running_sum, block, new_max)
+
+
+def _online_global_max(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.max())  # one max over every row at once
+    return new_max, _shifted_sum(running_max, running_sum, block, new_max)
+
+
+def _online_old_max_shift(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    terms = torch.exp(block - _no_inf(running_max)[..., None])  # shifted by the old max
+    return new_max, running_sum * torch.exp(running_max - _no_inf(new_max)) + terms.sum(-1)
+
+
+def _online_history_guard(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    shift = torch.where(torch.isfinite(running_max), new_max, torch.zeros_like(new_max))  # guards the old max
+    return new_max, running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(-1)
+
+
+def _online_no_shift(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    return new_max, running_sum + torch.exp(block).sum(-1)
+
+
+def _online_sum_dim0(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)
+    return new_max, running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(0)
+
+
+def _online_swapped(running_max, running_sum, block):
+    new_max, new_sum = online_softmax_update_reference(running_max, running_sum, block)
+    return new_sum, new_max
+
+
+def _online_keepdim(running_max, running_sum, block):
+    new_max, new_sum = online_softmax_update_reference(running_max, running_sum, block)
+    return new_max[..., None], new_sum[..., None]
+
+
+def _online_log_sum(running_max, running_sum, block):
+    new_max, new_sum = online_softmax_update_reference(running_max, running_sum, block)
+    return new_max, torch.log(new_sum)
+
+
+def _online_logsumexp(running_max, running_sum, block):
+    new_max, new_sum = online_softmax_update_reference(running_max, running_sum, block)
+    return new_max, new_max + torch.log(new_sum)
+
+
+def _online_max_tuple(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.max(dim=-1))  # TypeError: (values, indices)
+    return new_max, _shifted_sum(running_max, running_sum, block, new_max)
+
+
+def _online_python_max(running_max, running_sum, block):
+    new_max = max(running_max, block.amax(dim=-1))  # RuntimeError for more than one row
+    return new_max, _shifted_sum(running_max, running_sum, block, new_max)
+
+
+def _masked_rows_case(rng: random.Random, gen: torch.Generator) -> Case:
+    """Rows in all four states of a masked row: -inf so far or not, an all -inf block or not.
+
+    Row 0 has seen only -inf and gets an all -inf block (its max stays -inf, its sum 0: the NaN trap);
+    row 1 has seen only -inf and gets a partly masked block; row 2 has a history and gets an all -inf
+    block (nothing changes); the others have a history and get partly masked blocks above and below it.
+    """
+    R, B = rng.randint(5, 7), rng.randint(3, 5)
+    running_max = torch.randn(R, generator=gen) * 2
+    running_sum = torch.rand(R, generator=gen) * 4 + 1.0  # >= 1: it contains exp(max - max) = 1
+    block = torch.randn(R, B, generator=gen) * 2
+    block[3] += 5.0  # the max rises
+    running_max[:2], running_sum[:2] = _NEG_INF, 0.0
+    block[0], block[2] = _NEG_INF, _NEG_INF
+    block[1:, 0] = _NEG_INF  # every other row is partly masked; column 1 stays finite
+    return {"running_max": running_max, "running_sum": running_sum, "block": block}
+
+
+def _masked_rows_half_case(rng: random.Random, gen: torch.Generator) -> Case:
+    """The same four states in float16 with (2, 3) rows. The finite scores equal their row's max, so
+    every sum is a small integer and exact in float16 however it is computed."""
+    B = 4
+    rows = []  # (running_max, running_sum, block)
+    for history, masked_block in ((False, True), (False, False), (True, True), (True, False), (True, False),
+                                  (False, False)):
+        top = rng.choice([-1.5, -0.25, 0.5, 1.0, 2.75])
+        keep = [j for j in range(B) if rng.random() < 0.5] or [rng.randrange(B)]
+        row = [top if j in keep and not masked_block else _NEG_INF for j in range(B)]
+        rows.append((top if history else _NEG_INF, float(rng.randint(1, 4)) if history else 0.0, row))
+    return {"running_max": torch.tensor([r[0] for r in rows], dtype=torch.float16).view(2, 3),
+            "running_sum": torch.tensor([r[1] for r in rows], dtype=torch.float16).view(2, 3),
+            "block": torch.tensor([r[2] for r in rows], dtype=torch.float16).view(2, 3, B)}
 
 
 def _online_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
@@ -57,18 +175,18 @@ def _online_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
         s = torch.rand(shape, generator=gen) * 5 + 1.0  # >= 1: it contains exp(max - max) = 1
         return m, s
 
-    cases = []
     m, s = state((rng.randint(2, 5),))
     # a block whose values sit well above the running max: the max must rise and the old sum shrink
-    cases.append({"running_max": m, "running_sum": s, "block": torch.randn(m.shape[0], rng.randint(2, 6), generator=gen) * 2 + 6})
+    cases = [{"running_max": m, "running_sum": s,
+              "block": torch.randn(m.shape[0], rng.randint(2, 6), generator=gen) * 2 + 6}]
+    cases.append(_masked_rows_case(rng, gen))  # the NaN trap: -inf history and an all -inf block
     m, s = state((2, 3))
     cases.append({"running_max": m, "running_sum": s, "block": torch.randn(2, 3, rng.randint(1, 4), generator=gen) - 6})
-    m, s = state((rng.randint(3, 6),))
-    cases.append({"running_max": m, "running_sum": s, "block": torch.randn(m.shape[0], 7, generator=gen) * 3})
     # the first block: running max -inf, sum 0
     B = rng.randint(2, 5)
-    cases.append({"running_max": torch.full((3,), float("-inf")), "running_sum": torch.zeros(3),
+    cases.append({"running_max": torch.full((3,), _NEG_INF), "running_sum": torch.zeros(3),
                   "block": torch.randn(3, B, generator=gen)})
+    cases.append(_masked_rows_half_case(rng, gen))  # float16: a -1e9 stand-in for -inf breaks here
     # one row, a block of one score
     cases.append({"running_max": torch.tensor([0.5]), "running_sum": torch.tensor([2.0]),
                   "block": torch.tensor([[3.0]])})
@@ -81,6 +199,16 @@ ONLINE = Exercise(
     make_cases=_online_cases,
     points=2,
     mistakes=(
+        Mistake("no_inf_guard", _online_no_guard,
+                "NaN in a fully masked row: where the running max and the whole block are -inf, both "
+                "exp(running_max - new_max) and exp(block - new_max) compute -inf - (-inf) = NaN. Such a row "
+                "must come out as max -inf, sum 0: shift both exponentials by 0 where the new max is -inf "
+                "(guarding only one of them is not enough, and -1e9 is no help: float16 turns it into -inf) "
+                f"— {_FULLY_MASKED}"),
+        Mistake("clamped_max", _online_clamped_max,
+                "your running max is -1e9 where it must stay -inf (a fully masked row), and in float16 "
+                "-1e9 does not even exist (clamp raises): a large finite number is not -inf — chapter 2's "
+                f"myth check on -1e9 ('Three masking myths, run'); guard the shift instead — {_FULLY_MASKED}"),
         Mistake("no_rescale", _online_no_rescale,
                 "when the max rises from m to m', the old sum was measured relative to m: multiply it by "
                 "exp(m - m') before adding the new block's terms"),
@@ -88,12 +216,42 @@ ONLINE = Exercise(
                 "your rescale factor is upside down: it is exp(old_max - new_max), which is <= 1, not "
                 "exp(new_max - old_max)"),
         Mistake("block_max", _online_block_max,
-                "the new running max is the larger of the old max and the block's max "
-                "(torch.maximum(running_max, block.amax(-1))), not the block's max alone"),
+                "the new running max is the larger of the old max and the block's max, row by row "
+                "(torch.maximum), not the block's max alone: the max never goes down"),
+        Mistake("global_max", _online_global_max,
+                "take the max of each row (block.amax(dim=-1)), not block.max() over the whole block: every "
+                "row is a separate softmax with its own running max"),
+        Mistake("old_max_shift", _online_old_max_shift,
+                "shift the block's terms by the *new* max m' (the one the new sum is measured against), not "
+                "by the old one"),
+        Mistake("history_guard", _online_history_guard,
+                "your shift is 0 wherever the *old* max is -inf, even when the block brings finite scores: the "
+                "new sum must be measured relative to the new max, so guard on the new max (it is -inf only "
+                f"when everything so far is -inf) — {_FULLY_MASKED}"),
+        Mistake("no_shift", _online_no_shift,
+                "your sum is sum(exp(x)), not sum(exp(x - running max)): the sum is measured relative to the "
+                "running max (that is what keeps exp from overflowing: exp(89) is inf in float32), so "
+                "subtract the new max and rescale the old sum"),
+        Mistake("sum_dim0", _online_sum_dim0,
+                "sum the block's terms over its last dim, the B scores of each row (dim=-1), not over dim 0"),
+        Mistake("swapped", _online_swapped, "return (new_max, new_sum) in that order; yours are swapped"),
+        Mistake("keepdim", _online_keepdim,
+                "return one value per row, shape (...,) like running_max: drop the keepdim=True / the "
+                "trailing size-1 dim"),
+        Mistake("log_sum", _online_log_sum, "return the running sum itself, not its log"),
+        Mistake("logsumexp", _online_logsumexp,
+                "return the running sum, not the logsumexp m + log(sum): the next block needs the sum"),
+        Mistake("max_tuple", _online_max_tuple,
+                "block.max(dim=-1) returns a (values, indices) pair: take .values, or use block.amax(dim=-1)"),
+        Mistake("python_max", _online_python_max,
+                "Python's max() compares whole tensors (and fails on more than one row): use torch.maximum "
+                "for the elementwise larger of two tensors"),
     ),
-    forbidden=("torch.softmax", "torch.nn.functional.softmax", "torch.logsumexp", "utils.tiled_attention.online_softmax_update"),
-    hint="new_max = max(old_max, block max); new_sum = old_sum * exp(old_max - new_max) + sum(exp(block - new_max)); "
-         "treat new_max = -inf as 0 in the shifts",
+    forbidden=("torch.logsumexp", "torch.nn.functional.softmax", "torch.softmax",
+               "utils.tiled_attention.online_softmax_update"),
+    hint="the new max is the elementwise larger of the old max and each row's block max; the old sum was "
+         "measured relative to the old max, so rescale it before adding the block's terms, which are measured "
+         "relative to the new max; a row whose new max is still -inf must come out as max -inf, sum 0",
 )
 
 
@@ -107,30 +265,80 @@ def sliding_window_mask_reference(L: int, window: int) -> torch.Tensor:
     return (positions[:, None] - positions[None, :]).abs() <= window  # (L, L)
 
 
-def _window_strict(L, window):
+def _distance(L: int) -> torch.Tensor:
     positions = torch.arange(L)
-    return (positions[:, None] - positions[None, :]).abs() < window
+    return positions[:, None] - positions[None, :]  # (L, L): i - j, query i (row), key j (column)
 
 
-def _window_one_sided(L, window):
-    positions = torch.arange(L)
-    offset = positions[:, None] - positions[None, :]
+def _window_strict(L, window):  # also `<= window - 1`
+    return _distance(L).abs() < window
+
+
+def _window_half_width(L, window):
+    return _distance(L).abs() <= window // 2
+
+
+def _window_double_width(L, window):
+    return _distance(L).abs() <= 2 * window
+
+
+def _window_past_only(L, window):  # also a causal mask combined with the window
+    offset = _distance(L)
     return (offset >= 0) & (offset <= window)
+
+
+def _window_future_only(L, window):
+    offset = _distance(L)
+    return (offset <= 0) & (offset >= -window)
+
+
+def _window_no_abs(L, window):  # also triu(-window) alone
+    return _distance(L) <= window
+
+
+def _window_tril_only(L, window):
+    return torch.ones(L, L, dtype=torch.bool).tril(window)
+
+
+def _window_empty(L, window):  # triu and tril with their signs swapped
+    return torch.ones(L, L, dtype=torch.bool).triu(window).tril(-window)
 
 
 def _window_inverted(L, window):
     return ~sliding_window_mask_reference(L, window)
 
 
+def _window_no_self(L, window):
+    distance = _distance(L).abs()
+    return (distance <= window) & (distance > 0)
+
+
+def _window_loop_end(L, window):
+    mask = torch.zeros(L, L, dtype=torch.bool)
+    for i in range(L):
+        mask[i, max(0, i - window):i + window] = True  # the slice end is exclusive
+    return mask
+
+
+def _window_loop_negative_start(L, window):
+    mask = torch.zeros(L, L, dtype=torch.bool)
+    for i in range(L):
+        mask[i, i - window:i + window + 1] = True  # a negative start counts from the end
+    return mask
+
+
 def _window_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     return [
-        {"L": rng.randint(6, 12), "window": rng.randint(1, 3)},
+        # an odd window of 3 or more first: it tells `< window`, `<= window // 2` and `2 * window` apart
+        {"L": rng.randint(10, 12), "window": rng.choice([3, 5])},
         {"L": rng.randint(3, 5), "window": 0},  # each query sees only itself
         {"L": 1, "window": rng.randint(1, 3)},
         {"L": rng.randint(4, 6), "window": 10},  # a window wider than the sequence: everything
         {"L": rng.randint(13, 20), "window": rng.randint(2, 5)},
     ]
 
+
+_BOTH_SIDES = "— see 'Sliding-window attention' in section 4"
 
 WINDOW = Exercise(
     id="ch6.sliding_window_mask",
@@ -139,14 +347,41 @@ WINDOW = Exercise(
     points=1,
     mistakes=(
         Mistake("strict", _window_strict,
-                "a key exactly `window` positions away is inside the window: use |i - j| <= window, not <"),
-        Mistake("one_sided", _window_one_sided,
-                "your band only looks back (a causal window); Longformer's window is symmetric: keys on both "
-                "sides, |i - j| <= window"),
+                "a key exactly `window` positions away is inside the window: use <=, not < (or window - 1)"),
+        Mistake("half_width", _window_half_width,
+                f"`window` is the reach on *each* side (2·window + 1 keys in all), not the total width: don't "
+                f"halve it {_BOTH_SIDES}"),
+        Mistake("double_width", _window_double_width,
+                f"`window` is already the reach on each side: a key at most `window` away, not 2·window "
+                f"{_BOTH_SIDES}"),
+        Mistake("past_only", _window_past_only,
+                f"your band only looks back (a causal window); Longformer's window is symmetric: keys up to "
+                f"`window` away on both sides of the query {_BOTH_SIDES}"),
+        Mistake("future_only", _window_future_only,
+                f"your band only looks ahead: the window also covers the `window` keys before the query "
+                f"(both sides) {_BOTH_SIDES}"),
+        Mistake("no_abs", _window_no_abs,
+                "your band has no upper edge: every key after the query is kept, however far (i - j <= window "
+                "holds for all j > i). Bound the distance on both sides: |i - j|, or cut with both triu and tril"),
+        Mistake("tril_only", _window_tril_only,
+                "your band has no lower edge: tril(window) alone keeps every key before the query, however "
+                "far; cut the other side too"),
+        Mistake("empty", _window_empty,
+                "your mask keeps nothing for window > 0: triu(k) keeps j - i >= k and tril(k) keeps "
+                "j - i <= k, so their signs are swapped"),
         Mistake("inverted", _window_inverted,
                 "your mask is True outside the window; here True means *may attend*"),
+        Mistake("no_self", _window_no_self,
+                "each query must see itself: the key at distance |i - j| = 0 is inside the window"),
+        Mistake("loop_end", _window_loop_end,
+                "your rows miss the key `window` positions *after* the query: a slice end is exclusive, so "
+                "the slice must end one past i + window"),
+        Mistake("loop_negative_start", _window_loop_negative_start,
+                "the first rows are wrong: for i < window, the slice start i - window is negative, and a "
+                "negative start counts from the *end* in Python; clamp it at 0"),
     ),
-    hint="positions = torch.arange(L); (positions[:, None] - positions[None, :]).abs() <= window",
+    hint="query i may see key j when they are at most `window` positions apart, on either side, the edge "
+         "included; all (L, L) pairs at once: broadcast a column of positions against a row",
 )
 
 
@@ -162,18 +397,29 @@ def attend_with_cache_reference(q_new, k_new, v_new, k_cache, v_cache):
     return weights @ v_all, k_all, v_all
 
 
+def _attend(query, key, value, scale=None, dim=-1):
+    """Attention written out, as a learner writes it; ``scale`` and ``dim`` are what the mistakes change."""
+    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    return torch.softmax(query @ key.transpose(-2, -1) * scale, dim=dim) @ value
+
+
+def _appended(k_new, v_new, k_cache, v_cache):
+    return torch.cat([k_cache, k_new], dim=-2), torch.cat([v_cache, v_new], dim=-2)  # (N, H, T + 1, D) each
+
+
 def _cache_only_new(q_new, k_new, v_new, k_cache, v_cache):
-    k_all = torch.cat([k_cache, k_new], dim=-2)
-    v_all = torch.cat([v_cache, v_new], dim=-2)
-    weights = torch.softmax(q_new @ k_new.transpose(-2, -1) / math.sqrt(q_new.shape[-1]), dim=-1)
-    return weights @ v_new, k_all, v_all
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return _attend(q_new, k_new, v_new), k_all, v_all
+
+
+def _cache_before_append(q_new, k_new, v_new, k_cache, v_cache):  # also: the new key masked out
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return _attend(q_new, k_cache, v_cache), k_all, v_all
 
 
 def _cache_prepend(q_new, k_new, v_new, k_cache, v_cache):
-    k_all = torch.cat([k_new, k_cache], dim=-2)
-    v_all = torch.cat([v_new, v_cache], dim=-2)
-    weights = torch.softmax(q_new @ k_all.transpose(-2, -1) / math.sqrt(q_new.shape[-1]), dim=-1)
-    return weights @ v_all, k_all, v_all
+    k_all, v_all = torch.cat([k_new, k_cache], dim=-2), torch.cat([v_new, v_cache], dim=-2)
+    return _attend(q_new, k_all, v_all), k_all, v_all
 
 
 def _cache_not_updated(q_new, k_new, v_new, k_cache, v_cache):
@@ -181,10 +427,80 @@ def _cache_not_updated(q_new, k_new, v_new, k_cache, v_cache):
     return output, k_cache, v_cache
 
 
+def _cache_swapped(q_new, k_new, v_new, k_cache, v_cache):
+    output, k_all, v_all = attend_with_cache_reference(q_new, k_new, v_new, k_cache, v_cache)
+    return output, v_all, k_all
+
+
 def _cache_no_scale(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return _attend(q_new, k_all, v_all, scale=1.0), k_all, v_all
+
+
+def _cache_scale_by_length(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return _attend(q_new, k_all, v_all, scale=1 / math.sqrt(k_all.shape[-2])), k_all, v_all
+
+
+def _cache_scale_by_d(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return _attend(q_new, k_all, v_all, scale=1 / q_new.shape[-1]), k_all, v_all
+
+
+def _cache_scale_by_model_dim(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return _attend(q_new, k_all, v_all, scale=1 / math.sqrt(q_new.shape[1] * q_new.shape[-1])), k_all, v_all
+
+
+def _cache_softmax_queries(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return _attend(q_new, k_all, v_all, dim=-2), k_all, v_all
+
+
+def _cache_first_key_only(q_new, k_new, v_new, k_cache, v_cache):
+    # causal_mask(S)[0], tril(ones(1, S)) or is_causal=True with one query: top-left aligned, key 0 only
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return _attend(q_new, k_all[..., :1, :], v_all[..., :1, :]), k_all, v_all
+
+
+def _cache_weights(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return torch.softmax(q_new @ k_all.transpose(-2, -1) / math.sqrt(q_new.shape[-1]), dim=-1), k_all, v_all
+
+
+def _cache_query_appended(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = _appended(q_new, v_new, k_cache, v_cache)
+    return _attend(q_new, k_all, v_all), k_all, v_all
+
+
+def _cache_squeezed(q_new, k_new, v_new, k_cache, v_cache):
+    output, k_all, v_all = attend_with_cache_reference(q_new, k_new, v_new, k_cache, v_cache)
+    return output.squeeze(-2), k_all, v_all
+
+
+def _cache_values_not_appended(q_new, k_new, v_new, k_cache, v_cache):
     k_all = torch.cat([k_cache, k_new], dim=-2)
-    v_all = torch.cat([v_cache, v_new], dim=-2)
-    return torch.softmax(q_new @ k_all.transpose(-2, -1), dim=-1) @ v_all, k_all, v_all
+    return _attend(q_new, k_all, v_cache), k_all, torch.cat([v_cache, v_new], dim=-2)  # raises: T + 1 vs T
+
+
+def _cache_cat_last(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = torch.cat([k_cache, k_new], dim=-1), torch.cat([v_cache, v_new], dim=-1)  # raises
+    return _attend(q_new, k_all, v_all), k_all, v_all
+
+
+def _cache_cat_heads(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = torch.cat([k_cache, k_new], dim=1), torch.cat([v_cache, v_new], dim=1)  # raises
+    return _attend(q_new, k_all, v_all), k_all, v_all
+
+
+def _cache_stack(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = torch.stack([k_cache, k_new], dim=-2), torch.stack([v_cache, v_new], dim=-2)  # raises
+    return _attend(q_new, k_all, v_all), k_all, v_all
+
+
+def _cache_no_transpose(q_new, k_new, v_new, k_cache, v_cache):
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return torch.softmax(q_new @ k_all / math.sqrt(q_new.shape[-1]), dim=-1) @ v_all, k_all, v_all  # raises
 
 
 def _cache_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
@@ -202,6 +518,8 @@ def _cache_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     ]
 
 
+_STEP = "— see 'The KV cache for decoding' in section 5"
+
 CACHE = Exercise(
     id="ch6.attend_with_cache",
     reference=attend_with_cache_reference,
@@ -209,20 +527,54 @@ CACHE = Exercise(
     points=3,
     mistakes=(
         Mistake("only_new", _cache_only_new,
-                "your new query attends only to the new key, so its weight is always 1: attend to the whole "
-                "cache plus the new key (torch.cat([k_cache, k_new], dim=-2))"),
+                "your new query attends only to the new key, so its weight is always 1: it must attend to "
+                f"the whole cache plus the new key {_STEP}"),
+        Mistake("before_append", _cache_before_append,
+                "your new query does not see its own key: append k_new and v_new to the caches *before* "
+                f"attending (and mask nothing), so it attends to all T + 1 positions, itself included {_STEP}"),
         Mistake("prepend", _cache_prepend,
-                "your caches are in the wrong order: the new token is the latest one, so append it at the end "
-                "(torch.cat([k_cache, k_new], dim=-2)), not at the front"),
+                "your caches are in the wrong order: the new token is the latest one, so it goes at the end "
+                "of the caches, not at the front"),
         Mistake("not_updated", _cache_not_updated,
                 "return the *updated* caches (T + 1 positions), or the next step will forget this token"),
+        Mistake("swapped", _cache_swapped,
+                "return (output, k_cache, v_cache) in that order: your key and value caches are swapped"),
         Mistake("no_scale", _cache_no_scale,
                 "your weights are too peaked: divide the scores by sqrt(D), D = q_new.shape[-1]"),
+        Mistake("scale_by_length", _cache_scale_by_length,
+                "scale by sqrt(D), the head dim (q_new.shape[-1]), not by the square root of the number of keys"),
+        Mistake("scale_by_d", _cache_scale_by_d, "divide the scores by sqrt(D), not by D itself"),
+        Mistake("scale_by_model_dim", _cache_scale_by_model_dim,
+                "scale by sqrt(D) of one head (q_new.shape[-1]), not sqrt(H·D): each head is its own attention"),
+        Mistake("softmax_queries", _cache_softmax_queries,
+                "take the softmax over the keys (dim=-1): over dim=-2 there is only the one new query, so "
+                "every weight is 1"),
+        Mistake("first_key_only", _cache_first_key_only,
+                "your new query sees only the first key: a causal mask's *first* row (tril(ones(1, S)), "
+                "causal_mask(S)[0], or is_causal with one query, which is aligned top-left) keeps key 0 alone. "
+                f"The new token is the last position and may see every key: it needs no mask {_STEP}"),
+        Mistake("weights", _cache_weights,
+                "you returned the attention weights (N, H, 1, T + 1): the output is the weights times the values"),
+        Mistake("query_appended", _cache_query_appended,
+                "append k_new to the key cache, not q_new: the cache keeps keys and values, never queries"),
+        Mistake("squeezed", _cache_squeezed, "keep the query dim: the output is (N, H, 1, D), like q_new"),
+        Mistake("values_not_appended", _cache_values_not_appended,
+                "append v_new to the value cache too: T + 1 weights need T + 1 values"),
+        Mistake("cat_last", _cache_cat_last,
+                "join the caches along the sequence dim (-2), where the T cached positions are: dim -1 is D"),
+        Mistake("cat_heads", _cache_cat_heads,
+                "join the caches along the sequence dim (-2), where the T cached positions are: dim 1 is H"),
+        Mistake("stack", _cache_stack,
+                "torch.stack makes a new dim (and needs equal shapes); appending joins along an existing one, "
+                "the sequence dim -2: torch.cat"),
+        Mistake("no_transpose", _cache_no_transpose,
+                "q_new @ k needs the keys' last two dims swapped: (N, H, 1, D) @ (N, H, D, T + 1)"),
     ),
     forbidden=("torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
                "utils.at_scale.attend_with_cache"),
-    hint="k_all = torch.cat([k_cache, k_new], dim=-2) (same for v); weights = softmax(q_new @ k_all^T / sqrt(D)); "
-         "return weights @ v_all, k_all, v_all",
+    hint="append the new key and value at the end of the caches, along the sequence dim; then the one new "
+         "query attends to all T + 1 keys, itself included (chapter 2's attention, scaled by the head dim D); "
+         "return the output and both updated caches",
 )
 
 EXERCISES: tuple[Exercise, ...] = (ONLINE, WINDOW, CACHE)  # notebook order

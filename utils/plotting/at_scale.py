@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from utils.plotting.common import CMAP, to_numpy
@@ -19,6 +20,16 @@ if TYPE_CHECKING:
 
 __all__ = ["memory_scaling_figure", "window_mask_figure", "receptive_field_figure", "window_explorer_figure",
            "online_softmax_figure"]
+
+_BOOL_CMAP = ListedColormap([plt.get_cmap(CMAP)(0.0), plt.get_cmap(CMAP)(1.0)])  # False, True: viridis' ends
+
+
+def _bool_key(ax, image, false_label: str, true_label: str) -> None:
+    """A two-entry colour key beside a boolean image: which colour is False and which is True."""
+    bar = ax.figure.colorbar(image, ax=ax, ticks=[0.25, 0.75], fraction=0.046, pad=0.04)
+    bar.ax.set_yticklabels([false_label, true_label])
+    bar.ax.tick_params(labelsize=8)
+
 
 _STYLE = {"naive": ("o", "tab:red"), "sdpa": ("s", "tab:blue"), "tiled": ("^", "tab:green")}
 _LABEL = {"naive": "naive (scores (L, L))", "sdpa": "F.scaled_dot_product_attention", "tiled": "tiled_attention"}
@@ -50,6 +61,9 @@ def memory_scaling_figure(rows: Sequence[dict], *, heads: int = 8) -> Figure:
         ax.plot(lengths, [top / 16 * n / last for n in lengths], "-.", color="gray", label="slope 1: O(L)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
+    if lengths:
+        ax.set_xticks(lengths, [str(n) for n in lengths])
+        ax.minorticks_off()
     ax.set_xlabel("sequence length L (tokens)")
     ax.set_ylabel("peak memory above the inputs (MiB)")
     ax.set_title(f"Naive attention grows as L², tiled as L (H={heads}, float32)")
@@ -61,13 +75,14 @@ def memory_scaling_figure(rows: Sequence[dict], *, heads: int = 8) -> Figure:
 
 def window_mask_figure(mask: torch.Tensor, *, title: str = "Sliding-window mask: each query sees a band",
                        ax=None) -> Figure:
-    """Draw a boolean (L, L) mask (True = may attend) with position tick labels."""
+    """Draw a boolean (L, L) mask (True = may attend) with position tick labels and a colour key."""
     array = to_numpy(mask).astype(float)
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(4.2, 4.0))
+    own_figure = ax is None
+    if own_figure:
+        fig, ax = plt.subplots(figsize=(5.4, 4.2))
     else:
         fig = ax.figure
-    ax.imshow(array, cmap=CMAP, vmin=0, vmax=1, aspect="equal")
+    image = ax.imshow(array, cmap=_BOOL_CMAP, vmin=0, vmax=1, aspect="equal")
     L = array.shape[0]
     ticks = list(range(0, L, max(1, L // 8)))
     ax.set_xticks(ticks, [f"t{j}" for j in ticks])
@@ -75,31 +90,40 @@ def window_mask_figure(mask: torch.Tensor, *, title: str = "Sliding-window mask:
     ax.set_xlabel("key position (attended to)")
     ax.set_ylabel("query position (attending)")
     ax.set_title(title)
+    _bool_key(ax, image, "blocked\n(False)", "may attend\n(True)")
+    if own_figure:
+        fig.tight_layout()
     return fig
 
 
 def receptive_field_figure(field: torch.Tensor, *, query: int, ax=None) -> Figure:
-    """Draw which positions (columns) can reach ``query`` after 1..depth layers (rows)."""
+    """Draw which positions (columns) can reach ``query`` after 1..depth layers (rows); the title counts
+    them after the last layer and names the first layer at which every input reaches it."""
     array = to_numpy(field).astype(float)
     if ax is None:
-        fig, ax = plt.subplots(figsize=(5.0, 2.8))
+        fig, ax = plt.subplots(figsize=(6.0, 2.8))
     else:
         fig = ax.figure
-    ax.imshow(array, cmap=CMAP, vmin=0, vmax=1, aspect="auto")
+    image = ax.imshow(array, cmap=_BOOL_CMAP, vmin=0, vmax=1, aspect="auto")
     depth, L = array.shape
     ticks = list(range(0, L, max(1, L // 8)))
     ax.set_xticks(ticks, [f"t{j}" for j in ticks])
     ax.set_yticks(range(depth), [f"layer {d + 1}" for d in range(depth)])
     ax.set_xlabel("input position that can influence it")
     ax.set_ylabel("after layer")
-    ax.set_title(f"Receptive field of t{query} widens with depth")
+    reach = [int(r) for r in array.sum(axis=1)]
+    full = next((d + 1 for d, r in enumerate(reach) if r == L), None)
+    layers = "layer" if depth == 1 else "layers"
+    whole = f"; all of them from layer {full}" if full is not None else ""
+    ax.set_title(f"t{query} sees {reach[-1]} of {L} inputs after {depth} {layers}{whole}")
+    _bool_key(ax, image, "no path", "reaches\n" f"t{query}")
     return fig
 
 
 def window_explorer_figure(state: WindowExplorerState) -> Figure:
     """The explorer's figure: the mask (left) and the receptive field of one query by depth (right),
     from :func:`utils.widgets.at_scale.window_explorer_state`."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.0), gridspec_kw={"width_ratios": [1, 1.4]})
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
     window_mask_figure(state.mask, ax=left,
                        title=f"window={state.window}, global={state.num_global}: "
                              f"{state.fraction:.0%} of (L, L) kept")
@@ -109,7 +133,11 @@ def window_explorer_figure(state: WindowExplorerState) -> Figure:
 
 
 def online_softmax_figure(x: torch.Tensor, block_size: int) -> Figure:
-    """The running max and running sum of a 1-D online softmax after each block, with the exact values."""
+    """The running max and running sum of a 1-D online softmax after each block, with the exact values.
+
+    Left: the scores as bars, the block boundaries, and the running max after each block drawn over the
+    positions of that block. Right: the running sum after each block against the exact sum.
+    """
     from utils.tiled_attention import online_softmax_update
 
     running_max, running_sum = torch.tensor(float("-inf")), torch.tensor(0.0)
@@ -120,16 +148,24 @@ def online_softmax_figure(x: torch.Tensor, block_size: int) -> Figure:
         sums.append(running_sum.item())
         ends.append(min(start + block_size, x.numel()))
     fig, (ax_x, ax_s) = plt.subplots(1, 2, figsize=(9, 3.4))
-    ax_x.bar(range(x.numel()), to_numpy(x), color="tab:gray", label="scores x")
-    ax_x.step([0, *ends], [maxes[0], *maxes], where="pre", color="tab:red", label="running max")
+    S = x.numel()
+    ax_x.bar(range(S), to_numpy(x), color="tab:gray", label="scores x")
+    # a bar spans position ± 0.5, so block b covers [start - 0.5, end - 0.5]: the max steps at the boundary
+    ax_x.stairs(maxes, [-0.5, *(end - 0.5 for end in ends)], baseline=None, color="tab:red", linewidth=2,
+                label="running max after the block")
     for end in ends[:-1]:
         ax_x.axvline(end - 0.5, color="black", linewidth=0.8, linestyle=":")
-    ax_x.set_xlabel("position in the row")
+    ax_x.set_xticks(range(S))
+    ax_x.set_xlim(-0.5, S - 0.5)
+    low, high = min(0.0, x.min().item()), max(0.0, x.max().item())
+    ax_x.set_ylim(low - 0.1 * (high - low), high + 0.35 * (high - low))  # room for the legend on top
+    ax_x.set_xlabel(f"position in the row (blocks of {block_size}, dotted)")
     ax_x.set_ylabel("score")
     ax_x.set_title("The running max only ever goes up")
-    ax_x.legend(fontsize=8)
+    ax_x.legend(fontsize=8, loc="upper left", ncol=2)
     ax_s.plot(range(1, len(sums) + 1), sums, marker="o", color="tab:green", label="running sum")
     ax_s.axhline(torch.exp(x - x.max()).sum().item(), color="black", linestyle="--", label="exact Σ exp(x - max)")
+    ax_s.set_xticks(range(1, len(sums) + 1))
     ax_s.set_xlabel("blocks seen")
     ax_s.set_ylabel("Σ exp(x - running max)")
     ax_s.set_title("After the last block the sum is exact")

@@ -151,4 +151,4 @@ def ch6_quiz() -> Quiz:
             ],
             explanation="No causal mask (e.g. an encoder) means no KV cache: every position would change at each step.",
         ),
-    ])
+    ], title="Chapter 6 quiz: attention at scale")
