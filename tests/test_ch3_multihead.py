@@ -69,7 +69,8 @@ def test_functional_reference_matches_torch(seed):
     cases = ex.cases(seed)
     assert {type(c["mask"]).__name__ for c in cases} == {"NoneType", "Tensor"}
     for case in cases:
-        wide = {k: (v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v) for k, v in case.items()}
+        wide = {k: (v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v)
+                for k, v in case.items()}
         m = _torch_mha_from_weights(wide["w_q"], wide["w_k"], wide["w_v"], wide["w_o"], case["num_heads"]).double()
         mask, x, H = case["mask"], wide["x"], case["num_heads"]
         N, L, _ = x.shape
@@ -266,7 +267,8 @@ def test_head_similarity_js_matches_kl_div():
         for j in range(3):
             p, q = w[:, i], w[:, j]
             m = (p + q) / 2
-            js = 0.5 * F.kl_div(m.log(), p, reduction="none").sum(-1) + 0.5 * F.kl_div(m.log(), q, reduction="none").sum(-1)
+            js = (0.5 * F.kl_div(m.log(), p, reduction="none").sum(-1)
+                  + 0.5 * F.kl_div(m.log(), q, reduction="none").sum(-1))
             expected[i, j] = (1 - js / math.log(2)).mean()
     assert_close(sim, expected)
     assert_close(sim, sim.T)

@@ -360,7 +360,8 @@ def test_shift_with_abs_k_is_told_about_negative_k_not_the_block():
 def test_shift_frequency_exponent_is_diagnosed(factor, word):
     def shift(k, d_model):
         omega = 10000.0 ** (-factor * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
-        return torch.block_diag(*[torch.tensor([[math.cos(k * w), math.sin(k * w)], [-math.sin(k * w), math.cos(k * w)]])
+        return torch.block_diag(*[torch.tensor([[math.cos(k * w), math.sin(k * w)],
+                                                [-math.sin(k * w), math.cos(k * w)]])
                                   for w in omega.tolist()]).float()
 
     verdict = run_public_check(SHIFT, shift, quiet=True)

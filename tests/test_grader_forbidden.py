@@ -16,11 +16,13 @@ from test_grader_units import grade_class, row
 from utils.exercises.forbidden import unsafe_in_source
 
 BYPASSES = {
-    "getattr_c": "def attend(q, k, v):\n    return getattr(torch._C._nn, 'scaled_dot_product_' + 'attention')(q, k, v)\n",
+    "getattr_c": ("def attend(q, k, v):\n"
+                  "    return getattr(torch._C._nn, 'scaled_dot_product_' + 'attention')(q, k, v)\n"),
     "getattr_dynamic": "def attend(q, k, v):\n    return getattr(F, 'scaled_dot_' + 'product_attention')(q, k, v)\n",
     "torch_ops": "def attend(q, k, v):\n    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n",
     "importlib": ("import importlib\ndef attend(q, k, v):\n"
-                 "    return importlib.import_module('torch.nn.' + 'functional').scaled_dot_product_attention(q, k, v)\n"),
+                 "    return importlib.import_module('torch.nn.' + 'functional')"
+                 ".scaled_dot_product_attention(q, k, v)\n"),
     "dunder_import": "def attend(q, k, v):\n    return __import__('torch').nn.functional.softmax(q @ k.mT, -1) @ v\n",
     "exec_copy": ("_ns = {}\nexec(open('/dev/null').read(), _ns)\n"
                   "def attend(q, k, v):\n    return torch.softmax(q @ k.mT / q.shape[-1] ** 0.5, -1) @ v\n"),

@@ -133,7 +133,8 @@ def train_with_and_without_scale(*, dim: int = 256, steps: int = 200, seeds: Seq
     """
     curves: dict[str, list[list[float]]] = {"scaled": [], "unscaled": []}
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny matrices: one thread is fastest, never fights a busy machine, and is the same everywhere
+    # tiny matrices: one thread is fastest, never fights a busy machine, and is the same everywhere
+    torch.set_num_threads(1)
     try:
         for seed in seeds:
             for name, scaled in (("scaled", True), ("unscaled", False)):

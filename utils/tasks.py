@@ -28,7 +28,8 @@ import torch
 
 from utils._checks import check_positive_int
 
-__all__ = ["AGREEMENT", "NOUNS", "IGNORE", "PronounData", "pronoun_task", "is_test_pair", "class_guess_accuracy", "VOCAB"]
+__all__ = ["AGREEMENT", "NOUNS", "IGNORE", "PronounData", "pronoun_task", "is_test_pair", "class_guess_accuracy",
+           "VOCAB"]
 
 IGNORE = -100
 """Label of positions that carry no target (``F.cross_entropy``'s default ``ignore_index``)."""

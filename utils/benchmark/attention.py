@@ -132,7 +132,8 @@ def read_ratio(row: dict) -> str:
     """What one row says: ``"faster"`` or ``"slower"`` than the built-in only when the whole min-max
     spread of the ratio lies below or above 1; otherwise ``"no clear difference"``.
 
-    >>> read_ratio({"ratio": 0.8, "ratio_min": 0.7, "ratio_max": 0.9}), read_ratio({"ratio": 0.9, "ratio_min": 0.4, "ratio_max": 4.0})
+    >>> (read_ratio({"ratio": 0.8, "ratio_min": 0.7, "ratio_max": 0.9}),
+    ...  read_ratio({"ratio": 0.9, "ratio_min": 0.4, "ratio_max": 4.0}))
     ('faster', 'no clear difference')
     """
     if row["ratio_max"] < 1.0:
@@ -150,7 +151,8 @@ def format_attention_table(rows: Sequence[dict]) -> str:
     ...     "ratio": 0.95, "ratio_min": 0.9, "ratio_max": 1.0, "baseline_ms": 12.0, "repeats": 5}]))
     ... # doctest: +NORMALIZE_WHITESPACE
     implementation  mode     vs built-in            ratio (median)  spread (min-max)  built-in median  reps  reading
-    fast path       forward  nn.MultiheadAttention  0.95x           0.90-1.00         12.00 ms         5     no clear difference
+    fast path       forward  nn.MultiheadAttention  0.95x           0.90-1.00         12.00 ms         5
+    no clear difference
     """
     header = ("implementation", "mode", "vs built-in", "ratio (median)", "spread (min-max)", "built-in median", "reps",
               "reading")
@@ -189,7 +191,8 @@ def add_attention_command(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--heads", type=int, default=8, help="H (default 8)")
     p.add_argument("--repeats", type=int, default=5, help="timed repetitions, >= 5 (default 5)")
     p.add_argument("--warmup", type=int, default=1, help="untimed warm-up rounds (default 1)")
-    p.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's choice; 1 with --quick)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch.set_num_threads (default: torch's choice; 1 with --quick)")
     p.add_argument("--quick", action="store_true", help=f"tiny sizes for tests: {QUICK}")
     p.add_argument("--no-encoder", action="store_true", help="skip the encoder-layer row")
     p.add_argument("--plot", default="benchmark-results/attention.png",

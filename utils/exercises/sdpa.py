@@ -36,7 +36,8 @@ _REFERENCE_CAUSAL = attention.causal_mask
 _REFERENCE_PADDING = attention.padding_mask
 
 
-def scaled_dot_product_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None):
+def scaled_dot_product_attention_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                           mask: torch.Tensor | None = None):
     return _REFERENCE_SDPA(q, k, v, mask)
 
 
@@ -162,7 +163,8 @@ SDPA = Exercise(
                 "mask is False, with `scores.masked_fill(~mask, float('-inf'))` or torch.where"),
         Mistake("nan_rows", wrong._sdpa_nan_rows,
                 "a query whose keys are all masked gets NaN (the softmax of a row of -inf is 0/0); it must get "
-                f"zero weights and a zero output, like the reference: set such rows to 0 after the softmax ({_MYTH_INF})"),
+                "zero weights and a zero output, like the reference: set such rows to 0 after the softmax "
+                f"({_MYTH_INF})"),
         Mistake("renormalise_after_softmax", wrong._sdpa_renormalise_after_softmax,
                 "you zero the blocked weights after the softmax and renormalise: when the allowed keys score far "
                 "below a blocked one their weights underflow to 0 and you divide 0 by 0. Mask the scores, before "
@@ -252,7 +254,8 @@ SDPA = Exercise(
         "utils.attention.scaled_dot_product_attention",
     ),
     hint="take the steps of section 1 (scores, scale by D = q.shape[-1], mask, softmax over the keys, mix the "
-         "values), count dims from the end so that batch and head dims pass through, keep q's dtype, and apply no dropout",
+         "values), count dims from the end so that batch and head dims pass through, keep q's dtype, and apply no "
+         "dropout",
 )
 
 

@@ -36,8 +36,8 @@ __all__ = [
 
 # The bare package "utils" is caught statically in the learner's source and, through the globals check,
 # in what the learner's function reaches (that check skips functions defined inside utils, so the wrong
-# answers in utils.exercises.mistakes.transformer may call course helpers). The ready-made layers are also named one by one, so that
-# they are patched out at run time. Not the smaller helpers the reference layer itself calls
+# answers in utils.exercises.mistakes.transformer may call course helpers). The ready-made layers are also
+# named one by one, so that they are patched out at run time. Not the smaller helpers the reference layer itself calls
 # (utils.layers.FeedForward, utils.attention.scaled_dot_product_attention): patching them would break the
 # reference while forbid() is active.
 _NO_UTILS = (

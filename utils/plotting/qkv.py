@@ -150,7 +150,8 @@ def query_scores_figure(tokens: Sequence[str], scores: torch.Tensor, query_index
     "scores of query 'b' (row 1)"
     """
     if scores.dim() != 2 or scores.shape[1] != len(tokens):
-        raise ValueError(f"scores: expected shape (L, S) with S = len(tokens) = {len(tokens)}, got {tuple(scores.shape)}")
+        raise ValueError(f"scores: expected shape (L, S) with S = len(tokens) = {len(tokens)}, "
+                         f"got {tuple(scores.shape)}")
     if not 0 <= query_index < scores.shape[0]:
         raise ValueError(f"query_index: expected 0 <= query_index < L = {scores.shape[0]}, got {query_index}")
     row = to_numpy(scores[query_index])
