@@ -21,7 +21,8 @@ try:  # torch >= 2.2 names the backends; older versions cannot say which one run
 except ImportError:  # pragma: no cover - the pinned torch has it
     SDPBackend = None
 
-__all__ = ["naive_attention", "naive_bytes", "attention_memory_bytes", "sdpa_backend", "sliding_window_mask", "global_tokens_mask",
+__all__ = ["naive_attention", "naive_bytes", "attention_memory_bytes", "sdpa_backend", "sliding_window_mask",
+           "global_tokens_mask",
            "receptive_field", "attend_with_cache", "TinyDecoder", "decode_flops_ratio"]
 
 

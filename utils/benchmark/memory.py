@@ -100,7 +100,8 @@ def measure_memory(impl: str, length: int, *, heads: int = 8, head_dim: int = 64
             "method": method, "repeats": repeats}
 
 
-_CHILD = "import json, sys; from utils.benchmark.memory import measure_memory; print(json.dumps(measure_memory(**json.loads(sys.argv[1]))))"
+_CHILD = ("import json, sys; from utils.benchmark.memory import measure_memory; "
+          "print(json.dumps(measure_memory(**json.loads(sys.argv[1]))))")
 
 
 def measure_memory_subprocess(impl: str, length: int, *, timeout: float = 600, **kwargs) -> dict:

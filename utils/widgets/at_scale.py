@@ -139,13 +139,15 @@ def ch6_quiz() -> Quiz:
         Choice(
             "Why does a KV cache give exactly the same tokens as recomputing the whole prefix at every step?",
             ["It does not: it is an approximation",
-             "Because of the causal mask: earlier positions never see later ones, so their keys and values never change",
+             "Because of the causal mask: earlier positions never see later ones, so their keys and values "
+             "never change",
              "Because the model is in eval mode",
              "Because keys and values are the same tensor"],
             answer=1,
             feedback=[
                 "It is exact; the chapter checks that both generate the same tokens.",
-                "Right: with causal attention, position t's K and V depend only on tokens 0..t, so we compute them once.",
+                "Right: with causal attention, position t's K and V depend only on tokens 0..t, so we compute "
+                "them once.",
                 "Eval mode switches dropout off, but the reason the cache is exact is the causal mask.",
                 "They are two different projections of the same hidden states.",
             ],
