@@ -32,3 +32,12 @@ def tol():
 def _seed():
     """Seed torch before every test, so that results do not depend on the order tests run in."""
     torch.manual_seed(0)
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    """Close every matplotlib figure a test left open (figure functions return them, never show them)."""
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")

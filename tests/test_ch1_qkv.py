@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from torch.testing import assert_close
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 from widget_support import assert_same_state, png  # noqa: E402
 
 from utils import vocab  # noqa: E402
@@ -28,13 +27,6 @@ from utils.plotting.qkv import (  # noqa: E402
     scores_figure,
 )
 from utils.widgets.qkv import ch1_quiz, qkv_explorer, qkv_explorer_scores, random_projection  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
 
 # --- vocab ------------------------------------------------------------------------------------------
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import matplotlib.pyplot as plt
 import pytest
 import torch
 import torch.nn.functional as F
@@ -23,11 +22,6 @@ from utils.widgets import multihead as widgets
 
 IDS = ["ch3.split_heads", "ch3.merge_heads", "ch3.multi_head_attention"]
 
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 # --- exercises ------------------------------------------------------------------------------------

@@ -32,13 +32,6 @@ from utils.positional import LearnedPositionalEncoding, PositionalEncoding, appl
 from utils.widgets.positional import ENCODING_KINDS, ch4_quiz, positional_explorer, positional_explorer_state
 from utils.widgets.quiz import Choice
 
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 # ---------------------------------------------------------------------------------------------- exercises
 
 

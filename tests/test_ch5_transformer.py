@@ -2,7 +2,6 @@
 
 import math
 
-import matplotlib.pyplot as plt
 import pytest
 import torch
 import torch.nn.functional as F
@@ -33,12 +32,6 @@ from utils.training import (
     train,
 )
 from utils.widgets.transformer import attention_explorer, attention_view, ch5_quiz
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 def _tiny_model(num_layers=2, norm_first=True, seed=0):
