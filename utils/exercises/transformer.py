@@ -63,14 +63,15 @@ def feed_forward_reference(x, w1, b1, w2, b2):
 
 
 def _feed_forward_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
-    # (leading shape of x, E, F): a single token, a 2-D input, batch 1, and random shapes
-    shapes = [((1, 1), 4, 8), ((5,), 6, 3), ((1, 3), 8, 32)]
-    shapes += [((rng.randint(2, 4), rng.randint(2, 7)), E, rng.choice([2, 4]) * E)
+    # (leading shape of x, E, F, scale of x): a single token, a 2-D input, batch 1, a large input whose
+    # hidden pre-activations go well above 6 (so that a capped ReLU such as ReLU6 fails), and random shapes
+    shapes = [((1, 1), 4, 8, 1.0), ((5,), 6, 3, 1.0), ((1, 3), 8, 32, 1.0), ((2, 3), 6, 24, 10.0)]
+    shapes += [((rng.randint(2, 4), rng.randint(2, 7)), E, rng.choice([2, 4]) * E, 1.0)
                for E in (rng.choice([4, 6, 8]), rng.choice([5, 12]))]
     cases = []
-    for lead, E, hidden in shapes:
+    for lead, E, hidden, scale in shapes:
         cases.append({
-            "x": torch.randn(*lead, E, generator=gen),
+            "x": scale * torch.randn(*lead, E, generator=gen),
             "w1": torch.randn(E, hidden, generator=gen) / math.sqrt(E),
             "b1": torch.randn(hidden, generator=gen) * 0.5,
             "w2": torch.randn(hidden, E, generator=gen) / math.sqrt(hidden),
@@ -108,6 +109,9 @@ FEED_FORWARD = Exercise(
                 f"you used GELU (as GPT-2 and BERT do); this block is the paper's, with ReLU ({_SEE_FFN})."),
         Mistake("leaky_relu", wrong._ff(F.leaky_relu),
                 f"you used leaky ReLU: negative hidden values must become exactly 0, use torch.relu ({_SEE_FFN})."),
+        Mistake("relu6", wrong._ff(lambda h: h.clamp(0, 6)),
+                "your hidden values are capped at 6 (ReLU6, h.clamp(0, 6)): ReLU has no upper limit, "
+                f"max(0, h); use torch.relu. The case with the large input shows it ({_SEE_FFN})."),
         Mistake("sigmoid", wrong._ff(torch.sigmoid),
                 f"you used a sigmoid: the activation is ReLU, max(0, h) ({_SEE_FFN})."),
         Mistake("residual", wrong._ff_residual,
@@ -117,8 +121,9 @@ FEED_FORWARD = Exercise(
                 "you normalised the output: the block has no LayerNorm; the encoder layer adds it around the "
                 "block (exercise 2)."),
         Mistake("linear_convention", wrong._ff_linear_convention,
-                "F.linear(x, w) computes x @ w.T (nn.Linear stores weights as (out, in)); these weights are "
-                "(in, out), so write x @ w1 + b1, or F.linear(x, w1.T, b1)."),
+                "you multiplied by the transposed weights (x @ w1.T, which is also what F.linear(x, w1) "
+                "computes: nn.Linear stores weights as (out, in)); these weights are (in, out), so write "
+                "x @ w1 + b1, or F.linear(x, w1.T, b1)."),
         Mistake("float16", wrong._ff_float16,
                 "you computed in float16 and cast back: float16 keeps about 3 decimal digits, so the result "
                 "is off by about 1e-3; compute in the inputs' dtype."),
@@ -186,15 +191,17 @@ def encoder_layer_pre_ln_reference(x, num_heads, **tensors):
 
 
 def _encoder_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
-    # (N, L, E, H, scale of x). First a case with H > 1 and L > 1, so that the case named in a diagnosis
+    # (N, L, E, H, F, scale of x). First a case with H > 1 and L > 1, so that the case named in a diagnosis
     # shows the mistake (a sqrt(H) scale is no scale at all when H = 1); then one token, a single head,
     # D = 1, a random shape, and a small input, where LayerNorm's eps (1e-5, inside the square root) matters.
-    shapes = [(2, 3, 8, 2, 1.0), (1, 1, 8, 2, 1.0), (2, 5, 6, 1, 1.0), (1, 4, 4, 4, 1.0),
-              (rng.randint(2, 3), rng.randint(4, 7), rng.choice([8, 12]), 2, 1.0),
-              (rng.randint(2, 3), rng.randint(2, 3), 12, 3, 0.01)]
+    # Wherever L > 1 the sizes are chosen so that a wrong scale does not coincide with a listed one:
+    # L is not E, H or D**2, N is not H, F is not D**2 and H is not sqrt(D) (else / sqrt(L), / sqrt(N),
+    # / sqrt(F) or / (sqrt(D) * H) would be diagnosed as / sqrt(E), / sqrt(H) or / D).
+    shapes = [(2, 5, 12, 3, 24, 1.0), (1, 1, 8, 2, 16, 1.0), (3, 5, 6, 1, 12, 1.0), (1, 3, 4, 4, 8, 1.0),
+              (rng.randint(2, 3), rng.randint(5, 7), 12, 4, rng.choice([24, 48]), 1.0),
+              (2, rng.randint(2, 3), 12, 4, rng.choice([24, 48]), 0.01)]
     cases = []
-    for N, L, E, H, scale in shapes:
-        hidden = rng.choice([2, 4]) * E
+    for N, L, E, H, hidden, scale in shapes:
         case = {"x": scale * torch.randn(N, L, E, generator=gen)}
         for name in ("w_q", "w_k", "w_v", "w_o"):
             case[name] = torch.randn(E, E, generator=gen) / math.sqrt(E) * 1.5
@@ -275,7 +282,7 @@ _COMMON = (
      "the biased one, var(unbiased=False), as F.layer_norm does."),
     ("norm_eps_outside_sqrt", {"norm": "std_plus_eps"},
      "your LayerNorm divides by std + eps: eps goes inside the square root, (h - mean) / sqrt(var + 1e-5); "
-     "the difference shows on the small input of the last case."),
+     "the two differ most where the variance is small (the last case has a small input)."),
     ("norm_no_eps", {"norm": "eps_0"},
      "your LayerNorm leaves out eps (or uses a tiny one such as 1e-12): use eps = 1e-5, F.layer_norm's "
      "default; it matters on the small input of the last case."),

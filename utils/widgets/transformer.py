@@ -135,9 +135,11 @@ def ch5_quiz() -> Quiz:
                 "Pre-LN learned without warm-up in the chapter's measurement, although its loss spiked along "
                 "the way; post-LN did not learn at all.",
             ],
-            explanation="Post-LN puts a LayerNorm on the residual path after every sublayer, so there is no "
-                        "plain path from the loss to the early layers; large early steps are riskier, which is "
-                        "what a warm-up guards against. Pre-LN keeps the residual path a plain sum.",
+            explanation="Post-LN puts a LayerNorm on the residual path after every sublayer, so the gradient "
+                        "reaching an early layer passes through every norm above it; pre-LN keeps the residual "
+                        "path a plain sum. In the chapter's small model the gradients at initialisation were "
+                        "similar in both settings; what differed was training at a high learning rate, the risk "
+                        "a warm-up guards against.",
         ),
         Choice(
             "The decoder masks its self-attention with a causal mask. What does that mask change?",
