@@ -361,3 +361,73 @@ def test_chapter_modules_share_one_convention():
             assert name in module.__all__ and exercise.reference.__name__ == name, f"{module.__name__}.{name}"
             assert isinstance(exercise.forbidden, tuple), exercise.id
             assert any(getattr(module, constant) is exercise for constant in module.__all__), exercise.id
+
+
+# --- exercises that are trained through: a right output must also pass its gradients back ------------
+
+
+def _weighted_softmax(x, w):
+    return (x @ w).softmax(-1)  # (N, L, E) @ (E, S) -> weights over S
+
+
+def _weighted_cases(rng: random.Random, gen: torch.Generator):
+    return [{"x": torch.randn(2, 3, 4, generator=gen), "w": torch.randn(4, 5, generator=gen)} for _ in range(2)]
+
+
+TRAINED = Exercise(id="ch0.weighted_softmax", reference=_weighted_softmax, make_cases=_weighted_cases,
+                   gradients=True, hint="softmax over the last axis")
+
+
+def _detached(x, w):
+    return (x @ w.detach()).softmax(-1)
+
+
+def _no_grad(x, w):
+    with torch.no_grad():
+        return (x @ w).softmax(-1)
+
+
+def _in_place_after_softmax(x, w):
+    weights = (x @ w).softmax(-1)
+    weights[..., 0] = weights[..., 0] * 1  # an in-place write to what softmax's backward needs
+    return weights
+
+
+def _nan_gradient(x, w):
+    scores = x @ w
+    hidden = torch.log(scores - scores)  # log(0) = -inf, added and then hidden: the output is right
+    return (scores + torch.where(torch.isinf(hidden), torch.zeros_like(hidden), hidden) * 0
+            + hidden.clamp(min=0) * 0).softmax(-1)
+
+
+@pytest.mark.parametrize("fn, words", [
+    (_detached, "no gradient reaches `w`"),
+    (_no_grad, "no gradient reaches `x`"),
+    (_in_place_after_softmax, "backward through your function fails"),
+])
+def test_a_right_output_that_would_not_train_fails(fn, words):
+    verdict = run_public_check(TRAINED, fn, quiet=True)
+    assert not verdict.passed and words in verdict.message, verdict.message
+    assert "your output is right" in verdict.message
+
+
+def test_nan_gradients_behind_a_right_output_fail():
+    outcome = run_cases(_nan_gradient, TRAINED.cases(0), gradients=True)[0]
+    assert outcome.error is None and "non-finite" in outcome.gradients.values(), outcome
+    verdict = run_public_check(TRAINED, _nan_gradient, quiet=True)
+    assert not verdict.passed and "contains NaN or inf" in verdict.message, verdict.message
+
+
+def test_gradients_are_asked_only_of_trained_exercises():
+    assert run_public_check(TRAINED, _weighted_softmax, quiet=True).passed
+    untrained = Exercise(id="ch0.weighted_softmax", reference=_weighted_softmax, make_cases=_weighted_cases)
+    assert run_public_check(untrained, _detached, quiet=True).passed  # the forward pass is all it checks
+    assert run_cases(_detached, TRAINED.cases(0))[0].gradients == {}  # not measured unless asked
+
+
+def test_the_course_asks_gradients_of_the_exercises_it_trains_through():
+    from utils.exercises import get
+
+    for exercise_id in ("ch2.scaled_dot_product_attention", "ch3.multi_head_attention",
+                        "ch4.add_positional_encoding"):
+        assert get(exercise_id).gradients, exercise_id

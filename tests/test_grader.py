@@ -357,3 +357,13 @@ def test_fallback_sweep_kills_every_marked_process_and_spares_the_rest():
         for proc in (marked, bystander):
             proc.kill()
             proc.wait()
+
+
+def test_gradient_reports_cross_the_process_boundary_and_are_validated(tmp_path):
+    folder = tmp_path / "out"
+    outcome = Outcome(output=torch.ones(2), gradients={"x": "missing", "evil": "flows", "w": "bogus"},
+                      backward_error="RuntimeError:   modified   by an inplace operation")
+    serialize.dump_outcomes([outcome], folder)
+    loaded = serialize.load_outcomes(folder, ["x", "w"])[0]
+    assert loaded.gradients == {"x": "missing"}  # unknown inputs and states are dropped
+    assert loaded.backward_error == "RuntimeError: modified by an inplace operation"

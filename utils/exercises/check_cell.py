@@ -32,7 +32,7 @@ def run_public_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = 
             )
         else:
             cases = exercise.cases(seed)
-            verdict = judge(exercise, cases, run_cases(fn, cases, exercise.forbidden))
+            verdict = judge(exercise, cases, run_cases(fn, cases, exercise.forbidden, exercise.gradients))
     if not quiet:
         print(verdict.line)
     return verdict

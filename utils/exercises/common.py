@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum
 from typing import Any
 
 import torch
@@ -25,11 +25,16 @@ ERROR_MESSAGE_CHARS = 200
 """An error message raised by learner code is kept to this many characters (runner and judge agree)."""
 
 
-class Status(StrEnum):
+class Status(str, Enum):
     """Every status an exercise can end with: in a check cell's verdict, a grader row and the reports.
 
-    A ``StrEnum``, so a status is also its plain string (``Status.PASSED == "passed"``) in CSV and JSON.
+    A ``str`` enum, so a status is also its plain string (``Status.PASSED == "passed"``, and ``str()``
+    and f-strings give ``"passed"`` on every Python version) in CSV and JSON. (``enum.StrEnum`` would
+    say this in one word, but it needs Python 3.11.)
     """
+
+    __str__ = str.__str__
+    __format__ = str.__format__
 
     PASSED = "passed"
     FAILED = "failed"  # ran, and the output is wrong (or an input was changed in place)
@@ -64,6 +69,52 @@ class Outcome:
     error: tuple[str, str] | None = None
     mutated: list[str] = field(default_factory=list)
     forbidden: str | None = None
+    gradients: dict[str, str] = field(default_factory=dict)  # input name -> one of GRADIENT_STATES
+    backward_error: str | None = None  # what backward through the function raised, in one line
+
+
+GRADIENT_STATES = ("flows", "zero", "missing", "non-finite")
+"""What reaches a floating input when the output's (finite) sum is differentiated: a gradient with some
+nonzero entry, an all-zero one, none (the graph was cut), or one with NaN or inf."""
+
+
+def gradient_report(fn: Any, case: Case) -> tuple[dict[str, str], str | None]:
+    """Call ``fn`` on a copy of ``case`` whose floating tensors require grad, differentiate the sum of
+    the finite entries of its floating outputs, and say what reaches each floating input.
+
+    Returns ``(states, backward_error)``: one of :data:`GRADIENT_STATES` per floating input, or ``({},
+    message)`` when the call or the backward pass raised.
+    """
+    args = clone_case(case)
+    leaves = {key: value.requires_grad_(True) for key, value in args.items()
+              if isinstance(value, torch.Tensor) and value.is_floating_point()}
+    if not leaves:
+        return {}, None
+    try:
+        outputs = [t for t in _tensors(fn(**args)) if t.is_floating_point() and t.requires_grad]
+        if not outputs:
+            return {key: "missing" for key in leaves}, None
+        total = sum(torch.where(torch.isfinite(t), t, torch.zeros_like(t)).double().sum() for t in outputs)
+        grads = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
+    except Exception as exc:  # the learner's code may raise anything in its backward pass
+        return {}, one_line(f"{type(exc).__name__}: {exc}", ERROR_MESSAGE_CHARS)
+    states = {}
+    for key, grad in zip(leaves, grads):
+        if grad is None:
+            states[key] = "missing"
+        elif not bool(torch.isfinite(grad).all()):
+            states[key] = "non-finite"
+        else:
+            states[key] = "flows" if bool(grad.ne(0).any()) else "zero"
+    return states, None
+
+
+def _tensors(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in _tensors(item)]
+    return []
 
 
 def clone_case(case: Case) -> Case:

@@ -63,6 +63,10 @@ class Exercise:
             run time.
         atol, rtol: tolerances for float outputs (compared in float64).
         hint: shown after a generic mismatch.
+        gradients: also require that the gradients the reference passes back reach the learner's inputs,
+            finite, through a backward pass that works (catches ``.detach()``, ``torch.no_grad()``, an
+            in-place write autograd needs, NaN gradients hidden by a right output). For exercises whose
+            function is meant to be trained through.
     """
 
     id: str
@@ -74,6 +78,7 @@ class Exercise:
     atol: float = 1e-5
     rtol: float = 1e-4
     hint: str = ""
+    gradients: bool = False
 
     @property
     def func_name(self) -> str:

@@ -23,6 +23,7 @@ from utils.exercises.common import (
     Outcome,
     Status,
     clone_case,
+    gradient_report,
     one_line,
     plain_copy,
 )
@@ -132,6 +133,7 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
     if not outcomes:
         return Verdict(False, Status.ERROR, "your function was never called")
     failures: list[tuple[int, Case, Outcome, str | None]] = []  # (index, case, outcome, reason)
+    gradient_failures: list[str] = []  # right outputs that would not train
     for index, (case, outcome) in enumerate(zip(cases, outcomes)):
         if outcome.forbidden:
             return Verdict(
@@ -155,11 +157,39 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
         reason = compare(outcome.output, expected, exercise.atol, exercise.rtol)
         if reason is not None:
             failures.append((index, case, outcome, reason))
+        elif exercise.gradients and (untrainable := _gradient_reason(exercise, case, outcome)):
+            gradient_failures.append(f"{untrainable} ({_where(index, len(cases), case)})")
     if failures:
         return _failure_verdict(exercise, len(cases), failures)
+    if gradient_failures:
+        return Verdict(False, Status.FAILED, gradient_failures[0])
     if len(outcomes) < len(cases):  # e.g. the grader's sandbox died part-way: never pass on part
         return Verdict(False, Status.ERROR, f"your function ran on only {len(outcomes)} of {len(cases)} cases")
     return Verdict(True, Status.PASSED, f"{exercise.func_name} matches the reference on {len(cases)} random cases")
+
+
+def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | None:
+    """Why a right output would still not train, or None: the reference's gradients are the measure."""
+    if not outcome.gradients and outcome.backward_error is None:
+        return None  # not measured (no floating input, or an old worker)
+    expected, error = gradient_report(exercise.reference, case)
+    if error is not None or all(state == "missing" for state in expected.values()):
+        return None  # the reference itself is not differentiated here: nothing to ask of the learner
+    if outcome.backward_error is not None:
+        return (f"your output is right, but backward through your function fails ({outcome.backward_error}): "
+                f"an in-place write such as `masked_fill_` or `w[...] = 0` on a tensor autograd still needs; "
+                f"use the out-of-place form (`w = w.masked_fill(...)`)")
+    for name, state in expected.items():
+        got = outcome.gradients.get(name)
+        if state == "flows" and got in ("missing", "zero"):
+            return (f"your output is right, but no gradient reaches `{name}`: something cuts the graph "
+                    f"(`.detach()`, `.data`, `torch.no_grad()`, or a new tensor made with `torch.tensor(...)`), "
+                    f"so nothing before your function could learn")
+        if state in ("flows", "zero") and got == "non-finite":
+            return (f"your output is right, but the gradient reaching `{name}` contains NaN or inf: a NaN or an "
+                    f"infinite value computed on the way (e.g. -inf added to the scores, or log(0)) poisons the "
+                    f"backward pass even where the output hides it; fill with `masked_fill` instead of adding")
+    return None
 
 
 def _failure_verdict(

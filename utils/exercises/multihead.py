@@ -95,10 +95,9 @@ def multi_head_attention_reference(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
     """
     E = x.shape[-1]
     module = MultiHeadAttention(E, num_heads, bias=False).to(x.dtype)
-    with torch.no_grad():
-        for proj, w in ((module.q_proj, w_q), (module.k_proj, w_k), (module.v_proj, w_v), (module.out_proj, w_o)):
-            proj.weight.copy_(w.T)
-        out, _ = module(x, mask=mask)
+    weights = {"q_proj.weight": w_q.T, "k_proj.weight": w_k.T, "v_proj.weight": w_v.T, "out_proj.weight": w_o.T}
+    # functional_call runs the module with these tensors as its weights, so gradients reach x and every W
+    out, _ = torch.func.functional_call(module, weights, (x,), {"mask": mask})
     return out  # (N, L, E)
 
 
@@ -371,6 +370,7 @@ MULTI_HEAD_ATTENTION = Exercise(
     id="ch3.multi_head_attention",
     reference=multi_head_attention_reference,
     make_cases=_mha_cases,
+    gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=3,
     mistakes=MULTI_HEAD_MISTAKES,
     forbidden=(

@@ -201,6 +201,7 @@ ADD = Exercise(
     id="ch4.add_positional_encoding",
     reference=add_positional_encoding_reference,
     make_cases=_add_cases,
+    gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=1,
     mistakes=[
         Mistake(

@@ -21,6 +21,7 @@ from utils.exercises.common import (
     Case,
     Outcome,
     clone_case,
+    gradient_report,
     one_line,
     plain_copy,
     resolve,
@@ -69,8 +70,10 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
             setattr(owner, attr, original)
 
 
-def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence[str] = ()) -> list[Outcome]:
-    """Call ``fn(**case)`` on copies of every case and record what happened.
+def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence[str] = (),
+              gradients: bool = False) -> list[Outcome]:
+    """Call ``fn(**case)`` on copies of every case and record what happened; with ``gradients``, also
+    what a backward pass through a right-shaped call reaches (:func:`~utils.exercises.common.gradient_report`).
 
     Stops early after a ``NotImplementedError`` or a ``MemoryError``: the rest would only say the same
     (and a memory bomb would cost its time again on every case).
@@ -101,6 +104,14 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
             k for k, v in case.items() if isinstance(v, torch.Tensor) and not _same(v, args[k])
         ]
         outcome.output = plain_copy(outcome.output)
+        if gradients and outcome.error is None and not outcome.forbidden and not outcome.mutated:
+            # Once more with gradients on: a right output whose graph is cut (.detach(), no_grad) or
+            # cannot be differentiated (an in-place write autograd needs) would never train.
+            try:
+                with forbid(forbidden):
+                    outcome.gradients, outcome.backward_error = gradient_report(fn, case)
+            except ForbiddenCall:
+                pass
         outcomes.append(outcome)
     return outcomes
 

@@ -142,6 +142,7 @@ SDPA = Exercise(
     id="ch2.scaled_dot_product_attention",
     reference=scaled_dot_product_attention_reference,
     make_cases=_sdpa_cases,
+    gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=3,
     mistakes=(
         # masking: listed first, so that they win a tie with a mistake that fails the same cases

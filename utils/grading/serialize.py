@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from utils.exercises.common import Outcome
+from utils.exercises.common import GRADIENT_STATES, Outcome
 from utils.grading import files
 
 MAX_NPY_BYTES = 64 * 2**20
@@ -167,6 +167,8 @@ def dump_outcomes(outcomes: list[Outcome], folder: Path) -> None:
             "error": list(outcome.error) if outcome.error else None,
             "mutated": list(outcome.mutated),
             "forbidden": outcome.forbidden,
+            "gradients": dict(outcome.gradients),
+            "backward_error": outcome.backward_error,
         })
     (folder / "outcomes.json").write_text(json.dumps(records), encoding="utf-8")
 
@@ -323,8 +325,16 @@ def _outcome(reader: _Reader, record: Any, case_keys: list[str]) -> Outcome:
     forbidden = record.get("forbidden")
     if forbidden is not None and not isinstance(forbidden, str):
         raise DecodeError("bad forbidden entry")
+    gradients = record.get("gradients") or {}
+    if not isinstance(gradients, dict):
+        raise DecodeError("bad gradients entry")
+    gradients = {k: v for k, v in gradients.items() if k in case_keys and v in GRADIENT_STATES}
+    backward_error = record.get("backward_error")
+    if backward_error is not None and not isinstance(backward_error, str):
+        raise DecodeError("bad backward_error entry")
     return Outcome(output=decode(reader, record.get("output")), error=error, mutated=mutated,
-                   forbidden=forbidden[:200] if forbidden else None)
+                   forbidden=forbidden[:200] if forbidden else None, gradients=gradients,
+                   backward_error=" ".join(backward_error.split())[:300] if backward_error else None)
 
 
 def safe_name(text: str) -> str:

@@ -163,7 +163,8 @@ def _write_due(jobdir: Path, index: int, task: Task, cases: list[dict[str, Any]]
     serialize.dump(cases, folder)
     (folder / "cell.json").write_text(json.dumps({
         "id": task.course.id, "func_name": task.course.exercise.func_name, "source": task.source,
-        "forbidden": list(task.course.exercise.forbidden)}), encoding="utf-8")
+        "forbidden": list(task.course.exercise.forbidden),
+        "gradients": bool(task.course.exercise.gradients)}), encoding="utf-8")
     if iso.uid:
         gid = sandbox.UID_BASE + slot
         for path in (folder, *folder.iterdir()):

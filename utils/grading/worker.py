@@ -158,7 +158,7 @@ def _run_exercise(jobdir: Path, index: int) -> int:
         except MissingFunction:
             record["load_error"] = ["LookupError", f"the cell does not define {cell['func_name']}()"]
         else:
-            outcomes = run_cases(fn, cases, forbidden)
+            outcomes = run_cases(fn, cases, forbidden, gradients=cell.get("gradients") is True)
             try:
                 serialize.dump_outcomes(outcomes, out)
             except OSError as exc:  # e.g. the learner's code used up every file descriptor
