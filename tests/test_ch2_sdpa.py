@@ -221,12 +221,21 @@ def _keys_first(q, k, v, mask=None):  # K Q^T, softmax over the queries' axis of
     return weights @ v, weights
 
 
-@pytest.mark.parametrize("learner", [_learner(float("-inf")), _where_guarded, _additive_guarded, _float32_inside,
+@pytest.mark.parametrize("learner", [_learner(float("-inf")), _where_guarded, _float32_inside,
                                      _keys_first], ids=lambda f: getattr(f, "__name__", "nan_to_num"))
 @pytest.mark.parametrize("seed", SEEDS)
 def test_correct_alternatives_pass(learner, seed):
     verdict = run_public_check(ex.SDPA, learner, seed=seed, quiet=True)
     assert verdict.passed, verdict.message
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_an_additive_minus_inf_mask_passes_forward_but_poisons_the_gradients(seed):
+    """Adding -inf and hiding the NaN rows gives the right output, but a fully masked row sends NaN back
+    to q and k (cell 35: NaN spreads): the check says so instead of passing it."""
+    verdict = run_public_check(ex.SDPA, _additive_guarded, seed=seed, quiet=True)
+    assert not verdict.passed
+    assert "your output is right" in verdict.message and "contains NaN or inf" in verdict.message
 
 
 def test_forbidden_builtin_is_refused():

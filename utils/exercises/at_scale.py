@@ -1,5 +1,6 @@
 """Exercises of chapter 6: the online-softmax update, the sliding-window mask, one decoding step with a
-KV cache. See :mod:`utils.exercises.definition` for the contract. Masks: True = may attend.
+KV cache. See :mod:`utils.exercises.definition` for the contract. Masks: True = may attend. The wrong answers
+themselves are in :mod:`utils.exercises.mistakes.at_scale`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import torch
 
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.mistakes import at_scale as wrong
 
 __all__ = [
     "CACHE",
@@ -36,103 +38,6 @@ def online_softmax_update_reference(running_max: torch.Tensor, running_sum: torc
     shift = torch.where(new_max == _NEG_INF, 0.0, new_max)  # (...,): nothing but -inf so far -> no shift
     new_sum = running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(-1)
     return new_max, new_sum
-
-
-def _shifted_sum(running_max, running_sum, block, new_max):
-    """The correct new sum for ``new_max``: the mistakes below change one thing each."""
-    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)
-    return running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(-1)
-
-
-def _online_no_guard(running_max, running_sum, block):
-    # also what a guard on only one of the two exponentials gives: the other is NaN in the same rows
-    new_max = torch.maximum(running_max, block.amax(dim=-1))
-    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[..., None]).sum(-1)
-
-
-def _online_clamped_max(running_max, running_sum, block):
-    new_max = torch.maximum(running_max, block.amax(dim=-1)).clamp(min=-1e9)  # raises in float16
-    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[..., None]).sum(-1)
-
-
-def _online_no_rescale(running_max, running_sum, block):
-    new_max = torch.maximum(running_max, block.amax(dim=-1))
-    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)
-    return new_max, running_sum + torch.exp(block - shift[..., None]).sum(-1)
-
-
-def _no_inf(values):
-    """``values`` with -inf replaced by 0: a shift that cannot make NaN."""
-    return torch.where(values == _NEG_INF, 0.0, values)
-
-
-def _online_wrong_sign(running_max, running_sum, block):
-    new_max = torch.maximum(running_max, block.amax(dim=-1))
-    rescale = torch.exp(_no_inf(new_max) - _no_inf(running_max))  # upside down
-    return new_max, running_sum * rescale + torch.exp(block - _no_inf(new_max)[..., None]).sum(-1)
-
-
-def _online_block_max(running_max, running_sum, block):
-    new_max = block.amax(dim=-1)
-    return new_max, _shifted_sum(running_max, running_sum, block, new_max)
-
-
-def _online_global_max(running_max, running_sum, block):
-    new_max = torch.maximum(running_max, block.max())  # one max over every row at once
-    return new_max, _shifted_sum(running_max, running_sum, block, new_max)
-
-
-def _online_old_max_shift(running_max, running_sum, block):
-    new_max = torch.maximum(running_max, block.amax(dim=-1))
-    terms = torch.exp(block - _no_inf(running_max)[..., None])  # shifted by the old max
-    return new_max, running_sum * torch.exp(running_max - _no_inf(new_max)) + terms.sum(-1)
-
-
-def _online_history_guard(running_max, running_sum, block):
-    new_max = torch.maximum(running_max, block.amax(dim=-1))
-    shift = torch.where(torch.isfinite(running_max), new_max, torch.zeros_like(new_max))  # guards the old max
-    return new_max, running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(-1)
-
-
-def _online_no_shift(running_max, running_sum, block):
-    new_max = torch.maximum(running_max, block.amax(dim=-1))
-    return new_max, running_sum + torch.exp(block).sum(-1)
-
-
-def _online_sum_dim0(running_max, running_sum, block):
-    new_max = torch.maximum(running_max, block.amax(dim=-1))
-    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)
-    return new_max, running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(0)
-
-
-def _online_swapped(running_max, running_sum, block):
-    new_max, new_sum = online_softmax_update_reference(running_max, running_sum, block)
-    return new_sum, new_max
-
-
-def _online_keepdim(running_max, running_sum, block):
-    new_max, new_sum = online_softmax_update_reference(running_max, running_sum, block)
-    return new_max[..., None], new_sum[..., None]
-
-
-def _online_log_sum(running_max, running_sum, block):
-    new_max, new_sum = online_softmax_update_reference(running_max, running_sum, block)
-    return new_max, torch.log(new_sum)
-
-
-def _online_logsumexp(running_max, running_sum, block):
-    new_max, new_sum = online_softmax_update_reference(running_max, running_sum, block)
-    return new_max, new_max + torch.log(new_sum)
-
-
-def _online_max_tuple(running_max, running_sum, block):
-    new_max = torch.maximum(running_max, block.max(dim=-1))  # TypeError: (values, indices)
-    return new_max, _shifted_sum(running_max, running_sum, block, new_max)
-
-
-def _online_python_max(running_max, running_sum, block):
-    new_max = max(running_max, block.amax(dim=-1))  # RuntimeError for more than one row
-    return new_max, _shifted_sum(running_max, running_sum, block, new_max)
 
 
 def _masked_rows_case(rng: random.Random, gen: torch.Generator) -> Case:
@@ -199,51 +104,51 @@ ONLINE = Exercise(
     make_cases=_online_cases,
     points=2,
     mistakes=(
-        Mistake("no_inf_guard", _online_no_guard,
+        Mistake("no_inf_guard", wrong._online_no_guard,
                 "NaN in a fully masked row: where the running max and the whole block are -inf, both "
                 "exp(running_max - new_max) and exp(block - new_max) compute -inf - (-inf) = NaN. Such a row "
                 "must come out as max -inf, sum 0: shift both exponentials by 0 where the new max is -inf "
                 "(guarding only one of them is not enough, and -1e9 is no help: float16 turns it into -inf) "
                 f"— {_FULLY_MASKED}"),
-        Mistake("clamped_max", _online_clamped_max,
+        Mistake("clamped_max", wrong._online_clamped_max,
                 "your running max is -1e9 where it must stay -inf (a fully masked row), and in float16 "
                 "-1e9 does not even exist (clamp raises): a large finite number is not -inf — chapter 2's "
                 f"myth check on -1e9 ('Three masking myths, run'); guard the shift instead — {_FULLY_MASKED}"),
-        Mistake("no_rescale", _online_no_rescale,
+        Mistake("no_rescale", wrong._online_no_rescale,
                 "when the max rises from m to m', the old sum was measured relative to m: multiply it by "
                 "exp(m - m') before adding the new block's terms"),
-        Mistake("wrong_sign", _online_wrong_sign,
+        Mistake("wrong_sign", wrong._online_wrong_sign,
                 "your rescale factor is upside down: it is exp(old_max - new_max), which is <= 1, not "
                 "exp(new_max - old_max)"),
-        Mistake("block_max", _online_block_max,
+        Mistake("block_max", wrong._online_block_max,
                 "the new running max is the larger of the old max and the block's max, row by row "
                 "(torch.maximum), not the block's max alone: the max never goes down"),
-        Mistake("global_max", _online_global_max,
+        Mistake("global_max", wrong._online_global_max,
                 "take the max of each row (block.amax(dim=-1)), not block.max() over the whole block: every "
                 "row is a separate softmax with its own running max"),
-        Mistake("old_max_shift", _online_old_max_shift,
+        Mistake("old_max_shift", wrong._online_old_max_shift,
                 "shift the block's terms by the *new* max m' (the one the new sum is measured against), not "
                 "by the old one"),
-        Mistake("history_guard", _online_history_guard,
+        Mistake("history_guard", wrong._online_history_guard,
                 "your shift is 0 wherever the *old* max is -inf, even when the block brings finite scores: the "
                 "new sum must be measured relative to the new max, so guard on the new max (it is -inf only "
                 f"when everything so far is -inf) — {_FULLY_MASKED}"),
-        Mistake("no_shift", _online_no_shift,
+        Mistake("no_shift", wrong._online_no_shift,
                 "your sum is sum(exp(x)), not sum(exp(x - running max)): the sum is measured relative to the "
                 "running max (that is what keeps exp from overflowing: exp(89) is inf in float32), so "
                 "subtract the new max and rescale the old sum"),
-        Mistake("sum_dim0", _online_sum_dim0,
+        Mistake("sum_dim0", wrong._online_sum_dim0,
                 "sum the block's terms over its last dim, the B scores of each row (dim=-1), not over dim 0"),
-        Mistake("swapped", _online_swapped, "return (new_max, new_sum) in that order; yours are swapped"),
-        Mistake("keepdim", _online_keepdim,
+        Mistake("swapped", wrong._online_swapped, "return (new_max, new_sum) in that order; yours are swapped"),
+        Mistake("keepdim", wrong._online_keepdim,
                 "return one value per row, shape (...,) like running_max: drop the keepdim=True / the "
                 "trailing size-1 dim"),
-        Mistake("log_sum", _online_log_sum, "return the running sum itself, not its log"),
-        Mistake("logsumexp", _online_logsumexp,
+        Mistake("log_sum", wrong._online_log_sum, "return the running sum itself, not its log"),
+        Mistake("logsumexp", wrong._online_logsumexp,
                 "return the running sum, not the logsumexp m + log(sum): the next block needs the sum"),
-        Mistake("max_tuple", _online_max_tuple,
+        Mistake("max_tuple", wrong._online_max_tuple,
                 "block.max(dim=-1) returns a (values, indices) pair: take .values, or use block.amax(dim=-1)"),
-        Mistake("python_max", _online_python_max,
+        Mistake("python_max", wrong._online_python_max,
                 "Python's max() compares whole tensors (and fails on more than one row): use torch.maximum "
                 "for the elementwise larger of two tensors"),
     ),
@@ -265,68 +170,6 @@ def sliding_window_mask_reference(L: int, window: int) -> torch.Tensor:
     return (positions[:, None] - positions[None, :]).abs() <= window  # (L, L)
 
 
-def _distance(L: int) -> torch.Tensor:
-    positions = torch.arange(L)
-    return positions[:, None] - positions[None, :]  # (L, L): i - j, query i (row), key j (column)
-
-
-def _window_strict(L, window):  # also `<= window - 1`
-    return _distance(L).abs() < window
-
-
-def _window_half_width(L, window):
-    return _distance(L).abs() <= window // 2
-
-
-def _window_double_width(L, window):
-    return _distance(L).abs() <= 2 * window
-
-
-def _window_past_only(L, window):  # also a causal mask combined with the window
-    offset = _distance(L)
-    return (offset >= 0) & (offset <= window)
-
-
-def _window_future_only(L, window):
-    offset = _distance(L)
-    return (offset <= 0) & (offset >= -window)
-
-
-def _window_no_abs(L, window):  # also triu(-window) alone
-    return _distance(L) <= window
-
-
-def _window_tril_only(L, window):
-    return torch.ones(L, L, dtype=torch.bool).tril(window)
-
-
-def _window_empty(L, window):  # triu and tril with their signs swapped
-    return torch.ones(L, L, dtype=torch.bool).triu(window).tril(-window)
-
-
-def _window_inverted(L, window):
-    return ~sliding_window_mask_reference(L, window)
-
-
-def _window_no_self(L, window):
-    distance = _distance(L).abs()
-    return (distance <= window) & (distance > 0)
-
-
-def _window_loop_end(L, window):
-    mask = torch.zeros(L, L, dtype=torch.bool)
-    for i in range(L):
-        mask[i, max(0, i - window):i + window] = True  # the slice end is exclusive
-    return mask
-
-
-def _window_loop_negative_start(L, window):
-    mask = torch.zeros(L, L, dtype=torch.bool)
-    for i in range(L):
-        mask[i, i - window:i + window + 1] = True  # a negative start counts from the end
-    return mask
-
-
 def _window_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     return [
         # an odd window of 3 or more first: it tells `< window`, `<= window // 2` and `2 * window` apart
@@ -346,37 +189,37 @@ WINDOW = Exercise(
     make_cases=_window_cases,
     points=1,
     mistakes=(
-        Mistake("strict", _window_strict,
+        Mistake("strict", wrong._window_strict,
                 "a key exactly `window` positions away is inside the window: use <=, not < (or window - 1)"),
-        Mistake("half_width", _window_half_width,
+        Mistake("half_width", wrong._window_half_width,
                 f"`window` is the reach on *each* side (2·window + 1 keys in all), not the total width: don't "
                 f"halve it {_BOTH_SIDES}"),
-        Mistake("double_width", _window_double_width,
+        Mistake("double_width", wrong._window_double_width,
                 f"`window` is already the reach on each side: a key at most `window` away, not 2·window "
                 f"{_BOTH_SIDES}"),
-        Mistake("past_only", _window_past_only,
+        Mistake("past_only", wrong._window_past_only,
                 f"your band only looks back (a causal window); Longformer's window is symmetric: keys up to "
                 f"`window` away on both sides of the query {_BOTH_SIDES}"),
-        Mistake("future_only", _window_future_only,
+        Mistake("future_only", wrong._window_future_only,
                 f"your band only looks ahead: the window also covers the `window` keys before the query "
                 f"(both sides) {_BOTH_SIDES}"),
-        Mistake("no_abs", _window_no_abs,
+        Mistake("no_abs", wrong._window_no_abs,
                 "your band has no upper edge: every key after the query is kept, however far (i - j <= window "
                 "holds for all j > i). Bound the distance on both sides: |i - j|, or cut with both triu and tril"),
-        Mistake("tril_only", _window_tril_only,
+        Mistake("tril_only", wrong._window_tril_only,
                 "your band has no lower edge: tril(window) alone keeps every key before the query, however "
                 "far; cut the other side too"),
-        Mistake("empty", _window_empty,
+        Mistake("empty", wrong._window_empty,
                 "your mask keeps nothing for window > 0: triu(k) keeps j - i >= k and tril(k) keeps "
                 "j - i <= k, so their signs are swapped"),
-        Mistake("inverted", _window_inverted,
+        Mistake("inverted", wrong._window_inverted,
                 "your mask is True outside the window; here True means *may attend*"),
-        Mistake("no_self", _window_no_self,
+        Mistake("no_self", wrong._window_no_self,
                 "each query must see itself: the key at distance |i - j| = 0 is inside the window"),
-        Mistake("loop_end", _window_loop_end,
+        Mistake("loop_end", wrong._window_loop_end,
                 "your rows miss the key `window` positions *after* the query: a slice end is exclusive, so "
                 "the slice must end one past i + window"),
-        Mistake("loop_negative_start", _window_loop_negative_start,
+        Mistake("loop_negative_start", wrong._window_loop_negative_start,
                 "the first rows are wrong: for i < window, the slice start i - window is negative, and a "
                 "negative start counts from the *end* in Python; clamp it at 0"),
     ),
@@ -395,112 +238,6 @@ def attend_with_cache_reference(q_new, k_new, v_new, k_cache, v_cache):
     v_all = torch.cat([v_cache, v_new], dim=-2)  # (N, H, T + 1, D)
     weights = torch.softmax(q_new @ k_all.transpose(-2, -1) / math.sqrt(q_new.shape[-1]), dim=-1)  # (N, H, 1, T + 1)
     return weights @ v_all, k_all, v_all
-
-
-def _attend(query, key, value, scale=None, dim=-1):
-    """Attention written out, as a learner writes it; ``scale`` and ``dim`` are what the mistakes change."""
-    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
-    return torch.softmax(query @ key.transpose(-2, -1) * scale, dim=dim) @ value
-
-
-def _appended(k_new, v_new, k_cache, v_cache):
-    return torch.cat([k_cache, k_new], dim=-2), torch.cat([v_cache, v_new], dim=-2)  # (N, H, T + 1, D) each
-
-
-def _cache_only_new(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_new, v_new), k_all, v_all
-
-
-def _cache_before_append(q_new, k_new, v_new, k_cache, v_cache):  # also: the new key masked out
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_cache, v_cache), k_all, v_all
-
-
-def _cache_prepend(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = torch.cat([k_new, k_cache], dim=-2), torch.cat([v_new, v_cache], dim=-2)
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_not_updated(q_new, k_new, v_new, k_cache, v_cache):
-    output, _, _ = attend_with_cache_reference(q_new, k_new, v_new, k_cache, v_cache)
-    return output, k_cache, v_cache
-
-
-def _cache_swapped(q_new, k_new, v_new, k_cache, v_cache):
-    output, k_all, v_all = attend_with_cache_reference(q_new, k_new, v_new, k_cache, v_cache)
-    return output, v_all, k_all
-
-
-def _cache_no_scale(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, scale=1.0), k_all, v_all
-
-
-def _cache_scale_by_length(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, scale=1 / math.sqrt(k_all.shape[-2])), k_all, v_all
-
-
-def _cache_scale_by_d(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, scale=1 / q_new.shape[-1]), k_all, v_all
-
-
-def _cache_scale_by_model_dim(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, scale=1 / math.sqrt(q_new.shape[1] * q_new.shape[-1])), k_all, v_all
-
-
-def _cache_softmax_queries(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, dim=-2), k_all, v_all
-
-
-def _cache_first_key_only(q_new, k_new, v_new, k_cache, v_cache):
-    # causal_mask(S)[0], tril(ones(1, S)) or is_causal=True with one query: top-left aligned, key 0 only
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all[..., :1, :], v_all[..., :1, :]), k_all, v_all
-
-
-def _cache_weights(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return torch.softmax(q_new @ k_all.transpose(-2, -1) / math.sqrt(q_new.shape[-1]), dim=-1), k_all, v_all
-
-
-def _cache_query_appended(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(q_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_squeezed(q_new, k_new, v_new, k_cache, v_cache):
-    output, k_all, v_all = attend_with_cache_reference(q_new, k_new, v_new, k_cache, v_cache)
-    return output.squeeze(-2), k_all, v_all
-
-
-def _cache_values_not_appended(q_new, k_new, v_new, k_cache, v_cache):
-    k_all = torch.cat([k_cache, k_new], dim=-2)
-    return _attend(q_new, k_all, v_cache), k_all, torch.cat([v_cache, v_new], dim=-2)  # raises: T + 1 vs T
-
-
-def _cache_cat_last(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = torch.cat([k_cache, k_new], dim=-1), torch.cat([v_cache, v_new], dim=-1)  # raises
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_cat_heads(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = torch.cat([k_cache, k_new], dim=1), torch.cat([v_cache, v_new], dim=1)  # raises
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_stack(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = torch.stack([k_cache, k_new], dim=-2), torch.stack([v_cache, v_new], dim=-2)  # raises
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_no_transpose(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return torch.softmax(q_new @ k_all / math.sqrt(q_new.shape[-1]), dim=-1) @ v_all, k_all, v_all  # raises
 
 
 def _cache_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
@@ -526,48 +263,48 @@ CACHE = Exercise(
     make_cases=_cache_cases,
     points=3,
     mistakes=(
-        Mistake("only_new", _cache_only_new,
+        Mistake("only_new", wrong._cache_only_new,
                 "your new query attends only to the new key, so its weight is always 1: it must attend to "
                 f"the whole cache plus the new key {_STEP}"),
-        Mistake("before_append", _cache_before_append,
+        Mistake("before_append", wrong._cache_before_append,
                 "your new query does not see its own key: append k_new and v_new to the caches *before* "
                 f"attending (and mask nothing), so it attends to all T + 1 positions, itself included {_STEP}"),
-        Mistake("prepend", _cache_prepend,
+        Mistake("prepend", wrong._cache_prepend,
                 "your caches are in the wrong order: the new token is the latest one, so it goes at the end "
                 "of the caches, not at the front"),
-        Mistake("not_updated", _cache_not_updated,
+        Mistake("not_updated", wrong._cache_not_updated,
                 "return the *updated* caches (T + 1 positions), or the next step will forget this token"),
-        Mistake("swapped", _cache_swapped,
+        Mistake("swapped", wrong._cache_swapped,
                 "return (output, k_cache, v_cache) in that order: your key and value caches are swapped"),
-        Mistake("no_scale", _cache_no_scale,
+        Mistake("no_scale", wrong._cache_no_scale,
                 "your weights are too peaked: divide the scores by sqrt(D), D = q_new.shape[-1]"),
-        Mistake("scale_by_length", _cache_scale_by_length,
+        Mistake("scale_by_length", wrong._cache_scale_by_length,
                 "scale by sqrt(D), the head dim (q_new.shape[-1]), not by the square root of the number of keys"),
-        Mistake("scale_by_d", _cache_scale_by_d, "divide the scores by sqrt(D), not by D itself"),
-        Mistake("scale_by_model_dim", _cache_scale_by_model_dim,
+        Mistake("scale_by_d", wrong._cache_scale_by_d, "divide the scores by sqrt(D), not by D itself"),
+        Mistake("scale_by_model_dim", wrong._cache_scale_by_model_dim,
                 "scale by sqrt(D) of one head (q_new.shape[-1]), not sqrt(H·D): each head is its own attention"),
-        Mistake("softmax_queries", _cache_softmax_queries,
+        Mistake("softmax_queries", wrong._cache_softmax_queries,
                 "take the softmax over the keys (dim=-1): over dim=-2 there is only the one new query, so "
                 "every weight is 1"),
-        Mistake("first_key_only", _cache_first_key_only,
+        Mistake("first_key_only", wrong._cache_first_key_only,
                 "your new query sees only the first key: a causal mask's *first* row (tril(ones(1, S)), "
                 "causal_mask(S)[0], or is_causal with one query, which is aligned top-left) keeps key 0 alone. "
                 f"The new token is the last position and may see every key: it needs no mask {_STEP}"),
-        Mistake("weights", _cache_weights,
+        Mistake("weights", wrong._cache_weights,
                 "you returned the attention weights (N, H, 1, T + 1): the output is the weights times the values"),
-        Mistake("query_appended", _cache_query_appended,
+        Mistake("query_appended", wrong._cache_query_appended,
                 "append k_new to the key cache, not q_new: the cache keeps keys and values, never queries"),
-        Mistake("squeezed", _cache_squeezed, "keep the query dim: the output is (N, H, 1, D), like q_new"),
-        Mistake("values_not_appended", _cache_values_not_appended,
+        Mistake("squeezed", wrong._cache_squeezed, "keep the query dim: the output is (N, H, 1, D), like q_new"),
+        Mistake("values_not_appended", wrong._cache_values_not_appended,
                 "append v_new to the value cache too: T + 1 weights need T + 1 values"),
-        Mistake("cat_last", _cache_cat_last,
+        Mistake("cat_last", wrong._cache_cat_last,
                 "join the caches along the sequence dim (-2), where the T cached positions are: dim -1 is D"),
-        Mistake("cat_heads", _cache_cat_heads,
+        Mistake("cat_heads", wrong._cache_cat_heads,
                 "join the caches along the sequence dim (-2), where the T cached positions are: dim 1 is H"),
-        Mistake("stack", _cache_stack,
+        Mistake("stack", wrong._cache_stack,
                 "torch.stack makes a new dim (and needs equal shapes); appending joins along an existing one, "
                 "the sequence dim -2: torch.cat"),
-        Mistake("no_transpose", _cache_no_transpose,
+        Mistake("no_transpose", wrong._cache_no_transpose,
                 "q_new @ k needs the keys' last two dims swapped: (N, H, 1, D) @ (N, H, D, T + 1)"),
     ),
     forbidden=("torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",

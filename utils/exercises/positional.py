@@ -185,14 +185,16 @@ def _add_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
         (rng.randint(2, 5), 1, 2 * rng.randint(1, 4), "learned", torch.float32),  # length 1
         (rng.randint(2, 4), rng.randint(5, 12), 2 * rng.randint(1, 5) + 1, "sinusoidal", torch.float32),  # odd E
         (rng.randint(2, 3), rng.randint(10, 20), 16, "sinusoidal", torch.float64),
+        (2, rng.randint(3, 6), 8, "learned float32", torch.float64),  # x's dtype is kept, not the table's
     ]
     cases = []
     for N, L, E, table, dtype in shapes:
         max_len = L + rng.randint(1, 12)
-        if table == "learned":  # a random table, as a learned one starts: any table must work
-            pe = torch.randn(max_len, E, generator=gen, dtype=dtype)
+        table_dtype = torch.float32 if table.endswith("float32") else dtype
+        if table.startswith("learned"):  # a random table, as a learned one starts: any table must work
+            pe = torch.randn(max_len, E, generator=gen, dtype=table_dtype)
         else:
-            pe = _sinusoidal_table(max_len, E, dtype=dtype)
+            pe = _sinusoidal_table(max_len, E, dtype=table_dtype)
         cases.append({"x": torch.randn(N, L, E, generator=gen, dtype=dtype), "pe": pe})
     return cases
 
