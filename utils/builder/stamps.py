@@ -42,10 +42,10 @@ def setup_source(config: CourseConfig) -> str:
     """The setup cell's source for ``config``: the template with its placeholders filled.
 
     >>> source = setup_source(CourseConfig("https://github.com/a/b", "main", None, "pkg"))
-    >>> 'os.environ.get("COURSE_PIP_SOURCE", "pkg @ git+https://github.com/a/b@main")' in source
+    >>> '"pkg @ git+https://github.com/a/b@main",' in source and '"COURSE_PIP_SOURCE",' in source
     True
     >>> source.splitlines()[-1]
-    '%matplotlib inline'
+    'DEVICE = utils.setup()  # seeds, widgets on Colab, inline figures; returns the device the course runs on'
     """
     return (
         _template()

@@ -76,9 +76,9 @@ def unsafe_in_source(source: str) -> str | None:
     ``tb_frame``) or uses torch's internals (``torch._C``, ``torch.ops``, any ``_private`` name of
     ``torch``) could reach a forbidden function, or the machinery that checks it, without naming it.
 
-    >>> unsafe_in_source("def f(q):\n    return getattr(F, 'scaled_' + 'dot')(q)")
+    >>> unsafe_in_source("def f(q):\\n    return getattr(F, 'scaled_' + 'dot')(q)")
     'getattr with a computed attribute name'
-    >>> unsafe_in_source("def f(x):\n    return torch.softmax(x, dim=-1)") is None
+    >>> unsafe_in_source("def f(x):\\n    return torch.softmax(x, dim=-1)") is None
     True
     """
     try:
