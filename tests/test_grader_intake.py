@@ -75,7 +75,7 @@ def test_nested_folders_are_read_and_checkpoints_reported(tmp_path):
 
 def test_a_folder_deeper_than_the_limit_is_reported_not_walked(tmp_path):
     deep = tmp_path / "subs" / "deep"
-    for _ in range(intake.MAX_DEPTH + 2):
+    for _ in range(intake.MAX_FOLDER_DEPTH + 2):
         deep = deep / "d"
     gf.write_notebook(deep / "x.ipynb", gf.toy_submission())
     found = intake.collect(tmp_path / "subs")

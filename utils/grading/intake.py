@@ -8,7 +8,7 @@ writes them to ``results.csv`` with the status ``unplaced``.
 Layouts (``--layout``):
 
 * ``folders``: ``SUBMISSIONS/<student>/`` holds the student's notebooks, at any depth up to
-  :data:`MAX_DEPTH` folders (``<student>/chapters/02_sdpa.ipynb``), and ``SUBMISSIONS/<student>.zip``
+  :data:`MAX_FOLDER_DEPTH` folders (``<student>/chapters/02_sdpa.ipynb``), and ``SUBMISSIONS/<student>.zip``
   is a student too. A notebook at the top level is an error (whose is it?), reported, not graded.
 * ``canvas``: a flat folder as Canvas's "Download Submissions" writes it,
   ``<name>_<user id>_<submission id>_<original name>`` (``<name>_LATE_<user id>_...`` when late); the
@@ -45,7 +45,7 @@ from utils.grading.report import plural
 LAYOUTS = ("auto", "folders", "canvas", "flat")
 UNPLACED = "unplaced"
 """The ``results.csv`` status of a file the grader did not grade (the reason is in ``feedback``)."""
-MAX_DEPTH = 6
+MAX_FOLDER_DEPTH = 6
 """Folders below a student's folder (or inside a zip) that are read."""
 MAX_ENTRIES = 2000
 """Entries read from one student's folder; the rest is reported."""
@@ -214,8 +214,8 @@ def _read_folder(top: Path, label: str, submission: Submission, unplaced: list[U
             if why is None and entry.is_symlink():
                 why = "a symbolic link; links are not followed"
             if why is None and entry.is_dir(follow_symlinks=False):
-                if depth + 1 >= MAX_DEPTH:
-                    why = f"a folder nested deeper than {MAX_DEPTH} levels; not read"
+                if depth + 1 >= MAX_FOLDER_DEPTH:
+                    why = f"a folder nested deeper than {MAX_FOLDER_DEPTH} levels; not read"
                 else:
                     pending.append((Path(entry.path), f"{rel}/", depth + 1))
                     continue
@@ -242,8 +242,8 @@ def _member_problem(info: zipfile.ZipInfo, name: str) -> str | None:
     why = next((w for w in map(_ignored, parts) if w), None)
     if why:
         return why
-    if len(parts) > MAX_DEPTH + 1:
-        return f"nested deeper than {MAX_DEPTH} folders in the zip; not read"
+    if len(parts) > MAX_FOLDER_DEPTH + 1:
+        return f"nested deeper than {MAX_FOLDER_DEPTH} folders in the zip; not read"
     if info.flag_bits & 0x1:
         return "encrypted; submit the zip without a password"
     suffix = PurePosixPath(name).suffix.lower()
@@ -299,5 +299,5 @@ def _read_zip(path: Path, label: str, submission: Submission, unplaced: list[Unp
         submission.add(where, lambda c=content: parse_notebook(c))
 
 
-__all__ = ["CANVAS_NAME", "LAYOUTS", "MAX_DEPTH", "MAX_ENTRIES", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS", "MAX_ZIP_TOTAL",
-           "TOP_LEVEL_NOTEBOOK", "UNPLACED", "Intake", "Unplaced", "collect"]
+__all__ = ["CANVAS_NAME", "LAYOUTS", "MAX_ENTRIES", "MAX_FOLDER_DEPTH", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS",
+           "MAX_ZIP_TOTAL", "TOP_LEVEL_NOTEBOOK", "UNPLACED", "Intake", "Unplaced", "collect"]
