@@ -127,7 +127,8 @@ def test_grades_csv_is_wide_with_totals_and_escaped(batch):
 
 def test_feedback_file_per_student(batch):
     out = batch[0]
-    names = sorted(p.name for p in (out / "feedback").iterdir())
+    names = sorted(p.name for p in (out / "feedback").glob("*.md"))
+    assert (out / "feedback" / "index.csv").is_file()  # which file is whose
     assert "alice.md" in names and "noscale.md" in names and len(names) == 8
     text = (out / "feedback" / "noscale.md").read_text(encoding="utf-8")
     assert "3 / 6" in text and "sqrt(d)" in text
