@@ -67,7 +67,7 @@ def batch(tmp_path_factory):
 def test_results_csv_has_the_exact_header_and_a_row_per_student_and_exercise(batch):
     out, summary = batch
     text = (out / "results.csv").read_text(encoding="utf-8")
-    assert text.splitlines()[0] == "student,exercise,points,max_points,status,feedback"
+    assert text.splitlines()[0] == "student,exercise,points,max_points,status,feedback,student_id"
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == 8 * 3
     assert {r["status"] for r in rows} <= set(Status)
@@ -116,17 +116,19 @@ def test_syntax_error_is_an_error_naming_the_line(batch):
 def test_grades_csv_is_wide_with_totals_and_escaped(batch):
     text = (batch[0] / "grades.csv").read_text(encoding="utf-8")
     lines = list(csv.reader(io.StringIO(text)))
-    assert lines[0] == ["student", "ch1.add_one", "ch1.attend", "ch1.total", "total", "max_total"]
+    assert lines[0] == ["student", "ch1.add_one", "ch1.attend", "ch1.total", "total", "max_total", "student_id"]
     table = {line[0]: line[1:] for line in lines[1:]}
-    assert table["alice"] == ["2", "3", "1", "6", "6"]
-    assert table["untouched"][-2:] == ["0", "6"]
+    assert table["alice"] == ["2", "3", "1", "6", "6", "alice"]
+    assert table["untouched"][-3:] == ["0", "6", "untouched"]
+    assert table["'=HYPERLINK(1)"][-1] == "=HYPERLINK(1)"  # the raw id, for joins
     assert "'=HYPERLINK(1)" in table and "=HYPERLINK(1)" not in table
     assert "\n=HYPERLINK" not in (batch[0] / "results.csv").read_text(encoding="utf-8")
 
 
 def test_feedback_file_per_student(batch):
     out = batch[0]
-    names = sorted(p.name for p in (out / "feedback").iterdir())
+    names = sorted(p.name for p in (out / "feedback").glob("*.md"))
+    assert (out / "feedback" / "index.csv").is_file()  # which file is whose
     assert "alice.md" in names and "noscale.md" in names and len(names) == 8
     text = (out / "feedback" / "noscale.md").read_text(encoding="utf-8")
     assert "3 / 6" in text and "sqrt(d)" in text

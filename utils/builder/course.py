@@ -1,5 +1,9 @@
 """Step 5 of a build: the whole course. Renders every ``solutions/NN_*.ipynb`` and writes what changed.
 
+When the course root holds the ``utils/grading`` package (the course's own checkout, not a scratch
+course in a test), the build also writes the grader's exercise list, ``utils/grading/exercises.json``
+(:mod:`utils.grading.manifest`): package data, so that a pip-installed grader knows the exercises.
+
 A file is written only when its content changes. A chapter notebook without the builder's marker, or
 whose cells were edited since it was generated (a learner's work: its cells no longer match the hash
 in the marker), is never overwritten without ``force``. Everything is validated before anything is
@@ -17,6 +21,8 @@ from utils.builder.chapter import GENERATED_KEY, chapter_path, digest, render_ch
 from utils.builder.config import load_config
 from utils.builder.errors import BuildError
 from utils.builder.stamps import stamp
+from utils.builder.strip import exercise_meta
+from utils.grading.manifest import MANIFEST_FILE, manifest_text
 from utils.paths import REPO_ROOT
 
 __all__ = ["NOTEBOOK_GLOB", "build", "generation_state", "notebook_text", "outdated", "read_source_notebook", "render"]
@@ -53,6 +59,7 @@ def render(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> dic
     registry = _registry() if registry is None else registry
     files: dict[Path, str] = {}
     owner: dict[str, str] = {}
+    manifest: list[dict] = []
     for path in sorted((root / "solutions").glob(NOTEBOOK_GLOB)):
         rel = path.relative_to(root).as_posix()
         solution = read_source_notebook(path, rel)
@@ -66,6 +73,10 @@ def render(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> dic
                 )
             owner[exercise_id] = rel
         files[root / chapter_path(rel)] = notebook_text(chapter)
+        manifest += [{"id": meta["exercise"], "points": meta.get("points"), "notebook": path.name}
+                     for meta in map(exercise_meta, solution["cells"]) if meta is not None]
+    if (root / "utils" / "grading").is_dir():
+        files[root / "utils" / "grading" / MANIFEST_FILE] = manifest_text(manifest)
     return files
 
 

@@ -1,7 +1,9 @@
-"""``python -m utils.grade SUBMISSIONS [--out DIR] [--jobs N] [--timeout SECONDS] [--seed N]``.
+"""``python -m utils.grade SUBMISSIONS [--out DIR] [--jobs N] [--timeout SECONDS] [--seed N] [--layout L]
+[--roster CSV --format canvas] [--course DIR]``.
 
 Also :func:`grade`, the same as a function (``utils.benchmark`` times it).
-Exit status: 0 when the batch completed, whatever the scores; 2 for bad arguments or no submissions.
+Exit status: 0 when the batch completed, whatever the scores; 2 for bad arguments, no submissions, a
+course with no exercises or an unusable roster.
 """
 
 from __future__ import annotations
@@ -15,8 +17,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from utils.grading import engine, report, sandbox
+from utils.grading import engine, intake, lms, report, sandbox
+from utils.grading.unit import Row
 from utils.paths import REPO_ROOT as COURSE_ROOT
+
+MAX_LISTED = 20
+"""Unplaced entries printed one by one on stderr; every one is in ``results.csv``."""
 
 
 def default_jobs() -> int:
@@ -30,36 +36,61 @@ class NoSubmissions(ValueError):
     pass
 
 
+class NoExercises(ValueError):
+    pass
+
+
+def default_course() -> Path | None:
+    """This checkout when it has ``solutions/`` notebooks, else None: the exercise list shipped with the
+    package (:mod:`utils.grading.manifest`), which is what a pip-installed grader uses."""
+    return COURSE_ROOT if any((COURSE_ROOT / "solutions").glob("*.ipynb")) else None
+
+
 def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None = None, timeout: float = 10.0,
           seed: int = 0, course_root: str | Path | None = None, registry: Mapping[str, Any] | None = None,
-          memory_mb: int = 2048, progress: bool = True) -> dict[str, Any]:
-    """Grade every student folder in ``submissions_dir`` and write the reports into ``out_dir``.
+          memory_mb: int = 2048, progress: bool = True, layout: str = "auto", roster: str | Path | None = None,
+          lms_format: str | None = None, columns: str = "chapter") -> dict[str, Any]:
+    """Grade every student in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
         registry: exercise id -> :class:`~utils.exercises.definition.Exercise`; default
             :func:`utils.exercises.all_exercises` (tests inject their own).
         course_root: where ``solutions/`` lives (points and the exercise list come from there).
+            Default: :func:`default_course`.
+        layout: how submissions are laid out, one of :data:`utils.grading.intake.LAYOUTS`. Default: ``"auto"``.
+        roster, lms_format, columns: ``lms_format="canvas"`` also writes ``canvas.csv``
+            (:mod:`utils.grading.lms`), with identities from ``roster`` and one column per ``columns``.
 
     Returns a summary: ``students``, ``exercises``, ``rows`` (list of :class:`engine.Row`),
-    ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``, ``skipped``
-    (entries of ``submissions_dir`` that are not graded, each with the reason, also printed on stderr).
-    Raises :class:`NoSubmissions` when there is no student folder.
+    ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``, ``layout``,
+    ``layout_reason``, ``unplaced`` (:class:`~utils.grading.intake.Unplaced` entries, also rows of
+    ``results.csv`` and printed on stderr), ``skipped`` (the same as ``"path (reason)"`` lines) and
+    ``canvas`` (the :class:`~utils.grading.lms.CanvasSheet`, or None).
+    Raises :class:`NoSubmissions` when there is no student, :class:`NoExercises` when the course has no
+    exercise and :class:`~utils.grading.lms.RosterError` for an unusable roster, before grading anyone.
     """
     started = time.perf_counter()
     submissions = Path(submissions_dir)
-    if not submissions.is_dir() or not any(True for _ in _students(submissions)):
-        raise NoSubmissions(f"no student folders found in {submissions}")
+    if not submissions.is_dir():
+        raise NoSubmissions(f"no student folders found in {submissions}: it is not a folder")
+    found = intake.collect(submissions, layout)
+    _report_intake(found, layout)
+    if not found.students:
+        raise NoSubmissions(f"no student folders found in {submissions} (nor notebooks or zips in --layout "
+                            f"{found.layout})")
+    the_roster = lms.read_roster(roster) if roster is not None else None
+    if lms_format == "canvas":
+        lms.check_identities(the_roster, found.canvas_ids)
     if registry is None:
         from utils.exercises import all_exercises
 
         registry = all_exercises()
-    root = Path(course_root) if course_root is not None else COURSE_ROOT
-    from utils.grading.course import skipped_entries
-
-    skipped = skipped_entries(submissions)
-    if skipped:
-        print(f"grader: not graded (not a student folder): {', '.join(skipped)}", file=sys.stderr)
-    the_plan = engine.plan(submissions, root, registry)
+    root = Path(course_root) if course_root is not None else default_course()
+    the_plan = engine.plan(found, root, registry)
+    if not the_plan.exercises:
+        where = f"{root / 'solutions'}" if root is not None else "the exercise list shipped with the package"
+        raise NoExercises(f"found no exercises to grade in {where}; pass --course with the folder of a course "
+                          f"checkout (the one holding solutions/), or reinstall the course package")
     settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb))
     jobs = jobs or default_jobs()
     bar = None
@@ -73,20 +104,49 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
         if bar is not None:
             bar.close()
     ids = [e.id for e in the_plan.exercises]
-    report.write_all(Path(out_dir), rows, the_plan.students, ids)
+    report.write_all(Path(out_dir), [*rows, *unplaced_rows(found.unplaced)], the_plan.students, ids)
+    sheet = None
+    if lms_format == "canvas":
+        sheet = lms.canvas_csv(rows, the_plan.students, the_plan.exercises, roster=the_roster,
+                               canvas_ids=found.canvas_ids, columns=columns)
+        report.atomic_write(Path(out_dir) / "canvas.csv", sheet.text)
+        _report_canvas(sheet)
     totals = {s: sum(r.points for r in rows if r.student == s) for s in the_plan.students}
     return {
         "students": the_plan.students, "exercises": ids, "rows": rows, "totals": totals,
         "max_total": sum(e.points for e in the_plan.exercises), "seconds": time.perf_counter() - started,
         "isolation": sandbox.isolation().level, "seed": settings.seed, "units": len(the_plan.units),
-        "skipped": skipped,
+        "layout": found.layout, "layout_reason": found.reason, "unplaced": found.unplaced,
+        "skipped": [u.line() for u in found.unplaced], "canvas": sheet,
     }
 
 
-def _students(submissions: Path):
-    from utils.grading.course import find_students
+def unplaced_rows(unplaced: list[intake.Unplaced]) -> list[Row]:
+    """One ``results.csv`` row per unplaced entry: status ``unplaced``, the path and reason as feedback."""
+    return [Row(u.student, "", 0, 0, intake.UNPLACED, f"{u.path}: {u.reason}") for u in unplaced]
 
-    return find_students(submissions)
+
+def _report_intake(found: intake.Intake, asked: str) -> None:
+    why = f" (--layout auto: {found.reason})" if asked == "auto" else ""
+    print(f"grader: reading the submissions as layout {found.layout}{why}", file=sys.stderr)
+    for entry in found.errors():
+        print(f"grader: error: {entry.path} is {entry.reason}", file=sys.stderr)
+    others = [u for u in found.unplaced if u not in found.errors()]
+    for entry in others[:MAX_LISTED]:
+        print(f"grader: not graded: {entry.line()}", file=sys.stderr)
+    if len(others) > MAX_LISTED:
+        print(f"grader: ... and {len(others) - MAX_LISTED} more not graded", file=sys.stderr)
+    if found.unplaced:
+        print(f"grader: {report.plural(len(found.unplaced), 'entry', 'entries')} not graded, each a row with status "
+              f"{intake.UNPLACED} in results.csv", file=sys.stderr)
+
+
+def _report_canvas(sheet: lms.CanvasSheet) -> None:
+    for student, why in sheet.unmatched:
+        print(f"grader: canvas.csv: {student!r} is left out: {why}", file=sys.stderr)
+    if sheet.absent:
+        print(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a submission "
+              f"(grade cells left empty): {', '.join(sheet.absent[:MAX_LISTED])}", file=sys.stderr)
 
 
 def _positive(kind):
@@ -98,30 +158,55 @@ def _positive(kind):
     return parse
 
 
+def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--layout``, ``--roster``, ``--format``, ``--columns`` and ``--course``: where submissions and the
+    course come from, and the LMS export."""
+    parser.add_argument("--layout", choices=intake.LAYOUTS, default="auto", help=(
+        "how SUBMISSIONS is laid out: folders (SUBMISSIONS/<student>/, nested folders allowed, or "
+        "<student>.zip), canvas (a Canvas download: <name>_<user id>_<submission id>_<file>), flat (one "
+        "<student>.ipynb or .zip each), or auto (default: choose from what is there, and say which)"))
+    parser.add_argument("--roster", type=Path, default=None, help=(
+        "CSV mapping submissions to LMS identities (Canvas's gradebook export works as it is); used by --format"))
+    parser.add_argument("--format", dest="lms_format", choices=("canvas",), default=None, help=(
+        "also write an LMS gradebook: canvas writes OUT/canvas.csv for Canvas's grade import"))
+    parser.add_argument("--columns", choices=lms.COLUMNS, default="chapter", help=(
+        "gradebook columns of --format: one per chapter (default) or one per exercise"))
+    parser.add_argument("--course", type=Path, default=None, help=(
+        "the course folder whose solutions/*.ipynb give the exercises and their points (default: this "
+        "checkout's solutions/ when present, else the exercise list installed with the package)"))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.grade", description=(
-        "Grade a class: SUBMISSIONS/<student>/*.ipynb -> results.csv, grades.csv, feedback/<student>.md"))
-    parser.add_argument("submissions", type=Path, help="folder with one sub-folder per student")
+        "Grade a class: SUBMISSIONS (one folder, zip or Canvas download per student) -> results.csv, "
+        "grades.csv, feedback/<student>.md"))
+    parser.add_argument("submissions", type=Path, help="folder of submissions, laid out as --layout says")
     parser.add_argument("--out", type=Path, default=Path("grades"), help="output folder (default: grades)")
     parser.add_argument("--jobs", type=_positive(int), default=default_jobs(),
-                        help="notebooks graded in parallel (default: number of cores)")
+                        help="students graded in parallel (default: number of cores)")
     parser.add_argument("--timeout", type=_positive(float), default=10.0,
                         help="wall-clock seconds per exercise (default: 10)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the random test inputs (default: random, printed; reuse it to reproduce)")
     parser.add_argument("--memory", type=_positive(int), default=2048, help="MiB per exercise (default: 2048)")
-    parser.add_argument("--course", type=Path, default=COURSE_ROOT, help=argparse.SUPPRESS)
+    add_intake_arguments(parser)
     args = parser.parse_args(argv)
+    if args.roster is not None and args.lms_format is None:
+        parser.error("--roster is read only for an LMS gradebook: add --format canvas")
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     print(f"grader: seed {seed} (pass --seed {seed} to reproduce these results)", file=sys.stderr)
     try:
         summary = grade(args.submissions, args.out, jobs=args.jobs, timeout=args.timeout, seed=seed,
-                        course_root=args.course, memory_mb=args.memory)
-    except NoSubmissions as exc:
+                        course_root=args.course, memory_mb=args.memory, layout=args.layout, roster=args.roster,
+                        lms_format=args.lms_format, columns=args.columns)
+    except (NoSubmissions, NoExercises, lms.RosterError) as exc:
         print(f"grader: {exc}", file=sys.stderr)
         return 2
     print(report.summary_table(summary["rows"], summary["exercises"]))
-    print(f"\n{len(summary['students'])} students, {len(summary['exercises'])} exercises, "
-          f"{summary['units']} students' notebooks in {summary['seconds']:.1f} s; wrote {args.out}/results.csv, "
-          f"grades.csv, feedback/")
+    canvas = ", canvas.csv" if summary["canvas"] is not None else ""
+    students, exercises = report.plural(len(summary["students"]), "student"), report.plural(
+        len(summary["exercises"]), "exercise")
+    print(f"\n{students} and {exercises}: ran the cells of {report.plural(summary['units'], 'student')} in "
+          f"{summary['seconds']:.1f} s; wrote "
+          f"{args.out}/results.csv, grades.csv{canvas}, feedback/")
     return 0

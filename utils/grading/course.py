@@ -2,7 +2,10 @@
 
 Exercises are found by the id in the cell metadata (``{"course": {"exercise": "ch2.causal_mask",
 "points": 2}}``), never by file name, so a renamed notebook still grades. Points always come from the
-course's own source notebooks in ``solutions/``.
+course: its source notebooks in ``solutions/`` when they are there (a checkout), else the exercise list
+shipped with the package (:mod:`utils.grading.manifest`, for a pip-installed grader).
+
+How submissions are found and unpacked is :mod:`utils.grading.intake`; this module reads notebooks.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import nbformat
 
 from utils.grading import files
+from utils.grading.manifest import MANIFEST_PATH, load_manifest
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELL_CHARS = 200_000
@@ -34,14 +38,27 @@ class InvalidNotebook(ValueError):
     pass
 
 
+def too_large(size: int) -> InvalidNotebook:
+    return InvalidNotebook(f"is too large ({size / 2**20:.0f} MB > {MAX_NOTEBOOK_BYTES // 2**20} MB)")
+
+
 def read_notebook(path: Path) -> Any:
     """Parse a notebook with a size cap; raises :class:`InvalidNotebook` with a readable reason."""
     try:  # through one descriptor, without following links or blocking: a FIFO or device is refused
-        text = files.read_regular(path, MAX_NOTEBOOK_BYTES).decode("utf-8")
+        data = files.read_regular(path, MAX_NOTEBOOK_BYTES)
     except files.TooLarge as exc:
-        raise InvalidNotebook(f"is too large ({exc.size / 2**20:.0f} MB > {MAX_NOTEBOOK_BYTES // 2**20} MB)") from None
+        raise too_large(exc.size) from None
     except files.Refused as exc:
         raise InvalidNotebook(str(exc)) from None
+    return parse_notebook(data)
+
+
+def parse_notebook(data: bytes) -> Any:
+    """A notebook from its bytes (e.g. a zip member); raises :class:`InvalidNotebook` with a reason."""
+    if len(data) > MAX_NOTEBOOK_BYTES:
+        raise too_large(len(data))
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InvalidNotebook("is not UTF-8 text") from None
     try:
@@ -76,23 +93,35 @@ def exercise_cells(notebook: Any) -> list[tuple[str, str, Any]]:
     return found
 
 
-def load_course(course_root: Path, registry: Mapping[str, Any]) -> list[CourseExercise]:
-    """Every exercise of every chapter present in ``course_root/solutions``, in course order."""
+def course_entries(course_root: Path | None) -> tuple[list[tuple[str, str, Any]], str]:
+    """``(notebook, exercise id, points)`` in course order, and where they were read: the notebooks in
+    ``course_root/solutions``, or, when ``course_root`` is None, the exercise list shipped with the package."""
+    if course_root is None:
+        entries = [(e["notebook"], e["id"], e["points"]) for e in load_manifest()]
+        return entries, f"the exercise list shipped with the package ({MANIFEST_PATH})"
+    entries = []
+    for path in sorted((Path(course_root) / "solutions").glob("*.ipynb")):
+        entries += [(path.name, exercise_id, points) for exercise_id, _source, points in
+                    exercise_cells(read_notebook(path))]
+    return entries, f"the notebooks in {Path(course_root) / 'solutions'}"
+
+
+def load_course(course_root: Path | None, registry: Mapping[str, Any]) -> list[CourseExercise]:
+    """Every exercise of every chapter present in ``course_root/solutions`` (None: the exercise list
+    shipped with the package, :mod:`utils.grading.manifest`), in course order."""
     exercises: list[CourseExercise] = []
     seen: set[str] = set()
-    for path in sorted((course_root / "solutions").glob("*.ipynb")):
-        notebook = read_notebook(path)
-        for exercise_id, _source, points in exercise_cells(notebook):
-            if exercise_id in seen:
-                raise ValueError(f"{path.name}: exercise {exercise_id!r} appears twice in the course")
-            if exercise_id not in registry:
-                print(f"grader: {path.name} has exercise {exercise_id!r} with no definition in "
-                      f"utils.exercises; skipped", file=sys.stderr)
-                continue
-            if not isinstance(points, int) or isinstance(points, bool) or points < 0:
-                raise ValueError(f"{path.name}: exercise {exercise_id!r} has no valid integer points")
-            seen.add(exercise_id)
-            exercises.append(CourseExercise(exercise_id, points, path.name, registry[exercise_id]))
+    for name, exercise_id, points in course_entries(course_root)[0]:
+        if exercise_id in seen:
+            raise ValueError(f"{name}: exercise {exercise_id!r} appears twice in the course")
+        if exercise_id not in registry:
+            print(f"grader: {name} has exercise {exercise_id!r} with no definition in "
+                  f"utils.exercises; skipped", file=sys.stderr)
+            continue
+        if not isinstance(points, int) or isinstance(points, bool) or points < 0:
+            raise ValueError(f"{name}: exercise {exercise_id!r} has no valid integer points")
+        seen.add(exercise_id)
+        exercises.append(CourseExercise(exercise_id, points, name, registry[exercise_id]))
     return exercises
 
 
@@ -104,9 +133,27 @@ class Submission:
     cells: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # id -> [(file, source)]
     invalid: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
 
+    @property
+    def name(self) -> str:  # the planner names a student by ``.name``, as it did a folder
+        return self.student
 
-def find_students(submissions: Path) -> list[Path]:
-    return sorted(p for p in submissions.iterdir()
+    def add(self, file: str, read) -> None:
+        """Add the exercise cells of the notebook ``read()`` returns, or record why it cannot be read."""
+        try:
+            notebook = read()
+        except InvalidNotebook as exc:
+            self.invalid.append((file, str(exc)))
+            return
+        for exercise_id, source, _points in exercise_cells(notebook):
+            self.cells.setdefault(exercise_id, []).append((file, source))
+
+
+def find_students(submissions: Any) -> list[Any]:
+    """Student folders of ``submissions`` (a folder), or the :class:`Submission` s an intake found
+    (anything with ``.students``, see :func:`utils.grading.intake.collect`)."""
+    if not isinstance(submissions, (str, Path)):
+        return list(submissions.students)
+    return sorted(p for p in Path(submissions).iterdir()
                   if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
 
 
@@ -124,16 +171,13 @@ def skipped_entries(submissions: Path) -> list[str]:
     return skipped
 
 
-def read_submission(folder: Path) -> Submission:
+def read_submission(folder: Path | Submission) -> Submission:
+    """The notebooks directly in ``folder``; a :class:`Submission` an intake already read is returned as is."""
+    if isinstance(folder, Submission):
+        return folder
     submission = Submission(folder.name)
     for path in sorted(folder.glob("*.ipynb")):
-        try:
-            notebook = read_notebook(path)
-        except InvalidNotebook as exc:
-            submission.invalid.append((path.name, str(exc)))
-            continue
-        for exercise_id, source, _points in exercise_cells(notebook):
-            submission.cells.setdefault(exercise_id, []).append((path.name, source))
+        submission.add(path.name, lambda p=path: read_notebook(p))
     return submission
 
 

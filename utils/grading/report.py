@@ -1,9 +1,12 @@
-"""The grader's outputs: ``results.csv``, ``grades.csv``, ``feedback/<student>.md`` and the summary.
+"""The grader's outputs: ``results.csv``, ``grades.csv``, ``feedback/<student>.md``,
+``feedback/index.csv`` and the summary.
 
 Every file is written atomically (a temporary file in the same folder, then ``os.replace``), so a
-crash never leaves a half-written grades file. Every CSV text cell is escaped against formula
+crash never leaves a half-written grades file. Every CSV display cell is escaped against formula
 injection: a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading
-``'`` so that spreadsheets show it as text.
+``'`` so that spreadsheets show it as text. The one exception is the ``student_id`` column (the last
+one of both CSVs, and in ``feedback/index.csv``): the student's name exactly as the submission gave
+it, so that gradebook joins work (:class:`Raw`).
 """
 
 from __future__ import annotations
@@ -18,13 +21,21 @@ from pathlib import Path
 from utils.exercises.common import FAIL, PASS, Status
 from utils.grading.serialize import safe_name
 
-RESULTS_HEADER = ("student", "exercise", "points", "max_points", "status", "feedback")
+RESULTS_HEADER = ("student", "exercise", "points", "max_points", "status", "feedback", "student_id")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
+class Raw(str):
+    """A CSV cell written exactly as it is (an identifier to join on), never escaped."""
+
+
 def escape_cell(value: object) -> object:
-    """``'=HYPERLINK(...)`` instead of ``=HYPERLINK(...)``; numbers pass unchanged."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    """``'=HYPERLINK(...)`` instead of ``=HYPERLINK(...)``; numbers and :class:`Raw` cells pass unchanged.
+
+    >>> escape_cell("-2+3"), escape_cell(Raw("-2+3")), escape_cell(4)
+    ("'-2+3", '-2+3', 4)
+    """
+    if isinstance(value, str) and not isinstance(value, Raw) and value.startswith(_FORMULA_START):
         return "'" + value
     return value
 
@@ -53,16 +64,16 @@ def _csv(rows: Sequence[Sequence[object]]) -> str:
 
 def results_csv(rows: Sequence) -> str:
     return _csv([RESULTS_HEADER] + [
-        (r.student, r.exercise, r.points, r.max_points, r.status, r.feedback) for r in rows])
+        (r.student, r.exercise, r.points, r.max_points, r.status, r.feedback, Raw(r.student)) for r in rows])
 
 
 def grades_csv(rows: Sequence, students: Sequence[str], exercise_ids: Sequence[str]) -> str:
     table = {(r.student, r.exercise): r for r in rows}
-    lines: list[Sequence[object]] = [("student", *exercise_ids, "total", "max_total")]
+    lines: list[Sequence[object]] = [("student", *exercise_ids, "total", "max_total", "student_id")]
     for student in students:
         points = [table[(student, e)].points for e in exercise_ids]
         maxima = [table[(student, e)].max_points for e in exercise_ids]
-        lines.append((student, *points, sum(points), sum(maxima)))
+        lines.append((student, *points, sum(points), sum(maxima), Raw(student)))
     return _csv(lines)
 
 
@@ -81,16 +92,45 @@ def feedback_md(student: str, rows: Sequence) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_all(out_dir: Path, rows: Sequence, students: Sequence[str], exercise_ids: Sequence[str]) -> None:
-    atomic_write(out_dir / "results.csv", results_csv(rows))
-    atomic_write(out_dir / "grades.csv", grades_csv(rows, students, exercise_ids))
+def feedback_files(students: Sequence[str]) -> dict[str, str]:
+    """Student -> the name of their feedback file, unique even when two names sanitize alike.
+
+    >>> feedback_files(["a b", "a_b", "-2+3"])
+    {'a b': 'a_b.md', 'a_b': 'a_b_.md', '-2+3': '-2_3.md'}
+    """
     used: set[str] = set()
+    names = {}
     for student in students:
         name = safe_name(student)
         while name in used:  # two folder names that sanitize to the same file name
             name += "_"
         used.add(name)
-        atomic_write(out_dir / "feedback" / f"{name}.md", feedback_md(student, rows))
+        names[student] = f"{name}.md"
+    return names
+
+
+def feedback_index_csv(names: dict[str, str]) -> str:
+    """``feedback/index.csv``: which feedback file belongs to which student (the raw ``student_id``)."""
+    # a file name has only [A-Za-z0-9._-] (safe_name): raw as well, so that it names the file exactly
+    return _csv([("file", "student_id"), *((Raw(file), Raw(student)) for student, file in names.items())])
+
+
+def write_all(out_dir: Path, rows: Sequence, students: Sequence[str], exercise_ids: Sequence[str]) -> None:
+    atomic_write(out_dir / "results.csv", results_csv(rows))
+    atomic_write(out_dir / "grades.csv", grades_csv(rows, students, exercise_ids))
+    names = feedback_files(students)
+    for student, file in names.items():
+        atomic_write(out_dir / "feedback" / file, feedback_md(student, rows))
+    atomic_write(out_dir / "feedback" / "index.csv", feedback_index_csv(names))
+
+
+def plural(count: int, word: str, many: str | None = None) -> str:
+    """``"1 student"``, ``"2 students"``.
+
+    >>> plural(1, "student"), plural(2, "student"), plural(0, "entry", "entries")
+    ('1 student', '2 students', '0 entries')
+    """
+    return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
 def summary_table(rows: Sequence, exercise_ids: Sequence[str]) -> str:
