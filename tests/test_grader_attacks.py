@@ -31,7 +31,9 @@ def add_one(body: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def attacks(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("attacks")
-    drop = Path(tempfile.mkdtemp(prefix="grader-attack-"))  # writable by the sandbox's uid, unlike tmp
+    # writable by the sandbox's uid, unlike tmp, and outside the folders its private mounts cover (/tmp...)
+    (gf.REPO / "build").mkdir(exist_ok=True)
+    drop = Path(tempfile.mkdtemp(prefix="grader-attack-", dir=gf.REPO / "build"))
     os.chmod(drop, 0o1777)
     out = tmp / "out"
     out.mkdir()  # exists, as after an earlier run: as root, the writer below could write into it

@@ -60,7 +60,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     if skipped:
         print(f"grader: not graded (not a student folder): {', '.join(skipped)}", file=sys.stderr)
     the_plan = engine.plan(submissions, root, registry)
-    settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb))
+    settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
+                               hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())))
     jobs = jobs or default_jobs()
     bar = None
     if progress:
