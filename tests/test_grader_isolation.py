@@ -33,6 +33,20 @@ def _shm_segments() -> set[str]:
         return {line.split()[1] for line in table.read().splitlines()[1:] if line.split()}
 
 
+def _sandbox_processes() -> list[int]:
+    """Processes still carrying this test process's sandbox marker (none may outlive the batch)."""
+    marker = f"GRADER_SANDBOX={os.getpid()}-".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as env:
+                if any(item.startswith(marker) for item in env.read().split(b"\0")):
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def _readable_dir(parent: str, prefix: str) -> Path:
     folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
     os.chmod(folder, 0o755)
@@ -138,7 +152,7 @@ return x + 2
     with open(out / "results.csv", newline="", encoding="utf-8") as handle:
         rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
     yield {"rows": rows, "summary": summary, "accepted": accepted, "segments_before": segments_before,
-           "segments_after": _shm_segments(), "work": parent, "out": out}
+           "segments_after": _shm_segments(), "work": parent, "out": out, "survivors": _sandbox_processes()}
     for folder in planted:
         shutil.rmtree(folder.parent, ignore_errors=True)
     for leftover in Path("/dev/shm").glob(f"{TOKEN}-*"):
@@ -164,6 +178,7 @@ def test_the_honest_student_keeps_full_marks_and_every_file_is_written(isolated)
     for name in ("results.csv", "grades.csv"):
         assert (isolated["out"] / name).is_file()
     assert list(isolated["work"].iterdir()) == [], "the grader left a work folder behind"
+    assert isolated["survivors"] == [], "a sandbox process outlived the batch"
 
 
 def test_classmates_notebooks_and_files_in_tmp_are_out_of_sight(isolated):
@@ -235,3 +250,37 @@ def test_a_failing_jail_step_stops_the_worker_with_a_reason(tmp_path):
 
     assert jail.main(["{}"]) == 2  # no command
     assert jail.main(["not json", "--", "true"]) == 3
+
+
+def test_python_paths_never_bring_back_a_covered_folder(monkeypatch):
+    """A script run from /tmp puts /tmp on sys.path: restoring it would undo the cover (and leave the unit
+    folder read-only under it), so neither /tmp nor / is ever restored."""
+    monkeypatch.setattr(sandbox.sys, "path", ["/tmp", "/", "/tmp/", *sandbox.sys.path])
+    paths = sandbox._python_paths()
+    assert not {"/", "/tmp", "/var/tmp", "/home", "/root", "/dev/shm"} & set(paths)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
+def test_the_unit_folder_stays_writable_under_a_read_only_path_that_holds_it(tmp_path):
+    import json
+    import sys
+
+    top = Path(tempfile.mkdtemp(prefix=f"{TOKEN}-jail-", dir="/tmp"))
+    try:
+        unit_dir = top / "unit"
+        unit_dir.mkdir()
+        spec = {"cover": [["/tmp", "1777", "8m"]], "keep": [[str(top), False], [str(unit_dir), True]]}
+        script = (f"open({str(unit_dir / 'written')!r}, 'w').write('ok')\n"
+                  f"try:\n    open({str(top / 'denied')!r}, 'w')\nexcept OSError:\n    print('read-only')")
+        result = subprocess.run(["unshare", "--mount", sys.executable, "-I", "-S", str(Path(sandbox._JAIL)),
+                                 json.dumps(spec), "--", sys.executable, "-I", "-S", "-c", script],
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        assert (unit_dir / "written").read_text() == "ok"
+        assert result.stdout.strip() == "read-only" and not (top / "denied").exists()
+        refused = subprocess.run(["unshare", "--mount", sys.executable, "-I", "-S", str(Path(sandbox._JAIL)),
+                                  json.dumps({"cover": [["/tmp", "1777", "8m"]], "keep": [["/tmp", False]]}),
+                                  "--", "true"], capture_output=True, text=True, timeout=60, check=False)
+        assert refused.returncode == 3 and "would bring back a covered folder" in refused.stderr
+    finally:
+        shutil.rmtree(top, ignore_errors=True)

@@ -75,8 +75,13 @@ def jail(spec: dict) -> None:
         held.append((os.path.abspath(path), bool(writable), fd, os.path.isdir(path)))
     for path, mode, size in spec.get("cover", []):
         _cover(path, mode, size)
-    for path, writable, fd, is_dir in sorted(held, key=lambda item: len(item[0])):
-        if _same(path, fd):
+    covered = {os.path.abspath(path) for path, _mode, _size in spec.get("cover", [])}
+    # read-only paths first, shortest first; then the writable ones, always mounted (on top of a
+    # read-only path that holds them, they would otherwise stay read-only)
+    for path, writable, fd, is_dir in sorted(held, key=lambda item: (item[1], len(item[0]))):
+        if path in covered or any(root.startswith(path.rstrip("/") + "/") for root in covered):
+            raise JailError(f"{path} would bring back a covered folder")
+        if _same(path, fd) and not writable:
             continue
         if is_dir:
             os.makedirs(path, mode=0o755, exist_ok=True)

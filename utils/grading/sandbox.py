@@ -147,7 +147,11 @@ def _python_paths() -> list[str]:
              os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable)),
              os.path.join(_package_root(), "utils")}
     paths.update(entry for entry in sys.path if os.path.isabs(entry) and os.path.isdir(entry))
-    return sorted(paths)
+    covered = [folder for folder, _mode, _size in COVERED]
+    # a covered folder itself (``/tmp`` as the folder of a script run from there) or one above it
+    # (``/``) would bring everything back: Python does not need it
+    return sorted(path for path in {os.path.abspath(p) for p in paths}
+                  if not any(folder == path or folder.startswith(path.rstrip("/") + "/") for folder in covered))
 
 
 def jail_spec(unit_dir: Path | None, hidden: tuple[str, ...] = ()) -> dict:
