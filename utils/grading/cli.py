@@ -91,7 +91,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
         where = f"{root / 'solutions'}" if root is not None else "the exercise list shipped with the package"
         raise NoExercises(f"found no exercises to grade in {where}; pass --course with the folder of a course "
                           f"checkout (the one holding solutions/), or reinstall the course package")
-    settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb))
+    settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
+                               hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())))
     jobs = jobs or default_jobs()
     bar = None
     if progress:

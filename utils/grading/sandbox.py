@@ -17,6 +17,20 @@ one it uses, and falls back to the next when one does not work on this machine:
    sandbox's marker in its environment. A child that ``setsid()`` s *and* re-executes with a clean
    environment can escape this level.
 
+**Extras** on top of the namespace levels, each probed on its own and kept where it works (the stderr
+line names the ones active and the ones missing):
+
+* ``mounts``: :mod:`utils.grading.jail` covers :data:`COVERED` (``/tmp``, ``/var/tmp``, ``/home``,
+  ``/root``, ``/dev/shm``) with empty, size-limited ``tmpfs`` mounts, restores only the worker's own
+  unit folder (read-write) and Python and the course package (read-only), then covers the submissions
+  and output folders. Classmates' notebooks, other units' folders and whatever else sits in ``/tmp``
+  are out of sight, and what the worker leaves in ``/tmp`` or ``/dev/shm`` is RAM it cannot grow past
+  the size limit, freed with the namespace. With the Python of ``/root`` restored alone, the
+  unprivileged uid reaches it without ``CAP_DAC_READ_SEARCH``.
+* ``ipc``: ``unshare --ipc``: SysV shared memory, semaphores and message queues die with the worker.
+* ``net``: ``unshare --net``: a network namespace with only a loopback that is down, so nothing on
+  this machine (a Jupyter server on 127.0.0.1, say) or beyond can be reached.
+
 **Limits** (set by the worker on itself after importing torch, before any learner code runs): address
 space, CPU seconds, file size, number of processes (not enforced for uid 0) and no core dumps. The
 wall-clock timeout is enforced here: it kills the whole process group with ``SIGKILL``.
@@ -27,6 +41,7 @@ wall-clock timeout is enforced here: it kills the whole process group with ``SIG
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
@@ -42,6 +57,19 @@ OUTPUT_CAP = 16 * 1024
 UID_BASE = 64000
 """Job slot ``k`` runs learner code as uid/gid ``UID_BASE + k`` (no passwd entry needed)."""
 
+COVERED = (("/tmp", "1777", "64m"), ("/var/tmp", "1777", "16m"), ("/home", "755", "1m"),
+           ("/root", "755", "1m"), ("/dev/shm", "1777", "64m"))
+"""``(folder, mode, tmpfs size)`` covered in the sandbox when the ``mounts`` extra is active."""
+
+EXTRAS = ("mounts", "ipc", "net")
+_EXTRA_TEXT = {
+    "mounts": "private /tmp, /var/tmp, /home, /root and /dev/shm (size-limited tmpfs; submissions and "
+              "output folders hidden)",
+    "ipc": "own IPC namespace",
+    "net": "no network (own network namespace, loopback down)",
+}
+_JAIL = str(Path(__file__).with_name("jail.py"))
+
 _BOOTSTRAP = (
     "import sys; sys.path.insert(0, sys.argv.pop(1)); "
     "from utils.grading.worker import main; raise SystemExit(main(sys.argv[1:]))"
@@ -53,9 +81,20 @@ class Isolation:
     level: str  # pidns+uid | pidns+uid+read | pidns | session
     prefix: tuple[str, ...]  # unshare ... (without setpriv)
     drop: str  # "" | "uid" | "uid+read"
+    extras: frozenset[str] = frozenset()  # of EXTRAS
 
-    def command(self, slot: int) -> list[str]:
+    def with_extras(self, extras) -> Isolation:
+        return Isolation(self.level, self.prefix, self.drop, frozenset(extras))
+
+    def command(self, slot: int, unit_dir: Path | None = None, hidden: tuple[str, ...] = ()) -> list[str]:
+        """The command line up to the Python that runs the worker. ``unit_dir`` is restored inside the
+        private mounts (read-write); ``hidden`` folders are covered last (submissions, output)."""
         cmd = list(self.prefix)
+        if cmd:
+            cmd[1:1] = [flag for extra, flag in (("mounts", "--mount"), ("ipc", "--ipc"), ("net", "--net"))
+                        if extra in self.extras]
+        if "mounts" in self.extras:
+            cmd += [sys.executable, "-I", "-S", _JAIL, json.dumps(jail_spec(unit_dir, hidden)), "--"]
         if self.drop:
             uid = str(UID_BASE + slot)
             cmd += ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--no-new-privs"]
@@ -70,6 +109,19 @@ class Isolation:
         return bool(self.drop)
 
     def describe(self) -> str:
+        """One line: the level, then which extras are active and which are not."""
+        text = self._level_text()
+        if self.prefix:
+            active = [_EXTRA_TEXT[e] for e in EXTRAS if e in self.extras]
+            missing = [e for e in EXTRAS if e not in self.extras]
+            text += "".join(f"; {part}" for part in active)
+            if missing:
+                text += f"; not active on this machine: {', '.join(missing)}"
+        else:
+            text += "; not active on this machine: " + ", ".join(EXTRAS)
+        return text
+
+    def _level_text(self) -> str:
         return {
             "pidns+uid": "PID namespace + unprivileged uid per job",
             "pidns+uid+read": "PID namespace + unprivileged uid per job keeping read access "
@@ -88,8 +140,44 @@ def _package_root() -> str:
     return str(Path(__file__).resolve().parents[2])
 
 
-def _probe(isolation: Isolation) -> bool:
-    code = "import os, torch, utils.exercises.runner; open('probe', 'w').write(str(os.getpid()))"
+def _python_paths() -> list[str]:
+    """What the worker's Python needs to start and import torch and the course: its prefixes, its
+    interpreter's folders, ``sys.path`` and the course package."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+             os.path.dirname(sys.executable), os.path.dirname(os.path.realpath(sys.executable)),
+             os.path.join(_package_root(), "utils")}
+    paths.update(entry for entry in sys.path if os.path.isabs(entry) and os.path.isdir(entry))
+    covered = [folder for folder, _mode, _size in COVERED]
+    # a covered folder itself (``/tmp`` as the folder of a script run from there) or one above it
+    # (``/``) would bring everything back: Python does not need it
+    return sorted(path for path in {os.path.abspath(p) for p in paths}
+                  if not any(folder == path or folder.startswith(path.rstrip("/") + "/") for folder in covered))
+
+
+def jail_spec(unit_dir: Path | None, hidden: tuple[str, ...] = ()) -> dict:
+    """The JSON :mod:`utils.grading.jail` gets: covers, what to restore, what to cover last. A hidden
+    folder that holds a restored path (the unit folder inside the output folder, say) stays visible."""
+    keep = [[str(unit_dir), True]] if unit_dir is not None else []
+    keep += [[path, False] for path in _python_paths()]
+    kept = [os.path.abspath(path) for path, _ in keep]
+    last = []
+    for folder in hidden:
+        folder = os.path.abspath(folder)
+        if not any(path == folder or path.startswith(folder.rstrip("/") + "/") for path in kept):
+            last.append([folder, "755", "1m"])
+    return {"cover": [list(c) for c in COVERED], "keep": keep, "cover_last": last}
+
+
+def _probe(isolation: Isolation, full: bool = True) -> bool:
+    """Whether ``isolation`` runs a worker here: with ``full``, a Python that imports torch and the
+    course's runner and, in a PID namespace, is PID 1; otherwise only a bare ``python -I -S`` (a quick
+    test of one extra)."""
+    if full:
+        code = "import os, torch, utils.exercises.runner; open('probe', 'w').write(str(os.getpid()))"
+        flags = ["-I"]
+    else:
+        code = "import os; open('probe', 'w').write(str(os.getpid()))"
+        flags = ["-I", "-S"]
     tmp = Path(os.environ.get("TMPDIR", "/tmp"))
     import tempfile
 
@@ -97,8 +185,8 @@ def _probe(isolation: Isolation) -> bool:
     try:
         if isolation.uid:
             os.chown(folder, UID_BASE, UID_BASE)
-        cmd = isolation.command(0) + [sys.executable, "-I", "-c",
-                                      f"import sys; sys.path.insert(0, {_package_root()!r}); {code}"]
+        cmd = isolation.command(0, folder) + [sys.executable, *flags, "-c",
+                                              f"import sys; sys.path.insert(0, {_package_root()!r}); {code}"]
         result = subprocess.run(cmd, cwd=folder, env=_env(folder, "probe"), capture_output=True, timeout=120,
                                 check=False)
         if result.returncode != 0 or not (folder / "probe").exists():
@@ -112,6 +200,7 @@ def _probe(isolation: Isolation) -> bool:
 
 
 def candidates() -> list[Isolation]:
+    """The namespace levels, strongest first (without extras; :func:`choose` adds them)."""
     root = os.geteuid() == 0
     levels = []
     if shutil.which("unshare"):
@@ -124,16 +213,30 @@ def candidates() -> list[Isolation]:
     return levels
 
 
+def choose(options: list[Isolation], probe=_probe) -> Isolation:
+    """The first level that works, with every extra that works on it: each extra is tried alone with a
+    quick probe, then the level with those extras gets the full probe (and, if that fails, the level
+    alone)."""
+    for option in options:
+        if option.prefix:
+            extras = [extra for extra in EXTRAS if probe(option.with_extras({extra}), full=False)]
+            if extras and probe(option.with_extras(extras)):
+                return option.with_extras(extras)
+        if probe(option):
+            return option
+    return options[-1]
+
+
 def isolation(announce: bool = True) -> Isolation:
     """The strongest isolation that works here, probed once per process and announced once on stderr."""
     global _ISOLATION
     with _LOCK:
         if _ISOLATION is None:
             options = candidates()
-            chosen = next((option for option in options if _probe(option)), options[-1])
+            chosen = choose(options)
             best = options[0]
             if announce:
-                note = "" if chosen is best else f" (fallback: {best.level} does not work on this machine)"
+                note = "" if chosen.level == best.level else f" (fallback: {best.level} does not work on this machine)"
                 print(f"grader isolation: {chosen.describe()}{note}", file=sys.stderr)
             _ISOLATION = chosen
         return _ISOLATION
@@ -170,11 +273,12 @@ class Worker:
     _inner: int = 0
 
     @classmethod
-    def start(cls, jobdir: Path, workdir: Path, slot: int, iso: Isolation) -> Worker:
+    def start(cls, jobdir: Path, workdir: Path, slot: int, iso: Isolation, hidden: tuple[str, ...] = ()) -> Worker:
+        """Start a worker on ``jobdir``; with private mounts, ``hidden`` folders are covered too."""
         read_fd, write_fd = os.pipe()
         command_read, command_write = os.pipe()
         marker = f"{os.getpid()}-{jobdir.name}-{time.monotonic_ns()}"
-        cmd = iso.command(slot) + [sys.executable, "-I", "-c", _BOOTSTRAP, _package_root(),
+        cmd = iso.command(slot, jobdir, hidden) + [sys.executable, "-I", "-c", _BOOTSTRAP, _package_root(),
                                    str(jobdir), str(write_fd), str(command_read)]
         try:
             proc = subprocess.Popen(

@@ -51,6 +51,7 @@ class Settings:
     seed: int
     memory_mb: int = 2048
     startup_timeout: float = 180.0
+    hidden: tuple[str, ...] = ()  # folders the sandbox covers where it has private mounts
 
 
 @dataclass
@@ -179,7 +180,7 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
     index = 0
     while index < len(tasks) and not guard.abandoned:
         guard.enter("starting its sandbox", settings.startup_timeout + 30)
-        worker = sandbox.Worker.start(jobdir, workdir, slot, iso)
+        worker = sandbox.Worker.start(jobdir, workdir, slot, iso, settings.hidden)
         guard.attach(worker)
         try:
             if worker.next_line(time.monotonic() + settings.startup_timeout) != "ready":

@@ -1,0 +1,286 @@
+"""What the sandbox shares with the machine (issue 15, findings 8-11), attacked next to an honest student.
+
+Each attacker's ``add_one`` returns the right answer only when its attack failed (``x + 1``) and a wrong
+one when it succeeded (``x + 2``), so ``passed`` means "defended" and ``failed`` means "leaked". Where a
+protection is not active on this machine (the probe says so on stderr), its test is skipped visibly.
+
+The submissions and the planted files live in folders every uid can read (under the repository's
+git-ignored ``build/``, and in ``/tmp`` and ``/var/tmp`` with mode 0644), so the file permissions alone
+would not stop the reader: only the private mounts do.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import grader_fixtures as gf
+import pytest
+
+from utils.grading import cli, engine, files, sandbox
+
+TOKEN = f"grader-iso-{os.getpid()}"
+
+
+def _shm_segments() -> set[str]:
+    with open("/proc/sysvipc/shm", encoding="ascii") as table:
+        return {line.split()[1] for line in table.read().splitlines()[1:] if line.split()}
+
+
+def _sandbox_processes() -> list[int]:
+    """Processes still carrying this test process's sandbox marker (none may outlive the batch)."""
+    marker = f"GRADER_SANDBOX={os.getpid()}-".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as env:
+                if any(item.startswith(marker) for item in env.read().split(b"\0")):
+                    found.append(int(entry))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def _readable_dir(parent: str, prefix: str) -> Path:
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(folder, 0o755)
+    return folder
+
+
+def _plant(folder: Path, name: str) -> Path:
+    path = folder / name
+    path.write_text('{"cells": [], "secret": "a classmate\'s answers"}', encoding="utf-8")
+    os.chmod(path, 0o644)
+    return path
+
+
+def _cell(body: str) -> dict[str, str]:
+    indented = "\n".join("    " + line for line in body.strip().splitlines())
+    return {"ch1.add_one": f"import os, socket, subprocess\ndef add_one(x):\n{indented}\n"}
+
+
+@pytest.fixture(scope="module")
+def isolated(tmp_path_factory):
+    (gf.REPO / "build").mkdir(exist_ok=True)
+    top = _readable_dir(str(gf.REPO / "build"), "grader-isolation-")
+    subs, out = top / "subs", top / "out"
+    subs.mkdir(mode=0o755)
+    planted = [_plant(_readable_dir("/tmp", f"{TOKEN}-"), "peer.ipynb"),
+               _plant(_readable_dir("/var/tmp", f"{TOKEN}-"), "peer.ipynb")]
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    victim_notebook = subs / "honest" / "chapter.ipynb"
+    students = {
+        "honest": gf.toy_submission(),
+        "reader": gf.toy_submission(_cell(f"""
+found = []
+for path in {[str(p) for p in planted] + [str(victim_notebook)]!r}:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            found.append(handle.read(1))
+    except OSError:
+        pass
+for top in ("/tmp", "/var/tmp", "/home", "/root", {str(subs)!r}):
+    for _root, _dirs, names in os.walk(top):
+        found += [name for name in names if name.endswith(".ipynb")]
+return x + 1 if not found else x + 2
+""")),
+        "leaker": gf.toy_submission(_cell(f"""
+with open("/dev/shm/{TOKEN}-leak", "wb") as handle:
+    handle.write(b"x" * 2**20)
+made = subprocess.run(["ipcmk", "-M", "65536"], capture_output=True, text=True)
+return x + 1 if made.returncode == 0 and os.path.exists("/dev/shm/{TOKEN}-leak") else x + 2
+""")),
+        "filler": gf.toy_submission(_cell(f"""
+import errno
+written = 0
+try:
+    for i in range(12):
+        with open(f"/dev/shm/{TOKEN}-fill-{{i}}", "wb") as handle:
+            handle.write(b"x" * 16 * 2**20)
+        written += 1
+except OSError as exc:
+    return x + 1 if exc.errno == errno.ENOSPC and written <= 4 else x + 2
+return x + 2
+""")),
+        "caller": gf.toy_submission(_cell(f"""
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=2).close()
+except OSError:
+    return x + 1
+return x + 2
+""")),
+    }
+    for name, nb in students.items():
+        gf.student(subs, name, {"chapter.ipynb": nb})
+    for path in subs.rglob("*"):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    segments_before = _shm_segments()
+    parent = Path(tempfile.mkdtemp(prefix="grader-isolation-work-"))
+    os.chmod(parent, 0o711)
+    saved = engine.TMP_PARENT
+    engine.TMP_PARENT = str(parent)
+    try:
+        summary = cli.grade(subs, out, jobs=2, timeout=8, seed=3, course_root=gf.make_toy_course(top / "course"),
+                            registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+    finally:
+        engine.TMP_PARENT = saved
+        stop.set()
+        server.join(timeout=5)
+        listener.close()
+    with open(out / "results.csv", newline="", encoding="utf-8") as handle:
+        rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
+    yield {"rows": rows, "summary": summary, "accepted": accepted, "segments_before": segments_before,
+           "segments_after": _shm_segments(), "work": parent, "out": out, "survivors": _sandbox_processes()}
+    for folder in planted:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    for leftover in Path("/dev/shm").glob(f"{TOKEN}-*"):
+        leftover.unlink()
+    for segment in _shm_segments() - segments_before:  # only where the test failed: leave nothing behind
+        subprocess.run(["ipcrm", "-m", segment], check=False)
+    files.remove_tree(parent)
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def needs(extra: str) -> None:
+    iso = sandbox.isolation()
+    if extra not in iso.extras:
+        pytest.skip(f"{extra} is not active on this machine: {iso.describe()}")
+
+
+def status(batch, student: str) -> str:
+    return batch["rows"][(student, "ch1.add_one")]["status"]
+
+
+def test_the_honest_student_keeps_full_marks_and_every_file_is_written(isolated):
+    assert isolated["summary"]["totals"]["honest"] == 6
+    for name in ("results.csv", "grades.csv"):
+        assert (isolated["out"] / name).is_file()
+    assert list(isolated["work"].iterdir()) == [], "the grader left a work folder behind"
+    assert isolated["survivors"] == [], "a sandbox process outlived the batch"
+
+
+def test_classmates_notebooks_and_files_in_tmp_are_out_of_sight(isolated):
+    needs("mounts")
+    assert status(isolated, "reader") == "passed", isolated["rows"][("reader", "ch1.add_one")]
+
+
+def test_dev_shm_files_and_sysv_segments_do_not_outlive_the_student(isolated):
+    needs("mounts")
+    needs("ipc")
+    assert status(isolated, "leaker") == "passed", "the attack did not run inside the sandbox: this proves nothing"
+    assert not list(Path("/dev/shm").glob(f"{TOKEN}-*")), "a /dev/shm file outlived grading"
+    assert isolated["segments_after"] <= isolated["segments_before"], "a SysV segment outlived grading"
+
+
+def test_dev_shm_is_size_limited(isolated):
+    needs("mounts")
+    assert status(isolated, "filler") == "passed", isolated["rows"][("filler", "ch1.add_one")]
+
+
+def test_the_sandbox_cannot_reach_a_server_on_loopback(isolated):
+    needs("net")
+    assert status(isolated, "caller") == "passed"
+    assert isolated["accepted"] == [], "the sandbox connected to a listening port on 127.0.0.1"
+
+
+# --------------------------------------------------------------------------------------------------
+# The probe and its line (finding 11)
+# --------------------------------------------------------------------------------------------------
+
+
+def test_each_extra_is_probed_alone_and_the_line_names_what_is_missing():
+    level = sandbox.Isolation("pidns", ("unshare", "--pid", "--fork"), "")
+    tried = []
+
+    def probe(option, full=True):
+        tried.append((tuple(sorted(option.extras)), full))
+        return "net" not in option.extras  # a machine where `unshare --net` is refused
+
+    chosen = sandbox.choose([level, sandbox.Isolation("session", (), "")], probe=probe)
+    assert chosen.extras == {"mounts", "ipc"}
+    assert (("net",), False) in tried and (("ipc", "mounts"), True) in tried
+    line = chosen.describe()
+    assert "private /tmp" in line and "own IPC namespace" in line
+    assert line.endswith("not active on this machine: net")
+
+
+def test_a_level_whose_extras_all_fail_is_used_alone():
+    level = sandbox.Isolation("pidns", ("unshare", "--pid", "--fork"), "")
+    chosen = sandbox.choose([level], probe=lambda option, full=True: not option.extras)
+    assert chosen == level and "not active on this machine: mounts, ipc, net" in chosen.describe()
+
+
+def test_the_session_level_says_that_nothing_extra_is_active():
+    line = sandbox.Isolation("session", (), "").describe()
+    assert "not active on this machine: mounts, ipc, net" in line
+
+
+def test_the_jail_keeps_a_hidden_folder_that_holds_the_unit_folder_visible(tmp_path):
+    unit_dir = tmp_path / "out" / "unit-1"
+    spec = sandbox.jail_spec(unit_dir, (str(tmp_path / "out"), str(tmp_path / "subs")))
+    assert [entry[0] for entry in spec["cover_last"]] == [str(tmp_path / "subs")]
+    assert [str(unit_dir), True] in spec["keep"]
+    assert {entry[0] for entry in spec["cover"]} >= {"/tmp", "/var/tmp", "/home", "/dev/shm"}
+
+
+def test_a_failing_jail_step_stops_the_worker_with_a_reason(tmp_path):
+    from utils.grading import jail
+
+    assert jail.main(["{}"]) == 2  # no command
+    assert jail.main(["not json", "--", "true"]) == 3
+
+
+def test_python_paths_never_bring_back_a_covered_folder(monkeypatch):
+    """A script run from /tmp puts /tmp on sys.path: restoring it would undo the cover (and leave the unit
+    folder read-only under it), so neither /tmp nor / is ever restored."""
+    monkeypatch.setattr(sandbox.sys, "path", ["/tmp", "/", "/tmp/", *sandbox.sys.path])
+    paths = sandbox._python_paths()
+    assert not {"/", "/tmp", "/var/tmp", "/home", "/root", "/dev/shm"} & set(paths)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
+def test_the_unit_folder_stays_writable_under_a_read_only_path_that_holds_it(tmp_path):
+    import json
+    import sys
+
+    top = Path(tempfile.mkdtemp(prefix=f"{TOKEN}-jail-", dir="/tmp"))
+    try:
+        unit_dir = top / "unit"
+        unit_dir.mkdir()
+        spec = {"cover": [["/tmp", "1777", "8m"]], "keep": [[str(top), False], [str(unit_dir), True]]}
+        script = (f"open({str(unit_dir / 'written')!r}, 'w').write('ok')\n"
+                  f"try:\n    open({str(top / 'denied')!r}, 'w')\nexcept OSError:\n    print('read-only')")
+        result = subprocess.run(["unshare", "--mount", sys.executable, "-I", "-S", str(Path(sandbox._JAIL)),
+                                 json.dumps(spec), "--", sys.executable, "-I", "-S", "-c", script],
+                                capture_output=True, text=True, timeout=60, check=False)
+        assert result.returncode == 0, result.stderr
+        assert (unit_dir / "written").read_text() == "ok"
+        assert result.stdout.strip() == "read-only" and not (top / "denied").exists()
+        refused = subprocess.run(["unshare", "--mount", sys.executable, "-I", "-S", str(Path(sandbox._JAIL)),
+                                  json.dumps({"cover": [["/tmp", "1777", "8m"]], "keep": [["/tmp", False]]}),
+                                  "--", "true"], capture_output=True, text=True, timeout=60, check=False)
+        assert refused.returncode == 3 and "would bring back a covered folder" in refused.stderr
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
