@@ -244,3 +244,26 @@ def test_repeat_task_bad_input():
         repeat_task(2, 5, split="dev")
     with pytest.raises(TypeError, match="length"):
         repeat_task(2, 5.0)
+
+
+@pytest.mark.slow
+def test_the_chapters_trained_decoder():
+    """Chapter 6's model and training (same settings as the notebook): it continues held-out patterns, the
+    cache gives the same 256 tokens as recomputing, and a ring buffer one slot short of a pattern breaks it."""
+    torch.manual_seed(0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        data = repeat_task(2000, 9 + 256 + 1, period=8, seed=0, split="train")
+        test = repeat_task(32, 9 + 256, period=8, seed=1, split="test")
+        model = TinyDecoder(len(REPEAT_VOCAB), d_model=64, num_heads=4, num_layers=2, max_len=9 + 256)
+        history = train_decoder(model, data, steps=120, batch_size=8, lr=1e-2, skip=8,
+                                windows=(None, 9, 12, 16, 32, 64), progress=False)
+        assert history.loss[-1] < 0.05
+        prompts = test[:, :9]
+        assert continuation_accuracy(model.generate(prompts, 256), test, 9) > 0.95
+        assert torch.equal(model.generate(prompts[:1], 256), model.generate(prompts[:1], 256, use_cache=False))
+        assert continuation_accuracy(model.generate(prompts, 256, window=9), test, 9) > 0.95
+        assert continuation_accuracy(model.generate(prompts, 256, window=8), test, 9) < 2 / 9
+    finally:
+        torch.set_num_threads(threads)
