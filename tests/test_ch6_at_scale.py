@@ -11,6 +11,7 @@ from torch.testing import assert_close
 from widget_support import assert_same_state, png
 
 from utils import at_scale
+from utils.decoder import TinyDecoder
 from utils.exercises import check
 from utils.exercises.at_scale import CACHE, EXERCISES, ONLINE, WINDOW
 from utils.plotting import at_scale as plots
@@ -227,7 +228,7 @@ def test_global_tokens_and_receptive_field():
 
 def test_tiny_decoder_cache_is_exact():
     torch.manual_seed(0)
-    model = at_scale.TinyDecoder(vocab_size=40, d_model=32, num_heads=4, num_layers=2, max_len=40).eval()
+    model = TinyDecoder(vocab_size=40, d_model=32, num_heads=4, num_layers=2, max_len=40).eval()
     prompt = torch.randint(0, 40, (2, 5))
     assert torch.equal(model.generate(prompt, 20, use_cache=True), model.generate(prompt, 20, use_cache=False))
     with pytest.raises(ValueError, match="max_len"):

@@ -1,5 +1,6 @@
 """Chapter 6 helpers: naive attention and its memory, the SDPA backend, sliding-window (local) masks with
-global tokens, receptive fields, and a tiny decoder that generates with or without a KV cache.
+global tokens, receptive fields, one attention step with a KV cache, and what the cache saves. The decoder
+that uses it is in :mod:`utils.decoder`, the caches (full and ring buffer) in :mod:`utils.kv_cache`.
 
 Masks follow the package convention (``True`` = may attend). Shape letters: N batch, H heads, L query
 length, S key length (the cache length plus the new tokens), E model dimension, D head dimension.
@@ -11,10 +12,8 @@ import math
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from utils.attention import MultiHeadAttention, causal_mask, merge_heads, split_heads
-from utils.layers import FeedForward
+from utils.attention import causal_mask
 
 try:  # torch >= 2.2 names the backends; older versions cannot say which one runs
     from torch.nn.attention import SDPBackend
@@ -23,7 +22,7 @@ except ImportError:  # pragma: no cover - the pinned torch has it
 
 __all__ = ["naive_attention", "naive_bytes", "attention_memory_bytes", "sdpa_backend", "sliding_window_mask",
            "global_tokens_mask",
-           "receptive_field", "attend_with_cache", "TinyDecoder", "decode_flops_ratio"]
+           "receptive_field", "attend_with_cache", "decode_flops_ratio"]
 
 
 def naive_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
@@ -158,126 +157,6 @@ def attend_with_cache(q_new: torch.Tensor, k_new: torch.Tensor, v_new: torch.Ten
     mask = causal_mask(S, device=q_new.device)[S - L:]  # (L, S): new query i is position S - L + i
     output = F.scaled_dot_product_attention(q_new, k_all, v_all, attn_mask=mask)  # (N, H, L, D)
     return output, k_all, v_all
-
-
-class _DecoderLayer(nn.Module):
-    """Pre-norm decoder layer: causal self-attention and a feed-forward block, each with a residual.
-
-    Built from the course's modules and named like :class:`~utils.layers.TransformerEncoderLayer`:
-    ``self_attn`` is a :class:`~utils.attention.MultiHeadAttention` (its ``q_proj``, ``k_proj``, ``v_proj``
-    and ``out_proj``), ``feed_forward`` a :class:`~utils.layers.FeedForward`. The attention itself goes
-    through :func:`attend_with_cache`, because the layer must read and extend a KV cache.
-    """
-
-    def __init__(self, d_model: int, num_heads: int) -> None:
-        super().__init__()
-        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.self_attn = MultiHeadAttention(d_model, num_heads)
-        self.feed_forward = FeedForward(d_model, 4 * d_model, activation="gelu")
-
-    def forward(self, x: torch.Tensor, cache: dict | None = None) -> torch.Tensor:
-        """``x (N, L, E)`` -> ``(N, L, E)``; with a ``cache`` dict, read and extend its ``"k"`` and ``"v"``."""
-        N, L, E = x.shape
-        attn = self.self_attn
-        h = self.norm1(x)  # (N, L, E)
-        q, k, v = (split_heads(proj(h), attn.num_heads) for proj in (attn.q_proj, attn.k_proj, attn.v_proj))
-        # (N, H, L, D) each. Without a cache every step recomputes K and V for the whole prefix.
-        past = {} if cache is None else cache
-        attended, k_all, v_all = attend_with_cache(q, k, v, past.get("k"), past.get("v"))  # (N, H, L, D)
-        if cache is not None:
-            cache["k"], cache["v"] = k_all, v_all  # (N, H, S, D)
-        x = x + attn.out_proj(merge_heads(attended))  # (N, L, E)
-        return x + self.feed_forward(self.norm2(x))  # (N, L, E)
-
-
-class TinyDecoder(nn.Module):
-    """A small random GPT-style decoder, just big enough to time generation with and without a KV cache.
-
-    ``logits = head(norm(layers(embedding(tokens) + position(positions))))``, with pre-norm decoder layers
-    (causal self-attention through :class:`~utils.attention.MultiHeadAttention`'s projections, then
-    :class:`~utils.layers.FeedForward` with GELU) and learned absolute positions.
-
-    Args:
-        vocab_size: the number of token ids. Default: ``256``.
-        d_model: the model dimension E. Default: ``128``.
-        num_heads: the number of heads H; must divide ``d_model``. Default: ``4``.
-        num_layers: the number of decoder layers. Default: ``4``.
-        max_len: the number of positions that have an embedding. Default: ``512``.
-
-    >>> model = TinyDecoder(vocab_size=50, d_model=32, num_heads=4, num_layers=2, max_len=64).eval()
-    >>> prompt = torch.tensor([[1, 2, 3]])
-    >>> torch.equal(model.generate(prompt, 10, use_cache=True), model.generate(prompt, 10, use_cache=False))
-    True
-    """
-
-    def __init__(self, vocab_size: int = 256, d_model: int = 128, num_heads: int = 4, num_layers: int = 4,
-                 max_len: int = 512) -> None:
-        super().__init__()
-        # input: token and learned position embeddings
-        self.embedding = nn.Embedding(vocab_size, d_model)
-        self.position = nn.Embedding(max_len, d_model)
-        # body
-        self.layers = nn.ModuleList(_DecoderLayer(d_model, num_heads) for _ in range(num_layers))
-        # next-token head
-        self.norm = nn.LayerNorm(d_model)
-        self.head = nn.Linear(d_model, vocab_size)
-        self.max_len = max_len
-
-    def forward(self, tokens: torch.Tensor, caches: list[dict] | None = None, start: int = 0) -> torch.Tensor:
-        """Next-token logits for every position.
-
-        Args:
-            tokens: ``(N, L)`` integer ids, at positions ``start .. start + L - 1``.
-            caches: one dict per layer holding that layer's ``"k"`` and ``"v"`` ``(N, H, T, D)`` (empty
-                before the first call); read and extended in place. Default: ``None`` (no cache).
-            start: the position of the first token, ``T`` when the caches hold T positions. Default: ``0``.
-
-        Returns:
-            Logits ``(N, L, vocab_size)``.
-
-        Shape:
-            N batch, L new tokens, T cached positions, E ``d_model``, H ``num_heads``, D ``d_model // H``.
-        """
-        N, L = tokens.shape
-        positions = torch.arange(start, start + L, device=tokens.device)  # (L,)
-        x = self.embedding(tokens) + self.position(positions)  # (N, L, E)
-        for i, layer in enumerate(self.layers):
-            x = layer(x, None if caches is None else caches[i])  # (N, L, E)
-        return self.head(self.norm(x))  # (N, L, vocab)
-
-    @torch.no_grad()
-    def generate(self, prompt: torch.Tensor, new_tokens: int, *, use_cache: bool = True) -> torch.Tensor:
-        """Greedy decoding.
-
-        Without a cache every step runs the whole sequence so far (``O(T²)`` work for T tokens); with it,
-        the prompt is run once (prefill) and each step runs one token against the cached K and V.
-
-        Args:
-            prompt: ``(N, P)`` integer ids.
-            new_tokens: how many tokens to append; ``P + new_tokens`` must not exceed ``max_len``.
-            use_cache: keep each layer's K and V between steps. Default: ``True``.
-
-        Returns:
-            ``(N, P + new_tokens)``: the prompt followed by the generated ids.
-        """
-        if prompt.shape[1] + new_tokens > self.max_len:
-            raise ValueError(f"prompt length {prompt.shape[1]} + new_tokens {new_tokens} exceeds max_len "
-                             f"{self.max_len}")
-        tokens = prompt  # (N, T)
-        if not use_cache:
-            for _ in range(new_tokens):
-                logits = self(tokens)  # (N, T, vocab): recomputes every position
-                tokens = torch.cat([tokens, logits[:, -1:].argmax(-1)], dim=1)  # (N, T + 1)
-            return tokens
-        caches: list[dict] = [{} for _ in self.layers]
-        logits = self(tokens, caches)  # prefill: (N, P, vocab)
-        for _ in range(new_tokens):
-            next_token = logits[:, -1:].argmax(-1)  # (N, 1)
-            tokens = torch.cat([tokens, next_token], dim=1)  # (N, T + 1)
-            if tokens.shape[1] == prompt.shape[1] + new_tokens:
-                break
-            logits = self(next_token, caches, start=tokens.shape[1] - 1)  # (N, 1, vocab): one position only
-        return tokens
 
 
 def decode_flops_ratio(prompt_len: int, new_tokens: int) -> float:

@@ -16,7 +16,12 @@ looks only at the pronoun's own position can at best guess among the four nouns 
 ``split="test"`` uses (about one in five, see :func:`is_test_pair`), so test accuracy measures whether a
 model learned the agreement rule rather than memorised pairs it has seen.
 
-Shape letters: N sentences, L padded length.
+Chapter 6's decoder learns :func:`repeat_task`: a "pattern" of ``period`` different words, then ``"."``,
+repeated. A continuation is right when it keeps repeating the prompt's pattern, which a learner can check
+by eye, and predicting it needs the token exactly ``period + 1`` positions back. Held-out patterns
+(:func:`is_test_pattern`) never appear in ``split="train"``.
+
+Shape letters: N sentences (or sequences), L padded length (T for :func:`repeat_task`'s length).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import torch
 from utils._checks import check_positive_int
 
 __all__ = ["AGREEMENT", "NOUNS", "IGNORE", "PronounData", "pronoun_task", "is_test_pair", "class_guess_accuracy",
-           "VOCAB"]
+           "VOCAB", "REPEAT_WORDS", "REPEAT_VOCAB", "is_test_pattern", "repeat_task", "repeat_text"]
 
 IGNORE = -100
 """Label of positions that carry no target (``F.cross_entropy``'s default ``ignore_index``)."""
@@ -195,3 +200,69 @@ def pronoun_task(n: int, *, seed: int = 0, split: str = "all") -> PronounData:
         referent_pos=as_long([s[2] for s in sentences]),
         other_pos=as_long([s[3] for s in sentences]),
     )
+
+
+REPEAT_WORDS: tuple[str, ...] = ("cat", "dog", "owl", "fox", "bee", "cow", "red", "blue", "green", "sun", "moon",
+                                 "star", "tree", "rock", "rain", "snow")
+"""The words of :func:`repeat_task`'s patterns."""
+
+REPEAT_VOCAB: tuple[str, ...] = (*REPEAT_WORDS, ".")
+"""Every token of :func:`repeat_task`: the words, then ``"."`` (the end of each pattern)."""
+
+
+def is_test_pattern(pattern: list[int] | tuple[int, ...]) -> bool:
+    """Whether a pattern (word ids, without the ``"."``) is kept for ``split="test"``: about one in five.
+
+    >>> is_test_pattern([0, 1, 2, 3]), is_test_pattern([1, 0, 2, 3])
+    (True, False)
+    """
+    return sum((k + 1) * word for k, word in enumerate(pattern)) % 5 == 0
+
+
+def repeat_task(n: int, length: int, *, period: int = 8, seed: int = 0, split: str = "all") -> torch.Tensor:
+    """``n`` sequences of a pattern of ``period`` different words and a ``"."``, repeated to ``length`` tokens.
+
+    Each pattern is drawn at random (no word twice), e.g. ``"bee sun rock tree . bee sun rock tree . bee"``
+    for ``period=4``. Token ``t >= period + 1`` always equals token ``t - period - 1``; the first pattern
+    cannot be predicted.
+
+    Args:
+        n: the number of sequences N, a positive int.
+        length: the number of tokens T of each sequence, a positive int.
+        period: the number of words in a pattern, ``1 <= period <= len(REPEAT_WORDS)``. Default: ``8``.
+        seed: the seed of the generator. Default: ``0``.
+        split: ``"train"`` (patterns outside the held-out set), ``"test"`` (only held-out patterns, see
+            :func:`is_test_pattern`) or ``"all"``. Default: ``"all"``.
+
+    Returns:
+        ``(N, T)`` long token ids into :data:`REPEAT_VOCAB`.
+
+    >>> repeat_text(repeat_task(1, 11, period=4, seed=1)[0])
+    'bee sun rock tree . bee sun rock tree . bee'
+    """
+    check_positive_int("n", n)
+    check_positive_int("length", length)
+    check_positive_int("period", period)
+    if period > len(REPEAT_WORDS):
+        raise ValueError(f"period: expected at most {len(REPEAT_WORDS)} (the number of words), got {period}")
+    if split not in ("train", "test", "all"):
+        raise ValueError(f"split: expected 'train', 'test' or 'all', got {split!r}")
+    rng = random.Random(seed)
+    end = len(REPEAT_WORDS)  # the id of "."
+    rows = []
+    while len(rows) < n:
+        pattern = rng.sample(range(len(REPEAT_WORDS)), period)
+        if split == "all" or is_test_pattern(pattern) == (split == "test"):
+            cycle = [*pattern, end]
+            rows.append([cycle[t % (period + 1)] for t in range(length)])
+    return torch.tensor(rows, dtype=torch.long)  # (N, T)
+
+
+def repeat_text(tokens: torch.Tensor | list[int]) -> str:
+    """The words of one sequence of :func:`repeat_task` (or a model's continuation), space-separated.
+
+    >>> repeat_text([0, 1, 16, 0])
+    'cat dog . cat'
+    """
+    ids = tokens.tolist() if isinstance(tokens, torch.Tensor) else list(tokens)
+    return " ".join(REPEAT_VOCAB[i] for i in ids)

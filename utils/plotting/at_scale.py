@@ -1,4 +1,5 @@
-"""Figures for chapter 6, attention at scale: the quadratic wall, sliding-window masks, receptive fields.
+"""Figures for chapter 6, attention at scale: the quadratic wall, sliding-window masks, receptive fields and
+the memory of KV caches.
 
 Shape letters: N batch, H heads, L sequence length, D head dimension.
 """
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from utils.widgets.at_scale import WindowExplorerState
 
 __all__ = ["memory_scaling_figure", "window_mask_figure", "receptive_field_figure", "window_explorer_figure",
-           "online_softmax_figure"]
+           "online_softmax_figure", "cache_memory_figure"]
 
 _BOOL_CMAP = ListedColormap([plt.get_cmap(CMAP)(0.0), plt.get_cmap(CMAP)(1.0)])  # False, True: viridis' ends
 
@@ -170,5 +171,27 @@ def online_softmax_figure(x: torch.Tensor, block_size: int) -> Figure:
     ax_s.set_ylabel("Σ exp(x - running max)")
     ax_s.set_title("After the last block the sum is exact")
     ax_s.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def cache_memory_figure(tokens: Sequence[int], cache_bytes: dict[str, Sequence[int]]) -> Figure:
+    """The bytes each KV cache holds against the number of tokens so far, one line per cache.
+
+    Args:
+        tokens: the x values, e.g. the positions run so far at each decoding step.
+        cache_bytes: label -> the cache's bytes (keys and values of every layer) at each of ``tokens``,
+            e.g. from :func:`utils.decoder.decode_trace`'s ``cache_bytes``.
+    """
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    colors = plt.get_cmap(CMAP)([0.15, 0.6, 0.9])
+    for (label, values), color in zip(cache_bytes.items(), [*colors] * len(cache_bytes)):
+        ax.plot(list(tokens), [b / 2**10 for b in values], color=color, linewidth=2, label=label)
+    ax.set_xlabel("tokens so far (prompt + generated)")
+    ax.set_ylabel("KV cache, all layers (KiB)")
+    ax.set_title("The full cache grows with the text; the ring buffer stays flat")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    ax.grid(True, alpha=0.3)
     fig.tight_layout()
     return fig

@@ -87,7 +87,7 @@ def window_explorer(length: int = 32):
 
 
 def ch6_quiz() -> Quiz:
-    """Four questions on memory, tiling, windows and the KV cache."""
+    """Five questions on memory, tiling, windows, the KV cache and the ring-buffer cache."""
     return Quiz([
         Choice(
             "Tiled (FlashAttention-style) attention computes exactly the same output as the naive version. "
@@ -152,5 +152,24 @@ def ch6_quiz() -> Quiz:
                 "They are two different projections of the same hidden states.",
             ],
             explanation="No causal mask (e.g. an encoder) means no KV cache: every position would change at each step.",
+        ),
+        Choice(
+            "A 2-layer decoder generates with a ring-buffer cache of W slots per layer. Can the newest token still "
+            "be influenced by a token more than W positions back?",
+            ["No: its keys and values were overwritten, so nothing of that token is left",
+             "Yes: layer 2's cached keys were computed from layer-1 states that each saw their own window, so "
+             "information can arrive from up to 2(W - 1) positions back",
+             "Yes: the ring buffer keeps a summary of the evicted tokens in its oldest slot",
+             "Only if W is at least the length of the prompt"],
+            answer=1,
+            feedback=[
+                "Its own keys are gone, but not everything it passed on: the cached keys of layer 2 come from "
+                "layer-1 states that attended to it while it was still in the window.",
+                "Right: each layer reaches one window further, as section 4's receptive fields showed. Our model "
+                "still fails below one pattern's length, because it was never trained to relay a word that way.",
+                "It keeps nothing but the W most recent keys and values; slots are simply overwritten.",
+                "The prompt length does not matter: once more than W tokens exist, the oldest slot is overwritten.",
+            ],
+            explanation="A sliding window limits what one layer sees, not how far information travels through depth.",
         ),
     ], title="Chapter 6 quiz: attention at scale")
