@@ -167,18 +167,18 @@ def move_a_slider(page, output) -> tuple[tuple, tuple]:
         options = select.locator("option").evaluate_all("os => os.map(o => o.value)")
         current = select.input_value()
         select.select_option(options[(options.index(current) + 1) % len(options)])
-        return before, settle(page, output)
-    handle = handles.first
-    handle.scroll_into_view_if_needed()
-    handle.focus()
-    for _ in range(3):
-        handle.press("ArrowRight")
-    handle_changed = """([el, before]) => {
+    else:
+        handle = handles.first
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        for _ in range(3):
+            handle.press("ArrowRight")
+    figure_changed = """([el, before]) => {
       const srcs = [...el.querySelectorAll('.widget-output img')].map(i => i.src);
       return srcs.length > 0 && JSON.stringify(srcs) !== JSON.stringify(before);
     }"""
     try:
-        page.wait_for_function(handle_changed, arg=[output.element_handle(), before[0]], timeout=20_000)
+        page.wait_for_function(figure_changed, arg=[output.element_handle(), before[0]], timeout=20_000)
     except Exception:
         pass  # a label may still have changed; judged below
     return before, settle(page, output)  # the figure must stay the same for a second
