@@ -86,6 +86,9 @@ def lab(tmp_path_factory):
         JUPYTER_DATA_DIR=str(dirs["data"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
         JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]), IPYTHONDIR=str(dirs["ipython"]),
         PYTHONHASHSEED="0", MPLBACKEND="module://matplotlib_inline.backend_inline",
+        # The kernels import the copy's utils, not whichever tree an editable install points at (a
+        # shared venv, or a worktree's tests running against another checkout).
+        PYTHONPATH=str(root),
     )
     port, token = free_port(), secrets.token_hex(16)
     command = [

@@ -10,7 +10,7 @@ connected and idle (``sessionContext.isReady``, ``connectionStatus == "connected
   output area as a widget with its figure (``.widget-output img``), neither "Loading widget..." nor a
   text repr such as ``IntSlider(value=3)``;
 - moving a slider of the explorer (focused ``.noUi-handle`` + arrow keys) changes its figure or a
-  label it drives.
+  label it drives; an explorer without a slider (chapter 5's sentence box) has a dropdown changed instead.
 
 A PNG screenshot of each explorer is saved under the test's temp dir and copied to
 ``build/test-artifacts/`` when the test fails.
@@ -125,38 +125,16 @@ def enabled_handles(output):
     return output.locator(".widget-slider:not(.widget-slider-disabled) .noUi-target:not([disabled]) .noUi-handle")
 
 
-def move_a_slider(page, output) -> tuple[tuple, tuple]:
-    """Move the first enabled slider of ``output`` (enabling one via a toggle button if all are
-    disabled) and return (before, after) figure sources and labels."""
-    if enabled_handles(output).count() == 0:
-        toggles = output.locator(".widget-toggle-button:not(.mod-active):not([disabled])")
-        for i in range(toggles.count()):
-            toggles.nth(i).click()
-            page.wait_for_timeout(300)
-            if enabled_handles(output).count():
-                break
-    handles = enabled_handles(output)
-    assert handles.count() > 0, "the explorer has no slider that can be moved"
+def wait_for_figures(page, output) -> None:
     page.wait_for_function(
         "el => [...el.querySelectorAll('.widget-output img')].every(i => i.complete && i.naturalWidth > 0)",
         arg=output.element_handle(), timeout=30_000,
     )
     page.wait_for_timeout(300)
-    before = figure_and_labels(output)
-    handle = handles.first
-    handle.scroll_into_view_if_needed()
-    handle.focus()
-    for _ in range(3):
-        handle.press("ArrowRight")
-    handle_changed = """([el, before]) => {
-      const srcs = [...el.querySelectorAll('.widget-output img')].map(i => i.src);
-      return srcs.length > 0 && JSON.stringify(srcs) !== JSON.stringify(before);
-    }"""
-    try:
-        page.wait_for_function(handle_changed, arg=[output.element_handle(), before[0]], timeout=20_000)
-    except Exception:
-        pass  # a label may still have changed; judged below
-    # Let the redraws settle (a key press each): the figure must stay the same for a second.
+
+
+def settle(page, output) -> tuple:
+    """The figure sources and labels once they stayed the same for a second (a redraw per key press)."""
     settled, last = 0, None
     for _ in range(60):
         current = figure_and_labels(output)
@@ -165,7 +143,45 @@ def move_a_slider(page, output) -> tuple[tuple, tuple]:
             break
         last = current
         page.wait_for_timeout(250)
-    return before, current
+    return current
+
+
+def move_a_slider(page, output) -> tuple[tuple, tuple]:
+    """Move the first enabled slider of ``output`` (enabling one via a toggle button if all are
+    disabled; choosing the next option of its first dropdown if it has no slider at all) and return
+    (before, after) figure sources and labels."""
+    if enabled_handles(output).count() == 0:
+        toggles = output.locator(".widget-toggle-button:not(.mod-active):not([disabled])")
+        for i in range(toggles.count()):
+            toggles.nth(i).click()
+            page.wait_for_timeout(300)
+            if enabled_handles(output).count():
+                break
+    handles = enabled_handles(output)
+    dropdowns = output.locator(".widget-dropdown select:not([disabled])")
+    assert handles.count() > 0 or dropdowns.count() > 0, "the explorer has no slider or dropdown that can be moved"
+    wait_for_figures(page, output)
+    before = figure_and_labels(output)
+    if handles.count() == 0:
+        select = dropdowns.first
+        options = select.locator("option").evaluate_all("os => os.map(o => o.value)")
+        current = select.input_value()
+        select.select_option(options[(options.index(current) + 1) % len(options)])
+    else:
+        handle = handles.first
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        for _ in range(3):
+            handle.press("ArrowRight")
+    figure_changed = """([el, before]) => {
+      const srcs = [...el.querySelectorAll('.widget-output img')].map(i => i.src);
+      return srcs.length > 0 && JSON.stringify(srcs) !== JSON.stringify(before);
+    }"""
+    try:
+        page.wait_for_function(figure_changed, arg=[output.element_handle(), before[0]], timeout=20_000)
+    except Exception:
+        pass  # a label may still have changed; judged below
+    return before, settle(page, output)  # the figure must stay the same for a second
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)

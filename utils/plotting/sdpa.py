@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 
 from utils.plotting.common import CMAP, attention_heatmap, to_numpy
 
 if TYPE_CHECKING:
-    from utils.widgets.sdpa import ScaleExplorerState
+    from utils.widgets.sdpa import MaskPolarityState, ScaleExplorerState
 
 __all__ = [
     "sdpa_steps_figure",
@@ -27,6 +28,7 @@ __all__ = [
     "training_figure",
     "masks_figure",
     "scale_explorer_figure",
+    "mask_polarity_figure",
 ]
 
 _COLORS = plt.get_cmap(CMAP)(0.15), plt.get_cmap(CMAP)(0.7)  # scaled, unscaled
@@ -153,5 +155,49 @@ def scale_explorer_figure(state: ScaleExplorerState) -> Figure:
                      f"of {state.max_entropy:.2f} nats")
     fig.suptitle(f"D = {state.dim}, temperature {state.temperature:.2f}, "
                  f"scaling {'on' if state.scaled else 'off'}")
+    fig.tight_layout()
+    return fig
+
+
+def _mark_rows(ax, state: MaskPolarityState, width: int) -> None:
+    """Outline the padded query rows (dashed) and the rows that see no key (solid), and colour their labels."""
+    labels = ax.get_yticklabels()
+    for i in range(len(state.tokens)):
+        if state.fully_masked_rows[i]:
+            ax.add_patch(Rectangle((-0.5, i - 0.5), width, 1, fill=False, edgecolor="red", lw=2.2))
+            labels[i].set_color("red")
+        elif state.padded_rows[i]:
+            ax.add_patch(Rectangle((-0.5, i - 0.5), width, 1, fill=False, edgecolor="orange", lw=2, ls="--"))
+            labels[i].set_color("darkorange")
+
+
+def mask_polarity_figure(state: MaskPolarityState) -> Figure:
+    """Left: the keys the API let each query see. Right: the weights it computed, each written out,
+    NaN as hatched "NaN" cells (never a colour). Padded query rows are outlined in dashed orange, rows
+    that see no key in red. From :func:`utils.widgets.sdpa.mask_polarity_state`."""
+    tokens, L = state.tokens, len(state.tokens)
+    fig, (ax_mask, ax_weights) = plt.subplots(1, 2, figsize=(11.5, 4.6), gridspec_kw={"width_ratios": [1, 1.25]})
+    allowed = to_numpy(state.read_as_allowed).astype(float)
+    attention_heatmap(allowed, tokens, tokens, title="Keys the API let each query see (yellow)", ax=ax_mask,
+                      colorbar=False, annotate=False, vmin=0, vmax=1)
+    weights = to_numpy(state.weights)
+    nan = weights != weights
+    attention_heatmap(torch.as_tensor(weights).nan_to_num(0.0), tokens, tokens,
+                      title=f"Weights it computed: {int(state.rows_as_meant.sum())} of {L} rows as you meant",
+                      ax=ax_weights, colorbar=False, annotate=False, vmin=0, vmax=1)
+    for i in range(L):
+        for j in range(L):
+            if nan[i, j]:
+                ax_weights.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="white", edgecolor="grey",
+                                               hatch="///", lw=0.5))
+                ax_weights.text(j, i, "NaN", ha="center", va="center", fontsize=8, fontweight="bold",
+                                color="black")
+            else:
+                ax_weights.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                                color="black" if weights[i, j] > 0.5 else "white")
+    for ax in (ax_mask, ax_weights):
+        _mark_rows(ax, state, L)
+    fig.suptitle(f"{state.call}\norange dashed: padded query rows; red: rows that see no key; "
+                 f"{int(state.nan_rows.sum())} NaN rows", fontsize=10)
     fig.tight_layout()
     return fig

@@ -7,6 +7,7 @@
 * :func:`head_ablation_figure`, :func:`pronoun_heads_figure`, :func:`layer_head_similarity_figure`: accuracy
   with heads switched off, per pronoun, and how alike the heads are in each layer.
 * :func:`attention_view_figure`: one head's map on one sentence, the pronoun's row in red (the explorer's view).
+* :func:`sentence_figure`: the learner's own sentence, every head small and one enlarged.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from matplotlib.patches import FancyBboxPatch, Rectangle
 from utils.plotting.common import CMAP, attention_heatmap, to_numpy
 
 if TYPE_CHECKING:
-    from utils.widgets.transformer import AttentionView
+    from utils.widgets.transformer import AttentionView, SentenceState
 
 __all__ = ["layer_diagram_steps", "layer_diagrams", "loss_curves", "grad_norms_figure", "training_curves",
            "sentence_attention_grid", "head_ablation_figure", "pronoun_heads_figure",
-           "layer_head_similarity_figure", "attention_view_figure"]
+           "layer_head_similarity_figure", "attention_view_figure", "sentence_figure"]
 
 _ACTIVATION_SHAPE = "(N, L, E)"
 _COLOURS = {"io": "#ffffff", "attn": "#f6d8a8", "ffn": "#bfe3f2", "norm": "#d9f0c8", "drop": "#eeeeee",
@@ -310,4 +311,57 @@ def attention_view_figure(view: AttentionView) -> Figure:
     ax.add_patch(Rectangle((-0.5, view.pronoun_pos - 0.5), L, 1, fill=False, edgecolor="red", lw=2))
     ax.get_yticklabels()[view.pronoun_pos].set_color("red")
     fig.axes[-1].set_ylabel("attention weight")
+    return fig
+
+
+def _outline_pronoun(ax, pronoun_pos: int | None, length: int, lw: float) -> None:
+    if pronoun_pos is not None:
+        ax.add_patch(Rectangle((-0.5, pronoun_pos - 0.5), length, 1, fill=False, edgecolor="red", lw=lw))
+        ax.get_yticklabels()[pronoun_pos].set_color("red")
+
+
+def sentence_figure(state: SentenceState) -> Figure:
+    """The learner's sentence (from :func:`utils.widgets.transformer.sentence_state`): every layer and head
+    as a small map on the left, the chosen one enlarged on the right, the pronoun's row in red. A sentence
+    that cannot run gives a figure that says why."""
+    if state.maps is None:
+        fig, ax = plt.subplots(figsize=(8, 1.6))
+        ax.axis("off")
+        ax.text(0.0, 0.5, "Nothing to show: the model did not run.\n(see the message above the figure)",
+                va="center", fontsize=11)
+        ax.set_title("Your sentence")
+        return fig
+    rows, cols, L, _ = state.maps.shape
+    tokens = state.words
+    fig = plt.figure(figsize=(4.2 + 2.2 * cols, max(4.2, 2.0 * rows + 0.8)), layout="constrained")
+    left, right = fig.subfigures(1, 2, width_ratios=[cols, 2.2])
+    small = left.subplots(rows, cols, squeeze=False)
+    for r in range(rows):
+        for c in range(cols):
+            ax = small[r][c]
+            ax.imshow(to_numpy(state.maps[r, c]), cmap=CMAP, vmin=0.0, vmax=1.0)
+            chosen = (r, c) == (state.layer, state.head)
+            ax.set_title(f"Layer {r + 1}, Head {c + 1}" + (" (enlarged)" if chosen else ""), fontsize=8,
+                         fontweight="bold" if chosen else "normal")
+            ax.set_xticks(range(L), tokens, rotation=90, fontsize=6)
+            ax.set_yticks(range(L), tokens, fontsize=6)
+            _outline_pronoun(ax, state.pronoun_pos, L, 1.2)
+    left.supxlabel("key (attended to)", fontsize=8)
+    left.supylabel("query (attending)", fontsize=8)
+    big = right.subplots()
+    image = big.imshow(to_numpy(state.maps[state.layer, state.head]), cmap=CMAP, vmin=0.0, vmax=1.0)
+    big.set_xticks(range(L), tokens, rotation=90)
+    big.set_yticks(range(L), tokens)
+    big.set_xlabel("key (attended to)")
+    big.set_ylabel("query (attending)")
+    _outline_pronoun(big, state.pronoun_pos, L, 2.0)
+    big.set_title(f"Layer {state.layer + 1}, Head {state.head + 1}", fontsize=10)
+    right.colorbar(image, ax=big, fraction=0.046, pad=0.04).set_label("attention weight")
+    if state.predicted is None:
+        verdict = "no pronoun: no prediction"
+    else:
+        verdict = f"'{tokens[state.pronoun_pos]}' -> model says '{state.predicted}'"
+        if state.correct is not None:
+            verdict += " (right)" if state.correct else f" (wrong: '{tokens[state.referent_pos]}' agrees)"
+    fig.suptitle(f"Your sentence: {verdict}", fontsize=10)
     return fig

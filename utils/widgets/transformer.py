@@ -2,22 +2,26 @@
 
 * :func:`attention_view` (pure) and :func:`attention_explorer` (widget): one head's attention on one
   held-out sentence of the pronoun task, with the pronoun's row singled out.
+* :func:`sentence_state` (pure) and :func:`sentence_explorer` (widget): the trained model on a sentence the
+  learner types, with the prediction, every layer and head (one of them enlarged) and the referent share.
 * :func:`ch5_quiz`.
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 import torch
 
 from utils.attention import padding_mask
-from utils.plotting.transformer import attention_view_figure
-from utils.tasks import NOUNS, PronounData
+from utils.plotting.transformer import attention_view_figure, sentence_figure
+from utils.tasks import AGREEMENT, NOUNS, VOCAB, PronounData
 from utils.widgets.common import wire_explorer
 from utils.widgets.quiz import Choice, Quiz
 
-__all__ = ["AttentionView", "attention_view", "attention_explorer", "ch5_quiz"]
+__all__ = ["AttentionView", "attention_view", "attention_explorer", "MAX_WORDS", "split_sentence", "SentenceState",
+           "sentence_state", "sentence_explorer", "ch5_quiz"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,164 @@ def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
     return wire_explorer([w.HBox([sentence, layer, head]), caption],
                          {"sentence": sentence, "layer": layer, "head": head}, compute, attention_view_figure,
                          bbox_inches="tight")
+
+
+MAX_WORDS = 24
+"""The longest sentence :func:`sentence_state` runs (the training sentences have at most 12 words)."""
+
+_KNOWN = tuple(word for word in VOCAB if word != "<pad>")
+
+
+def split_sentence(text: str) -> tuple[list[str], dict[str, list[str]]]:
+    """Split ``text`` into words of the pronoun task, and name every word outside its vocabulary.
+
+    Lower-case; a full stop becomes a word of its own (``"left."`` -> ``"left", "."``).
+
+    Returns:
+        ``(words, unknown)``: ``unknown`` maps each word not in :data:`~utils.tasks.VOCAB` (in the order
+        they appear) to up to three nearest known words (``difflib``; empty when none is close).
+
+    >>> split_sentence("The king saw the dragon because he left.")
+    (['the', 'king', 'saw', 'the', 'dragon', 'because', 'he', 'left', '.'], {'dragon': []})
+    >>> split_sentence("the quen left")[1]
+    {'quen': ['queen', 'quiet']}
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text: expected a str, got {type(text).__name__}")
+    words = text.lower().replace(".", " . ").split()
+    unknown: dict[str, list[str]] = {}
+    for word in words:
+        if word not in _KNOWN and word not in unknown:
+            unknown[word] = difflib.get_close_matches(word, _KNOWN, n=3, cutoff=0.6)
+    return words, unknown
+
+
+@dataclass(frozen=True)
+class SentenceState:
+    """What the "your own sentence" explorer shows for one text and one enlarged head."""
+
+    words: list[str]
+    unknown: dict[str, list[str]]  # out-of-vocabulary word -> nearest known words
+    maps: torch.Tensor | None  # (layers, H, L, L), None when the sentence cannot run
+    pronoun_pos: int | None  # the last pronoun, where the model answers
+    predicted: str | None  # the noun the model picks at the pronoun
+    confidence: float | None  # its softmax probability
+    referent_pos: int | None  # the one noun of the sentence that agrees with the pronoun
+    referent_share: torch.Tensor | None  # (layers, H): the pronoun's attention to that noun
+    correct: bool | None  # predicted == the agreeing noun
+    layer: int  # the enlarged map (0-based)
+    head: int
+    message: str  # what the explorer writes above the figure
+
+
+def _unknown_message(unknown: dict[str, list[str]]) -> str:
+    parts = []
+    for word, near in unknown.items():
+        hint = f"nearest known: {', '.join(near)}" if near else "no known word is close"
+        parts.append(f"'{word}' ({hint})")
+    return "Not in the task's vocabulary: " + "; ".join(parts) + ". The model only knows: " + " ".join(_KNOWN)
+
+
+@torch.no_grad()
+def sentence_state(model, text: str, layer: int = 0, head: int = 0) -> SentenceState:
+    """Run the chapter's trained model on ``text``: the prediction at the pronoun, every attention map, and
+    how much of the pronoun's attention goes to the noun that agrees with it.
+
+    Nothing is dropped or guessed: a word outside the vocabulary stops the run and is named with its nearest
+    known words; a sentence without a pronoun still shows its maps, with no prediction; when no noun or several
+    nouns agree with the pronoun, there is no single referent and no share.
+
+    Args:
+        model: a :class:`~utils.layers.TinyEncoderClassifier` trained on :func:`~utils.tasks.pronoun_task`.
+        text: the sentence, in words of :data:`~utils.tasks.VOCAB`.
+        layer, head: the map to enlarge (0-based). Default: ``0, 0``.
+
+    Returns:
+        A :class:`SentenceState`.
+
+    >>> from utils.layers import TinyEncoderClassifier
+    >>> model = TinyEncoderClassifier(len(VOCAB), 16, 2, 2, 32, len(NOUNS)).eval()
+    >>> state = sentence_state(model, "the king met the girl because she left .")
+    >>> tuple(state.maps.shape), state.pronoun_pos, state.referent_pos
+    ((2, 2, 9, 9), 6, 4)
+    >>> sentence_state(model, "the kinq left").message.split(":")[0]
+    "Not in the task's vocabulary"
+    """
+    num_layers, num_heads = len(model.layers), model.layers[0].self_attn.num_heads
+    if not (0 <= layer < num_layers and 0 <= head < num_heads):
+        raise ValueError(f"layer={layer}, head={head}: the model has {num_layers} layers of {num_heads} heads")
+    words, unknown = split_sentence(text)
+    empty = dict(maps=None, pronoun_pos=None, predicted=None, confidence=None, referent_pos=None,
+                 referent_share=None, correct=None, layer=layer, head=head)
+    if unknown:
+        return SentenceState(words, unknown, message=_unknown_message(unknown), **empty)
+    if not words or len(words) > MAX_WORDS:
+        message = f"Type a sentence of 1 to {MAX_WORDS} words (this one has {len(words)})."
+        return SentenceState(words, unknown, message=message, **empty)
+    model.eval()
+    tokens = torch.tensor([[VOCAB.index(word) for word in words]])  # (1, L)
+    logits, maps = model(tokens, need_weights=True)  # (1, L, C), layers x (1, H, L, L)
+    maps = torch.stack([m[0] for m in maps])  # (layers, H, L, L)
+    pronouns = [i for i, word in enumerate(words) if word in AGREEMENT]
+    if not pronouns:
+        return SentenceState(words, unknown, maps, None, None, None, None, None, None, layer, head,
+                             "No pronoun (he, she, it, they): the model only answers at one, so there is no "
+                             "prediction; the maps are still what it computes.")
+    pronoun = pronouns[-1]
+    probabilities = logits[0, pronoun].softmax(-1)  # (C,)
+    best = int(probabilities.argmax())
+    predicted, confidence = NOUNS[best], float(probabilities[best])
+    agreeing = [i for i, word in enumerate(words) if word in AGREEMENT[words[pronoun]]]
+    said = f"At '{words[pronoun]}' (word {pronoun}) the model says '{predicted}' ({confidence:.0%})"
+    if len(agreeing) != 1:
+        nouns = ", ".join(f"'{words[i]}'" for i in agreeing) or "none"
+        message = (f"{said}. Nouns that agree with '{words[pronoun]}': {nouns}, so there is no single referent "
+                   "to score it against.")
+        return SentenceState(words, unknown, maps, pronoun, predicted, confidence, None, None, None, layer, head,
+                             message)
+    referent = agreeing[0]
+    share = maps[:, :, pronoun, referent]  # (layers, H)
+    correct = predicted == words[referent]
+    message = (f"{said}: {'right' if correct else 'WRONG'}, the noun that agrees is '{words[referent]}'. "
+               f"Share of the pronoun's attention on it: "
+               + ", ".join(f"L{i + 1}H{h + 1} {share[i, h]:.0%}" for i in range(num_layers) for h in range(num_heads)))
+    return SentenceState(words, unknown, maps, pronoun, predicted, confidence, referent, share, correct, layer, head,
+                         message)
+
+
+def sentence_explorer(model, examples=(), *, text: str = ""):
+    """Type a sentence (or pick one of ``examples``) and see what the trained model does with it.
+
+    Args:
+        model: the chapter's trained :class:`~utils.layers.TinyEncoderClassifier`.
+        examples: sentences the combobox offers. Default: none.
+        text: the sentence shown first. Default: the first example.
+
+    Returns:
+        An ``ipywidgets.VBox`` (see :func:`~utils.widgets.common.wire_explorer`): a combobox, a dropdown
+        choosing the enlarged map, a caption (the prediction, or the unknown words) and an ``Output``.
+        ``controls`` names them ``text`` and ``enlarge``; ``state`` is the :class:`SentenceState` drawn last.
+    """
+    import html
+
+    import ipywidgets as w
+
+    examples = list(examples)
+    num_layers, num_heads = len(model.layers), model.layers[0].self_attn.num_heads
+    sentence = w.Combobox(value=text or (examples[0] if examples else ""), options=examples,
+                          placeholder="the big king met the girl because she left .", ensure_option=False,
+                          continuous_update=False, description="sentence", layout=w.Layout(width="520px"))
+    enlarge = w.Dropdown(options=[(f"Layer {i + 1}, Head {h + 1}", (i, h)) for i in range(num_layers)
+                                  for h in range(num_heads)], value=(0, 0), description="enlarge")
+    caption = w.HTML()
+
+    def compute() -> SentenceState:
+        state = sentence_state(model, sentence.value, *enlarge.value)
+        caption.value = f"<span class='sentence-caption'>{html.escape(state.message)}</span>"
+        return state
+
+    return wire_explorer([w.HBox([sentence, enlarge]), caption], {"text": sentence, "enlarge": enlarge}, compute,
+                         sentence_figure, bbox_inches="tight")
 
 
 def ch5_quiz() -> Quiz:
