@@ -54,7 +54,8 @@ def chapter_table(readme: str | Path) -> list[ChapterRow]:
         ValueError: the README has no such table, or a row whose chapter cell is not a link to a
             notebook.
 
-    >>> rows = chapter_table("README.md")
+    >>> from utils.paths import REPO_ROOT
+    >>> rows = chapter_table(REPO_ROOT / "README.md")
     >>> rows[0].number, rows[0].stem, rows[0].time
     ('1', '01_queries_keys_values', '~40 min')
     """

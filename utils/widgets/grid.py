@@ -161,7 +161,7 @@ def grid_controls(controls: Mapping[str, Any], declared: Mapping[str, Sequence[A
     >>> import ipywidgets as w
     >>> grid = grid_controls({"n": w.IntSlider(value=2, min=0, max=4), "on": w.Checkbox(value=True)})
     >>> [c.values for c in grid], grid_size(grid)
-    [(0, 1, 2, 3, 4), (False, True)], 10
+    ([(0, 1, 2, 3, 4), (False, True)], 10)
     """
     declared = dict(declared or {})
     unknown = sorted(set(declared) - set(controls))
