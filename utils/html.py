@@ -55,14 +55,15 @@ from utils.htmlbook.explorers import ExplorerReport, precompute_explorers
 from utils.paths import REPO_ROOT
 from utils.widgets.grid import GRID_ENV
 
-__all__ = ["CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "executed_with_grids", "main",
+__all__ = ["HTML_CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "executed_with_grids", "main",
            "render_notebook"]
 
-CACHE = REPO_ROOT / "build" / "html-cache"
+HTML_CACHE = REPO_ROOT / "build" / "html-cache"
 SIZE_BUDGET_BYTES = 32 * 2**20
 """The whole ``build/html`` stays under 32 MiB (MathJax's fonts and scripts are about 6 MiB of it)."""
 OPEN_BUDGET_S = 3.0
-"""A chapter page opens offline in headless Chromium (load event, explorers ready) within this."""
+"""A chapter page opens offline in headless Chromium within this many seconds: from the start of the
+navigation until its text and figures are in and every explorer answers (``explorer.js`` marks it)."""
 TEMPLATES = Path(__file__).resolve().parent / "htmlbook" / "templates"
 
 
@@ -77,7 +78,7 @@ def _cache_key(path: Path, root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = CACHE, execute: bool = False,
+def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTML_CACHE, execute: bool = False,
                         log=print) -> tuple[nbformat.NotebookNode, Path]:
     """The notebook at ``path`` executed with every explorer's grid rendered, and the grids' folder.
 
@@ -132,7 +133,7 @@ def build_html(
     *,
     root: str | Path = REPO_ROOT,
     node_modules: str | Path = NODE_MODULES,
-    cache: str | Path = CACHE,
+    cache: str | Path = HTML_CACHE,
     execute: bool = False,
     log=print,
 ) -> list[Path]:

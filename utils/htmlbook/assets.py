@@ -27,6 +27,7 @@ ASSETS = {
     "@jupyter-widgets/html-manager/dist": "html-manager",
     "mathjax/MathJax.js": "mathjax/MathJax.js",
     "mathjax/config/TeX-AMS_CHTML-full.js": "mathjax/config/TeX-AMS_CHTML-full.js",
+    "mathjax/config/Safe.js": "mathjax/config/Safe.js",  # the ",Safe" of the page's config
     "mathjax/extensions": "mathjax/extensions",
     "mathjax/jax/input/TeX": "mathjax/jax/input/TeX",
     "mathjax/jax/output/CommonHTML": "mathjax/jax/output/CommonHTML",

@@ -92,12 +92,13 @@ def explorer_html(manifest: dict[str, Any], image_href: str, uid: str,
         note = (f'<p class="explorer-note">{html.escape(manifest["note"])}'
                 f'{" " + links if links else ""}</p>')
     size = len(manifest["states"])
+    snaps = ", and a slider snaps to the nearest rendered value" if any(c["kind"] == "slider" for c in controls) else ""
     data = json.dumps(grid, ensure_ascii=False).replace("</", "<\\/")
     return (
         f'<div class="course-explorer" id="{uid}" data-initial-state="{index}">'
         f'<div class="explorer-head"><span class="explorer-precomputed">precomputed</span>'
         f'<span class="explorer-about">{size} states, rendered when this page was built; no kernel runs '
-        f'here.</span></div>'
+        f'here{snaps}.</span></div>'
         f'<div class="explorer-controls">{controls_html}</div>{note}'
         f'<div class="explorer-captions">{captions_html}</div>'
         f'<img class="explorer-figure" src="{html.escape(grid["images"][image])}" '
