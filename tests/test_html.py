@@ -282,7 +282,8 @@ def test_moving_controls_shows_what_the_state_function_draws(edition, offline_co
 
 @pytest.mark.browser
 def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_context):
-    """Chapter 6: window 7 is not on the grid (0, 1, 2, 4, 16): it snaps to 4; depth 5 snaps to 4."""
+    """Chapter 6: window 12 is not on the grid (0, 1, 2, 4, 16): it snaps to 16, not down to 4; depth 7
+    snaps to 8; depth 5 to 4."""
     from utils.plotting.at_scale import window_explorer_figure
     from utils.widgets.at_scale import window_explorer_state
 
@@ -290,12 +291,15 @@ def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_cont
     page.goto((edition / f"{stem_of(6)}.html").as_uri())
     explorer = page.locator(".course-explorer").first
     page.wait_for_selector(".course-explorer[data-ready='true']")
-    explorer.locator("label:has-text('window') input[type=range]").fill("7")
-    explorer.locator("label:has-text('depth') input[type=range]").fill("5")
-    assert explorer.locator("label:has-text('window') output").inner_text() == "4"
-    assert explorer.locator("label:has-text('depth') output").inner_text() == "4"
-    want = pixels(figure_png(window_explorer_figure(window_explorer_state(4, 0, 4))))
+    window, depth = (explorer.locator(f"label:has-text('{name}') input[type=range]") for name in ("window", "depth"))
+    window.fill("12")
+    depth.fill("7")
+    assert explorer.locator("label:has-text('window') output").inner_text() == "16"
+    assert explorer.locator("label:has-text('depth') output").inner_text() == "8"
+    want = pixels(figure_png(window_explorer_figure(window_explorer_state(16, 0, 8))))
     np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), want)
+    depth.fill("5")
+    assert explorer.locator("label:has-text('depth') output").inner_text() == "4"
     assert page.errors == [] and page.blocked == []
 
 
