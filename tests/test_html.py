@@ -1,29 +1,129 @@
-"""The static HTML edition (``make html``, utils/html.py) renders offline in a real browser.
+"""The static HTML edition (``make html``, utils/html.py and utils/htmlbook/).
 
-The edition is built into a temp dir from the solution notebooks and ``node_modules`` (``npm ci``).
-Chromium then opens the index and every chapter with all network blocked: any request that is not for
-a local file fails the test (a CDN script, a badge image, a web font). On each chapter page a figure
-and the explorer render: the widget embedder ran, the explorer's controls are real widgets, and the
-figure inside its Output widget is an image that loaded.
+Unit tests (no browser): the README's chapter table is the index's one source and agrees with the
+notebooks; the explorer block and the book's parts are well formed.
+
+Browser tests (``-m browser``): the edition is built from the solution notebooks and ``node_modules``
+(``npm ci``) into a temp dir; executed chapters and their grids come from ``build/html-cache``.
+Chromium then opens it with all network blocked (any request that is not for a local file fails the
+test). On each chapter page: the figures, MathJax and the quiz widgets render, the setup cell is
+folded, the sidebar lists the chapters and this chapter's sections, previous and next link the
+neighbours, the explorer is labelled "precomputed", and the page opens within the budget. Moving a
+slider and changing a dropdown shows the figure the explorer's state and figure functions give for
+the new values (decoded pixels compared); with scripts off the saved figure still shows. Screenshots
+at desktop and phone width are kept in build/test-artifacts/.
 """
 
 from __future__ import annotations
 
+import io
+import json
+import math
 import re
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
 from browser_support import chromium_context, keep_artifact
+from PIL import Image
 
 from utils.build import NOTEBOOK_GLOB
-from utils.html import NODE_MODULES, build_html
+from utils.html import OPEN_BUDGET_S, SIZE_BUDGET_BYTES, build_html
+from utils.htmlbook.assets import NODE_MODULES
+from utils.htmlbook.book import chapter_table, index_page, inline_markdown, pager, sections_of, sidebar
+from utils.htmlbook.explorers import WIDGET_STATE, WIDGET_VIEW, explorer_html, prune_widget_state
+from utils.widgets.common import figure_png
+from utils.widgets.grid import GRID_TIME_BUDGET_S, MAX_GRID_STATES
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob(NOTEBOOK_GLOB))
+ROWS = chapter_table(REPO / "README.md")
 
-pytestmark = pytest.mark.browser
 
+def pixels(data: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"))
+
+
+# --- one source for the chapter table ------------------------------------------------------------------
+
+def test_the_readme_table_lists_every_notebook_with_the_time_its_header_states():
+    assert [row.stem for row in ROWS] == [path.stem for path in SOLUTIONS]
+    for row, path in zip(ROWS, SOLUTIONS):
+        header = nbformat.read(path, as_version=4).cells[0].source
+        title = header.splitlines()[0]
+        # the README may mark a chapter "Bonus: ", and then capitalises the next word differently
+        want = f"# Chapter {row.number} · {row.title.removeprefix('Bonus: ')}"
+        assert title.lower() == want.lower(), (row, title)
+        assert re.search(rf"^{re.escape(row.time)} · ", header, re.M), f"{path.name}: not {row.time!r}"
+
+
+def test_the_index_page_carries_the_readme_table():
+    page = index_page(ROWS)
+    for row in ROWS:
+        assert (f'<a href="{row.stem}.html">{row.title}</a></td><td class="book-time">{row.time}</td>'
+                f"<td>{inline_markdown(row.goal)}</td>") in page
+
+
+def test_inline_markdown_escapes_and_keeps_code():
+    assert inline_markdown("a `<b>` c") == "a <code>&lt;b&gt;</code> c"
+
+
+def test_sidebar_pager_and_sections():
+    sections = sections_of('<h2 id="1.-One">1. One<a class="anchor-link" href="#1.-One">¶</a></h2>'
+                           '<h2 id="Two">Two &amp; more</h2>')
+    assert [(s.anchor, s.text) for s in sections] == [("1.-One", "1. One"), ("Two", "Two & more")]
+    nav = sidebar(ROWS, ROWS[1].stem, sections)
+    assert nav.count('<a href="0') == len(ROWS) and 'href="#Two">Two &amp; more' in nav
+    assert f'<a href="{ROWS[1].stem}.html" aria-current="page">' in nav
+    first, middle, last = pager(ROWS, ROWS[0].stem, "top"), pager(ROWS, ROWS[2].stem, "top"), pager(
+        ROWS, ROWS[-1].stem, "bottom")
+    assert 'href="index.html"' in first and f'href="{ROWS[1].stem}.html"' in first
+    assert f'href="{ROWS[1].stem}.html"' in middle and f'href="{ROWS[3].stem}.html"' in middle
+    assert "book-next" not in last
+
+
+def manifest(note=None, free_text=False):
+    return {
+        "controls": [
+            {"name": "n", "kind": "slider", "description": "n", "values": [1, 2], "labels": ["1", "2"],
+             "initial": 1, "track": [1, 4, 1], "positions": [1.0, 2.0], "free_text": False},
+            {"name": "s", "kind": "select", "description": "sentence", "values": ["a b", "c d"],
+             "labels": ["a b", "c d"], "initial": 0, "track": None, "positions": None, "free_text": free_text},
+        ],
+        "states": [[0, 0, None, []], [1, 0, None, []], [2, 1, None, [1]], [3, 1, None, []]],
+        "images": ["a.webp", "b.webp", "c.webp", "d.webp"], "captions": [["<b>x</b>"], ["y"]],
+        "renders": 4, "render_s": 0.1, "note": note,
+    }
+
+
+def test_the_explorer_block_shows_the_saved_state_and_is_inert_without_its_script():
+    block = explorer_html(manifest(), "explorers/ch", "explorer-1")
+    assert 'data-initial-state="2"' in block and 'src="explorers/ch/c.webp"' in block  # n = 2, sentence "a b"
+    assert block.count(" disabled") == 2 and "<noscript>" in block and ">precomputed<" in block
+    assert '<div class="explorer-caption">y</div>' in block
+    grid = json.loads(re.search(r'class="explorer-grid">(.*?)</script>', block)[1])
+    assert grid["images"][3] == "explorers/ch/d.webp" and grid["states"][2][3] == [1]
+    assert "explorer-note" not in block
+
+
+def test_a_text_box_offered_as_choices_says_so_with_links_to_a_kernel():
+    links = [("Colab", "https://colab.example/nb"), ("Binder", "https://binder.example/nb")]
+    block = explorer_html(manifest("Typing your own needs a kernel.", free_text=True), "e", "x", links)
+    assert re.search(r'<p class="explorer-note">Typing your own needs a kernel\. <a href="https://colab\.example/nb">'
+                     r'Colab</a> · <a href="https://binder\.example/nb">Binder</a></p>', block)
+
+
+def test_prune_widget_state_keeps_only_what_remaining_views_reach():
+    state = {"box": {"state": {"children": ["IPY_MODEL_slider"]}}, "slider": {"state": {}},
+             "quiz": {"state": {"children": ["IPY_MODEL_button"]}}, "button": {"state": {}}}
+    nb = nbformat.v4.new_notebook(metadata={"widgets": {WIDGET_STATE: {"state": state}}})
+    nb.cells.append(nbformat.v4.new_code_cell(outputs=[nbformat.v4.new_output(
+        "display_data", data={WIDGET_VIEW: {"model_id": "quiz"}})]))
+    assert prune_widget_state(nb) == 2 and sorted(nb.metadata.widgets[WIDGET_STATE].state) == ["button", "quiz"]
+
+
+# --- the edition in Chromium ----------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def edition(tmp_path_factory):
@@ -35,9 +135,15 @@ def edition(tmp_path_factory):
 
 
 @pytest.fixture
-def offline_page(tmp_path):
-    """A page whose every non-file request is aborted and recorded in ``page.blocked``."""
-    with chromium_context(tmp_path / "profile") as context:
+def offline_context(tmp_path):
+    """Open pages with every non-file request aborted and recorded: ``open(context_options)`` gives a
+    page with ``blocked`` and ``errors`` lists."""
+    contexts = []
+
+    def open_page(**options):
+        manager = chromium_context(tmp_path / f"profile{len(contexts)}", **options)
+        context = manager.__enter__()
+        contexts.append(manager)
         blocked: list[str] = []
 
         def route(route):
@@ -49,63 +155,239 @@ def offline_page(tmp_path):
 
         context.route("**/*", route)
         page = context.new_page()
-        page.on(
-            "request",
-            lambda request: (
-                None if request.url.startswith(("file:", "data:", "blob:")) else blocked.append(request.url)
-            ),
-        )
-        page.blocked = blocked
-        page.errors = []
+        page.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else blocked.append(r.url))
+        page.on("requestfailed", lambda r: blocked.append(f"failed: {r.url}"))
+        page.blocked, page.errors = blocked, []
         page.on("pageerror", lambda error: page.errors.append(str(error)))
-        yield page
+        return page
+
+    yield open_page
+    for manager in reversed(contexts):
+        manager.__exit__(None, None, None)
 
 
+def shown_image(page, edition: Path, explorer) -> bytes:
+    src = explorer.locator("img.explorer-figure").get_attribute("src")
+    page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=explorer.locator(
+        "img.explorer-figure").element_handle())
+    return (edition / src).read_bytes()
 
 
-def test_index_lists_every_chapter(edition, offline_page):
-    page = offline_page
+@pytest.mark.browser
+def test_index_carries_the_readme_table_and_links_every_chapter(edition, offline_context):
+    page = offline_context()
     page.goto((edition / "index.html").as_uri())
-    links = page.locator("ol.chapters a")
-    assert links.count() == len(SOLUTIONS)
-    for i, path in enumerate(SOLUTIONS):
-        assert links.nth(i).get_attribute("href") == f"{path.stem}.html"
-        title = nbformat.read(path, as_version=4).cells[0].source.splitlines()[0].lstrip("# ").strip()
-        assert links.nth(i).inner_text().strip() == title
-    links.first.click()
-    page.wait_for_url(re.compile(re.escape(SOLUTIONS[0].stem) + r"\.html$"))
+    rows = page.locator("table.book-chapter-table tbody tr")
+    assert rows.count() == len(ROWS)
+    for i, row in enumerate(ROWS):
+        cells = rows.nth(i).locator("td")
+        assert [cells.nth(j).inner_text().strip() for j in range(4)] == [
+            row.number, row.title, row.time, row.goal.replace("`", "")]
+        assert cells.nth(1).locator("a").get_attribute("href") == f"{row.stem}.html"
+    assert page.locator(".book-sidebar .book-chapters > li").count() == len(ROWS)
+    rows.first.locator("a").click()
+    page.wait_for_url(re.compile(re.escape(ROWS[0].stem) + r"\.html$"))
     assert page.blocked == [], f"network requests attempted: {page.blocked}"
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
-def test_chapter_renders_offline(edition, offline_page, path, tmp_path):
-    page = offline_page
+def test_chapter_reads_like_a_book_offline(edition, offline_context, path, tmp_path):
+    page = offline_context()
     page.goto((edition / f"{path.stem}.html").as_uri())
     screenshot = tmp_path / f"html-{path.stem}.png"
     try:
-        # A static figure: a matplotlib PNG in an output area, loaded.
+        # open: the page's text and figures are in, and its explorers answer (MathJax and the quiz
+        # widgets may still be typesetting and rendering)
+        page.wait_for_selector(".course-explorer[data-ready='true']", timeout=20_000)
+        opened = page.evaluate("() => performance.getEntriesByName('course-explorers-ready')[0].startTime / 1000")
+        assert opened < OPEN_BUDGET_S, f"the page took {opened:.2f} s to open (budget {OPEN_BUDGET_S} s)"
+        # static figures, MathJax (shipped locally), the quiz widgets (the embedder, saved state)
         figure = page.locator(".jp-OutputArea-output img").first
         figure.wait_for(state="visible", timeout=10_000)
-        assert figure.evaluate("img => img.complete && img.naturalWidth > 100")
-        # The widget embedder replaced the widget views: real controls, no "Loading widget..." text.
-        page.wait_for_selector(".widget-output img", timeout=20_000)
-        explorer_figure = page.locator(".widget-output img").first
-        explorer_figure.scroll_into_view_if_needed()
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('.widget-output img')].some(i => i.complete && i.naturalWidth > 100)",
-            timeout=10_000,
-        )
-        controls = page.locator(".widget-slider, .widget-dropdown, .widget-toggle-buttons")
-        assert controls.count() >= 1, "the explorer's controls did not render as widgets"
-        assert "Loading widget" not in page.inner_text("body")
-        # MathJax (shipped locally) typeset the LaTeX.
         page.wait_for_selector(".MathJax_CHTML, mjx-container", state="attached", timeout=20_000)
-        page.screenshot(path=str(screenshot))
-        assert page.errors == [], f"JavaScript errors: {page.errors}"
-        assert page.blocked == [], f"network requests attempted: {page.blocked}"
-    except BaseException as exc:
+        page.wait_for_selector(".widget-button, .widget-radio-box, .widget-toggle-buttons", timeout=20_000)
+        assert "Loading widget" not in page.inner_text("body")
+        # the explorer: precomputed, wired, its figure loaded
+        explorer = page.locator(".course-explorer").first
+        assert explorer.locator(".explorer-precomputed").inner_text() == "precomputed"
+        page.wait_for_selector(".course-explorer[data-ready='true']", timeout=5_000)
+        assert shown_image(page, edition, explorer)
+        # the setup cell is folded behind one "Setup" line
+        setup = page.locator("details.course-setup")
+        assert setup.count() == 1 and setup.get_attribute("open") is None
+        assert setup.locator("summary").inner_text().startswith("Setup")
+        assert not setup.locator(".jp-InputArea").is_visible()
+        setup.locator("summary").click()
+        assert setup.locator(".jp-InputArea").is_visible() and "import torch" in setup.inner_text()
+        # the sidebar: every chapter, this one current, with its sections linking to its headings
+        chapters = page.locator(".book-sidebar .book-chapters > li > a")
+        assert chapters.count() == len(ROWS)
+        assert page.locator(".book-sidebar a[aria-current='page']").get_attribute("href") == f"{path.stem}.html"
+        sections = page.locator(".book-sidebar .book-sections a")
+        headings = page.locator("main h2[id]")
+        assert sections.count() == headings.count() >= 3
+        for i in range(sections.count()):
+            assert sections.nth(i).get_attribute("href") == "#" + headings.nth(i).get_attribute("id")
+        # previous and next
+        i = [row.stem for row in ROWS].index(path.stem)
+        top = page.locator(".book-pager-top")
+        want_prev = f"{ROWS[i - 1].stem}.html" if i else "index.html"
+        assert top.locator("a[rel=prev]").get_attribute("href") == want_prev
+        if i + 1 < len(ROWS):
+            assert top.locator("a[rel=next]").get_attribute("href") == f"{ROWS[i + 1].stem}.html"
+        else:
+            assert top.locator("a[rel=next]").count() == 0
         page.screenshot(path=str(screenshot))
         keep_artifact(screenshot)
-        if page.blocked:
-            raise AssertionError(f"network requests attempted (blocked): {page.blocked}") from exc
+        assert page.errors == [], f"JavaScript errors: {page.errors}"
+        assert page.blocked == [], f"network requests attempted: {page.blocked}"
+    except BaseException:
+        page.screenshot(path=str(screenshot))
+        keep_artifact(screenshot)
         raise
+
+
+def stem_of(number: int) -> str:
+    return ROWS[number - 1].stem
+
+
+@pytest.mark.browser
+def test_moving_controls_shows_what_the_state_function_draws(edition, offline_context):
+    """Chapter 3: a dropdown (H), a slider (head) and a dropdown (query token); then a head past H,
+    which the wiring clamps as in a kernel."""
+    from utils.plotting.multihead import head_token_figure
+    from utils.widgets.multihead import head_explorer_state
+
+    def expected(num_heads, head, token):
+        state = head_explorer_state(num_heads, head, token)
+        return pixels(figure_png(head_token_figure(state.weights, state.tokens, state.head, state.token)))
+
+    page = offline_context()
+    page.goto((edition / f"{stem_of(3)}.html").as_uri())
+    explorer = page.locator(".course-explorer").first
+    page.wait_for_selector(".course-explorer[data-ready='true']")
+    np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), expected(3, 0, 5))
+    explorer.locator("label:has-text('heads H') select").select_option(label="6")
+    explorer.locator("label:has-text('head') input[type=range]").fill("2")
+    explorer.locator("label:has-text('query token') select").select_option(label="red")
+    np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), expected(6, 1, 4))
+    assert "H = 6, D = 2: 'red' in head 2" in explorer.locator(".explorer-caption").inner_text()
+    explorer.locator("label:has-text('heads H') select").select_option(label="2")
+    explorer.locator("label:has-text('head') input[type=range]").fill("12")
+    np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), expected(2, 1, 4))
+    assert explorer.locator("label:has-text('head') output").inner_text() == "2"  # clamped to H, as in a kernel
+    assert page.errors == [] and page.blocked == []
+
+
+@pytest.mark.browser
+def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_context):
+    """Chapter 6: window 12 is not on the grid (0, 1, 2, 4, 16): it snaps to 16, not down to 4; depth 7
+    snaps to 8; depth 5 to 4."""
+    from utils.plotting.at_scale import window_explorer_figure
+    from utils.widgets.at_scale import window_explorer_state
+
+    page = offline_context()
+    page.goto((edition / f"{stem_of(6)}.html").as_uri())
+    explorer = page.locator(".course-explorer").first
+    page.wait_for_selector(".course-explorer[data-ready='true']")
+    window, depth = (explorer.locator(f"label:has-text('{name}') input[type=range]") for name in ("window", "depth"))
+    window.fill("12")
+    depth.fill("7")
+    assert explorer.locator("label:has-text('window') output").inner_text() == "16"
+    assert explorer.locator("label:has-text('depth') output").inner_text() == "8"
+    want = pixels(figure_png(window_explorer_figure(window_explorer_state(16, 0, 8))))
+    np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), want)
+    depth.fill("5")
+    assert explorer.locator("label:has-text('depth') output").inner_text() == "4"
+    assert page.errors == [] and page.blocked == []
+
+
+@pytest.mark.browser
+def test_with_scripts_off_the_saved_figure_still_shows(edition, offline_context, tmp_path):
+    page = offline_context(java_script_enabled=False)
+    page.goto((edition / f"{stem_of(2)}.html").as_uri())
+    explorer = page.locator(".course-explorer").first
+    figure = explorer.locator("img.explorer-figure")
+    figure.scroll_into_view_if_needed()
+    assert figure.is_visible() and figure.evaluate("img => img.complete && img.naturalWidth > 100")
+    assert explorer.locator(".explorer-noscript").is_visible()
+    assert explorer.locator("input, select").evaluate_all("els => els.every(e => e.disabled)")
+    grid = json.loads(explorer.locator("script.explorer-grid").inner_text())
+    initial = int(explorer.get_attribute("data-initial-state"))
+    assert figure.get_attribute("src") == grid["images"][grid["states"][initial][0]]
+    page.screenshot(path=str(tmp_path / "html-noscript.png"))
+    keep_artifact(tmp_path / "html-noscript.png")
+    assert page.blocked == []
+
+
+@pytest.mark.browser
+def test_pages_are_readable_at_phone_width(edition, offline_context, tmp_path):
+    page = offline_context()
+    page.set_viewport_size({"width": 390, "height": 844})
+    for name in ("index", stem_of(2), stem_of(5)):
+        page.goto((edition / f"{name}.html").as_uri())
+        page.wait_for_timeout(300)
+        width = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+        assert width[0] <= width[1] + 1, f"{name}: the page scrolls sideways at 390 px ({width})"
+        toc = page.locator("details.book-toc")
+        assert toc.get_attribute("open") is None and toc.locator("summary").is_visible()  # "Contents", folded
+        main = page.locator("main").bounding_box()
+        assert main["x"] < 40 and main["width"] > 300
+        page.screenshot(path=str(tmp_path / f"phone-{name}.png"), full_page=False)
+        keep_artifact(tmp_path / f"phone-{name}.png")
+    assert page.errors == [] and page.blocked == []
+
+
+@pytest.mark.browser
+def test_budgets_size_and_grids(edition):
+    size = sum(f.stat().st_size for f in edition.rglob("*") if f.is_file())
+    assert size < SIZE_BUDGET_BYTES, f"build/html is {size / 2**20:.1f} MiB, budget {SIZE_BUDGET_BYTES / 2**20:.0f} MiB"
+    reports = json.loads((edition / "explorers.json").read_text())
+    assert list(reports) == [path.stem for path in SOLUTIONS]
+    for stem, report in reports.items():
+        assert report["kept"] == [], f"{stem}: explorers without a precomputed grid: {report['kept']}"
+        assert report["precomputed"], f"{stem} has no precomputed explorer"
+        for explorer in report["precomputed"]:
+            assert explorer["states"] <= MAX_GRID_STATES
+            assert explorer["render_s"] <= GRID_TIME_BUDGET_S, (stem, explorer)
+    assert math.isfinite(size)
+
+
+@pytest.mark.browser
+def test_a_text_box_offered_as_choices_responds_and_points_to_a_kernel(offline_context, tmp_path):
+    """The "choices only + note" fallback for free text, in Chromium: an explorer on chapter 3's state
+    and figure functions whose query word is typed into a combobox (as chapter 5's own sentence)."""
+    import ipywidgets as w
+
+    from utils.htmlbook.assets import BOOK_STATIC
+    from utils.plotting.multihead import head_token_figure
+    from utils.widgets.common import KERNEL_NOTE, wire_explorer
+    from utils.widgets.grid import render_grid
+    from utils.widgets.multihead import head_explorer_state
+
+    tokens = head_explorer_state(3).tokens
+    word = w.Combobox(value="apple", options=tokens, description="query word", ensure_option=False)
+
+    def figure(state):
+        return head_token_figure(state.weights, state.tokens, state.head, state.token)
+
+    box = wire_explorer([word], {"word": word}, lambda: head_explorer_state(3, 1, tokens.index(word.value)),
+                        figure, grid={"word": ("apple", "girl", "red")})
+    manifest = json.loads(render_grid(box, tmp_path / "grids").read_text())
+    links = [("Binder", "https://mybinder.org/x"), ("Colab", "https://colab.research.google.com/x")]
+    block = explorer_html(manifest, f"grids/{box.model_id}", "explorer-1", links)
+    (tmp_path / "page.html").write_text(
+        f'<!DOCTYPE html><html><head><link rel="stylesheet" href="{(BOOK_STATIC / "book.css").as_uri()}"></head><body>'
+        f'{block}<script src="{(BOOK_STATIC / "explorer.js").as_uri()}"></script></body></html>')
+    page = offline_context()
+    page.goto((tmp_path / "page.html").as_uri())
+    explorer = page.locator(".course-explorer")
+    page.wait_for_selector(".course-explorer[data-ready='true']")
+    note = explorer.locator(".explorer-note")
+    assert note.inner_text().startswith(KERNEL_NOTE)
+    assert [note.locator("a").nth(i).get_attribute("href") for i in range(2)] == [url for _, url in links]
+    explorer.locator("select").select_option(label="girl")
+    want = pixels(figure_png(figure(head_explorer_state(3, 1, tokens.index("girl")))))
+    np.testing.assert_array_equal(pixels(shown_image(page, tmp_path, explorer)), want)
+    assert page.errors == [] and page.blocked == [], (page.errors, page.blocked)

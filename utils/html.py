@@ -1,25 +1,37 @@
 """The static HTML edition: ``python -m utils.html`` (``make html``) -> ``build/html``.
 
-Every ``solutions/NN_*.ipynb`` becomes ``build/html/NN_*.html`` with its outputs and its widget state
-embedded, so the explorers show the state they were saved with and the course reads without a kernel.
-``index.html`` lists the chapters.
+Every ``solutions/NN_*.ipynb`` becomes ``build/html/NN_*.html``, and ``index.html`` carries the
+README's chapter table. The pages read like a book (:mod:`utils.htmlbook.book`): a sidebar with the
+chapters and the current chapter's sections, previous and next links, the setup cell folded behind a
+"Setup" line, and a layout that works at phone width.
 
-It renders **offline**. nbconvert's default page loads RequireJS, the widget embedder
-(``@jupyter-widgets/html-manager``) and MathJax from CDNs; here the three come from npm packages
-(``package.json``, installed by ``npm ci`` into ``node_modules/``), are copied into
-``build/html/static/`` and the pages point at those copies with relative URLs. The badges' images
-(served by Colab and Binder) become plain links.
+**The explorers still move.** Each chapter is executed (nbclient, widget state saved) with
+:data:`utils.widgets.grid.GRID_ENV` set, so every explorer renders its whole grid of control values
+as it is built, with its own state function and figure function (:mod:`utils.widgets.grid`). The
+explorer's widget view is then replaced by plain HTML controls and a script that swaps the figure
+(:mod:`utils.htmlbook.explorers`), labelled "precomputed". Other widgets (the quizzes) keep their
+saved state, rendered by the widget embedder.
 
-The widget state is the one stored in the solution notebooks by ``python -m utils.build --execute``
-(nbclient with the widget state saved). ``--execute`` runs the notebooks again first; a notebook that
-shows widgets but has no stored state is always executed.
+**Offline.** RequireJS, the widget embedder and MathJax come from ``node_modules`` (``npm ci``) and
+are copied into ``build/html/static/`` with the book's CSS and script (:mod:`utils.htmlbook.assets`);
+the badges' images become plain links.
+
+**Budgets** (``tests/test_html.py`` checks them): an explorer's grid has at most
+:data:`~utils.widgets.grid.MAX_GRID_STATES` states and renders in at most
+:data:`~utils.widgets.grid.GRID_TIME_BUDGET_S` CPU seconds; the whole edition stays under
+:data:`SIZE_BUDGET_BYTES` (figures are lossless WebP at the explorers' 80 dpi); a page opens offline
+in headless Chromium in under :data:`OPEN_BUDGET_S`.
+
+Executing is the slow part, so each executed chapter and its grids are cached in
+``build/html-cache/``, keyed by the notebook and the ``utils`` code it runs; ``--execute`` ignores
+the cache.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
-import re
+import hashlib
+import json
 import shutil
 import sys
 from collections.abc import Sequence
@@ -27,142 +39,93 @@ from pathlib import Path
 
 import nbformat
 
-from utils.build import BADGES_CLOSE, BADGES_OPEN, NOTEBOOK_GLOB
+from utils.build import NOTEBOOK_GLOB
+from utils.htmlbook.assets import NODE_MODULES, URLS, MissingAssets, copy_assets
+from utils.htmlbook.book import (
+    chapter_table,
+    index_page,
+    kernel_links,
+    offline_badges,
+    pager,
+    sections_of,
+    sidebar,
+    title_of,
+)
+from utils.htmlbook.explorers import ExplorerReport, precompute_explorers
 from utils.paths import REPO_ROOT
+from utils.widgets.grid import GRID_ENV
 
-__all__ = ["MissingAssets", "STATIC", "build_html", "main", "offline_badges", "render_notebook"]
+__all__ = ["HTML_CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "executed_with_grids", "main",
+           "render_notebook"]
 
-NODE_MODULES = REPO_ROOT / "node_modules"
-STATIC = "static"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-# What is copied from node_modules (source relative to node_modules -> target relative to static/).
-# MathJax 2 is copied in part: the TeX input and CommonHTML output that nbconvert's configuration
-# (TeX-AMS_CHTML-full) loads, its extensions and the TeX web fonts.
-ASSETS = {
-    "requirejs/require.js": "require.js",
-    "@jupyter-widgets/html-manager/dist": "html-manager",
-    "mathjax/MathJax.js": "mathjax/MathJax.js",
-    "mathjax/config/TeX-AMS_CHTML-full.js": "mathjax/config/TeX-AMS_CHTML-full.js",
-    "mathjax/extensions": "mathjax/extensions",
-    "mathjax/jax/input/TeX": "mathjax/jax/input/TeX",
-    "mathjax/jax/output/CommonHTML": "mathjax/jax/output/CommonHTML",
-    "mathjax/jax/element": "mathjax/jax/element",
-    "mathjax/localization/en": "mathjax/localization/en",
-    "mathjax/fonts/HTML-CSS/TeX/woff": "mathjax/fonts/HTML-CSS/TeX/woff",
-}
-URLS = {
-    "require_js_url": f"{STATIC}/require.js",
-    "widget_renderer_url": f"{STATIC}/html-manager/embed-amd.js",
-    "mathjax_url": f"{STATIC}/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
-}
-_BADGE = re.compile(r"\[!\[([^\]]*)\]\([^)\s]*\)\]\(([^)\s]+)\)")
+HTML_CACHE = REPO_ROOT / "build" / "html-cache"
+SIZE_BUDGET_BYTES = 32 * 2**20
+"""The whole ``build/html`` stays under 32 MiB (MathJax's fonts and scripts are about 6 MiB of it)."""
+OPEN_BUDGET_S = 3.0
+"""A chapter page opens offline in headless Chromium within this many seconds: from the start of the
+navigation until its text and figures are in and every explorer answers (``explorer.js`` marks it)."""
+TEMPLATES = Path(__file__).resolve().parent / "htmlbook" / "templates"
 
 
-class MissingAssets(RuntimeError):
-    """node_modules lacks what the pages need (``npm ci`` was not run)."""
+def _cache_key(path: Path, root: Path) -> str:
+    """The notebook's bytes and the ``utils`` code its kernel runs (not the HTML builder's own)."""
+    digest = hashlib.sha256(path.read_bytes())
+    for source in sorted((root / "utils").rglob("*.py")):
+        relative = source.relative_to(root).as_posix()
+        if relative == "utils/html.py" or relative.startswith("utils/htmlbook/"):
+            continue
+        digest.update(relative.encode() + b"\0" + source.read_bytes())
+    return digest.hexdigest()[:16]
 
 
-def copy_assets(out: Path, node_modules: Path = NODE_MODULES) -> None:
-    """Copy the JavaScript the pages load into ``out/static``."""
-    missing = [src for src in ASSETS if not (node_modules / src).exists()]
-    if missing:
-        raise MissingAssets(
-            f"{node_modules} lacks {', '.join(missing)}: run `npm ci` in the repository root (make html does)"
-        )
-    static = out / STATIC
-    if static.exists():
-        shutil.rmtree(static)
-    for src, dst in ASSETS.items():
-        source, target = node_modules / src, static / dst
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, target, ignore=shutil.ignore_patterns("*.map"))
-        else:
-            shutil.copy2(source, target)
+def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTML_CACHE, execute: bool = False,
+                        log=print) -> tuple[nbformat.NotebookNode, Path]:
+    """The notebook at ``path`` executed with every explorer's grid rendered, and the grids' folder.
+
+    Cached in ``cache/<stem>-<key>/`` (``executed.ipynb`` and ``grids/``); ``execute`` runs it again
+    even when cached. Older cache entries of the same notebook are removed.
+    """
+    from utils.notebook_run import deterministic_env, execute_notebook
+
+    folder = cache / f"{path.stem}-{_cache_key(path, root)}"
+    executed = folder / "executed.ipynb"
+    if executed.is_file() and not execute:
+        return nbformat.read(executed, as_version=4), folder / "grids"
+    for stale in cache.glob(f"{path.stem}-*"):
+        shutil.rmtree(stale)
+    grids = folder / "grids"
+    grids.mkdir(parents=True)
+    env = deterministic_env()
+    env[GRID_ENV] = str(grids)
+    result = execute_notebook(path, env=env)
+    log(f"executed {path.name} with its explorers' grids: {result.wall_s:.1f} s")
+    nbformat.write(result.notebook, executed)
+    return result.notebook, grids
 
 
-def offline_badges(nb: nbformat.NotebookNode) -> None:
-    """Turn the header's badge images (loaded from Colab and Binder) into text links, in place."""
-    if not nb.cells or nb.cells[0].cell_type != "markdown":
-        return
-    source = nb.cells[0].source
-    start, end = source.find(BADGES_OPEN), source.find(BADGES_CLOSE)
-    if start < 0 or end < start:
-        return
-    region = _BADGE.sub(lambda m: f"[{m[1]}]({m[2]})", source[start:end])
-    nb.cells[0].source = source[:start] + region.replace(") [", ") · [") + source[end:]
+def render_notebook(nb: nbformat.NotebookNode, stem: str, rows, *, grids: Path | None = None,
+                    out: Path | None = None) -> tuple[str, str, ExplorerReport]:
+    """``(title, html, report)`` of the executed notebook ``nb`` as the book page ``stem``.
 
-
-def _needs_execution(nb: nbformat.NotebookNode) -> bool:
-    shows_widgets = any(
-        WIDGET_VIEW in output.get("data", {})
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-    )
-    has_state = bool(nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state"))
-    unexecuted = any(
-        cell.cell_type == "code" and cell.source.strip() and cell.execution_count is None for cell in nb.cells
-    )
-    return unexecuted or (shows_widgets and not has_state)
-
-
-def title_of(nb: nbformat.NotebookNode, fallback: str) -> str:
-    """The first ``# heading`` of the notebook, else ``fallback``."""
-    for cell in nb.cells:
-        if cell.cell_type == "markdown":
-            match = re.search(r"^#\s+(.+?)\s*$", cell.source, re.M)
-            if match:
-                return match[1]
-    return fallback
-
-
-def render_notebook(path: Path, *, execute: bool = False, log=print) -> tuple[str, str]:
-    """``(title, html)`` of the notebook at ``path``; executed first (widget state saved) if asked or
-    needed."""
+    With ``grids`` (and ``out``, where ``explorers/<stem>/`` receives the images), its explorers are
+    made precomputed (:func:`~utils.htmlbook.explorers.precompute_explorers`).
+    """
     from nbconvert import HTMLExporter
 
-    nb = nbformat.read(path, as_version=4)
-    if execute or _needs_execution(nb):
-        from utils.notebook_run import execute_notebook
-
-        result = execute_notebook(path)  # nbclient; stores the widget state in the metadata
-        nb = result.notebook
-        log(f"executed {path.name}: {result.wall_s:.1f} s")
-    title = title_of(nb, path.stem)
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))  # a copy: the cached notebook stays as it is
+    title = title_of(nb, stem)
     nb.metadata["title"] = title
+    links = kernel_links(nb)
+    report = ExplorerReport()
+    if grids is not None and out is not None:
+        report = precompute_explorers(nb, grids, out / "explorers" / stem, f"explorers/{stem}", links)
     offline_badges(nb)
-    exporter = HTMLExporter(template_name="lab", **URLS)
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
-    return title, body
-
-
-def index_page(entries: Sequence[tuple[str, str]]) -> str:
-    items = "\n".join(f'    <li><a href="{html.escape(href)}">{html.escape(title)}</a></li>' for href, title in entries)
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>Attention, Step by Step</title>
-<style>
-  body {{ font-family: system-ui, sans-serif; max-width: 46rem; margin: 3rem auto; padding: 0 1rem; line-height: 1.5; }}
-  li {{ margin: 0.4rem 0; }}
-</style>
-</head>
-<body>
-  <h1>Attention, Step by Step</h1>
-  <p>The static edition of the course: every chapter with its solutions, figures and the explorers in
-  the state they were saved with. To move the sliders, run the notebooks (<code>make lab</code>, Binder
-  or Colab).</p>
-  <ol class="chapters">
-{items}
-  </ol>
-</body>
-</html>
-"""
+    exporter = HTMLExporter(template_name="course", extra_template_basedirs=[str(TEMPLATES)], **URLS)
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": stem}})
+    body = body.replace("<!--book:sidebar-->", sidebar(rows, stem, sections_of(body)), 1)
+    body = body.replace("<!--book:pager-top-->", pager(rows, stem, "top"), 1)
+    body = body.replace("<!--book:pager-bottom-->", pager(rows, stem, "bottom"), 1)
+    return title, body, report
 
 
 def build_html(
@@ -170,37 +133,53 @@ def build_html(
     *,
     root: str | Path = REPO_ROOT,
     node_modules: str | Path = NODE_MODULES,
+    cache: str | Path = HTML_CACHE,
     execute: bool = False,
     log=print,
 ) -> list[Path]:
-    """Write the HTML edition into ``out``; return the pages written (index last)."""
-    root, out = Path(root), Path(out)
+    """Write the HTML edition into ``out``; return the pages written (index last).
+
+    Raises:
+        ValueError: the README's chapter table does not list the solution notebooks, in order.
+        MissingAssets: ``node_modules`` lacks the JavaScript the pages load.
+    """
+    root, out, cache = Path(root), Path(out), Path(cache)
     solutions = sorted((root / "solutions").glob(NOTEBOOK_GLOB))
     if not solutions:
         raise FileNotFoundError(f"no {NOTEBOOK_GLOB} in {root / 'solutions'}")
+    rows = chapter_table(root / "README.md")
+    if [row.stem for row in rows] != [path.stem for path in solutions]:
+        raise ValueError(f"README.md's chapter table lists {[r.stem for r in rows]}, solutions/ has "
+                         f"{[p.stem for p in solutions]}")
     out.mkdir(parents=True, exist_ok=True)
     copy_assets(out, Path(node_modules))
-    for stale in out.glob(NOTEBOOK_GLOB.replace(".ipynb", ".html")):
-        stale.unlink()
-    pages, entries = [], []
+    for stale in [*out.glob(NOTEBOOK_GLOB.replace(".ipynb", ".html")), out / "explorers"]:
+        shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
+    pages, reports = [], {}
     for path in solutions:
-        title, body = render_notebook(path, execute=execute, log=log)
+        nb, grids = executed_with_grids(path, root=root, cache=cache, execute=execute, log=log)
+        _, body, report = render_notebook(nb, path.stem, rows, grids=grids, out=out)
+        for model_id, why in report.kept:
+            log(f"warning: {path.name}: explorer {model_id} keeps its saved state only: {why}")
+        reports[path.stem] = {"precomputed": report.precomputed, "kept": report.kept}
         page = out / f"{path.stem}.html"
         page.write_text(body, encoding="utf-8")
         pages.append(page)
-        entries.append((page.name, title))
-        log(f"wrote {page.relative_to(out.parent) if out.parent in page.parents else page}")
+        log(f"wrote {page}")
+    (out / "explorers.json").write_text(json.dumps(reports, indent=1), encoding="utf-8")
     index = out / "index.html"
-    index.write_text(index_page(entries), encoding="utf-8")
+    index.write_text(index_page(rows), encoding="utf-8")
     pages.append(index)
-    log(f"wrote {index}")
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    log(f"wrote {index}; the edition is {size / 2**20:.1f} MiB (budget {SIZE_BUDGET_BYTES / 2**20:.0f} MiB)")
     return pages
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.html", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(REPO_ROOT / "build" / "html"), help="output folder (default: build/html)")
-    parser.add_argument("--execute", action="store_true", help="execute the notebooks again (widget state saved) first")
+    parser.add_argument("--execute", action="store_true",
+                        help="execute the notebooks again, ignoring the cache in build/html-cache")
     args = parser.parse_args(argv)
     try:
         build_html(args.out, execute=args.execute)

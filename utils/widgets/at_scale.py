@@ -83,7 +83,8 @@ def window_explorer(length: int = 32):
     return wire_explorer(
         [w.HBox([window, num_global, depth])], {"window": window, "num_global": num_global, "depth": depth},
         lambda: window_explorer_state(window.value, num_global.value, depth.value, length=length),
-        window_explorer_figure)
+        window_explorer_figure,  # the static edition's states:
+        grid={"window": (0, 1, 2, 4, length // 2), "num_global": (0, 1), "depth": (1, 2, 4, 8)})
 
 
 def ch6_quiz() -> Quiz:

@@ -1,14 +1,37 @@
-"""Helpers shared by every explorer: showing a figure in an ``Output``, and wiring controls to it."""
+"""Helpers shared by every explorer: showing a figure in an ``Output``, and wiring controls to it.
+
+Every explorer made by :func:`wire_explorer` also has a finite grid of control values
+(:mod:`utils.widgets.grid`), which the static HTML edition renders in advance.
+"""
 
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
 
-__all__ = ["show_figure", "wire_explorer", "powers_of_two"]
+from utils.widgets.grid import GRID_ENV, render_grid
+
+__all__ = ["figure_png", "show_figure", "wire_explorer", "powers_of_two"]
+
+KERNEL_NOTE = "Typing your own needs a kernel: open this chapter in Binder or Colab."
+"""What the static edition says beside a text box it can only offer as a list of choices."""
+
+
+def figure_png(fig, *, dpi: int = 80, **savefig_kwargs) -> bytes:
+    """``fig`` as PNG bytes (the explorers' resolution), and close it.
+
+    >>> fig, ax = plt.subplots()
+    >>> figure_png(fig)[:4], plt.fignum_exists(fig.number)
+    (b'\\x89PNG', False)
+    """
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, **savefig_kwargs)
+    plt.close(fig)
+    return buffer.getvalue()
 
 
 def show_figure(output, fig, **savefig_kwargs) -> None:
@@ -28,15 +51,14 @@ def show_figure(output, fig, **savefig_kwargs) -> None:
     """
     from IPython.display import Image
 
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80, **savefig_kwargs)
-    plt.close(fig)
+    png = figure_png(fig, **savefig_kwargs)
     output.outputs = ()
-    output.append_display_data(Image(data=buffer.getvalue(), format="png"))
+    output.append_display_data(Image(data=png, format="png"))
 
 
 def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Callable[[], Any],
-                  draw: Callable[[Any], Any], **savefig_kwargs):
+                  draw: Callable[[Any], Any], *, grid: Mapping[str, Sequence[Any]] | None = None,
+                  kernel_note: str | None = None, **savefig_kwargs):
     """Stack ``rows`` of widgets above an ``Output``, and redraw whenever a control's value changes.
 
     Each redraw calls ``compute()`` (which reads the controls and returns the explorer's state, from
@@ -47,11 +69,21 @@ def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Cal
         controls: name -> the control widgets to observe; tests reach them by these names.
         compute: returns the state to draw from the controls' current values.
         draw: state -> ``Figure``.
+        grid: control name -> the values the static HTML edition renders for it
+            (:func:`~utils.widgets.grid.grid_controls`): needed for float sliders and text boxes,
+            optional for the others (all their choices). Default: none declared.
+        kernel_note: for a text box offered as choices only, what the static edition says beside it.
+            Default: :data:`KERNEL_NOTE` when a control is a text box, else none.
         savefig_kwargs: passed to :func:`show_figure`.
 
     Returns:
-        An ``ipywidgets.VBox`` whose last child is the ``Output``, with three attributes: ``controls``
-        (the name -> widget map), ``output`` and ``state`` (the state it drew last).
+        An ``ipywidgets.VBox`` whose last child is the ``Output``, with attributes ``controls`` (the
+        name -> widget map), ``output``, ``state`` (the state it drew last), and for the grid
+        ``rows``, ``compute``, ``draw``, ``redraw``, ``savefig_kwargs``, ``kernel_note``, ``paused``
+        (while True, a control change computes but does not draw) and ``declared_grid`` (what
+        ``grid`` declared; :func:`~utils.widgets.grid.grid_controls` makes the grid). When the environment variable
+        :data:`~utils.widgets.grid.GRID_ENV` names a folder, the whole grid is rendered there at once
+        (:func:`~utils.widgets.grid.render_grid`).
 
     >>> import ipywidgets as w
     >>> slider = w.IntSlider(value=1, description="n")
@@ -70,15 +102,24 @@ def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Cal
     box = w.VBox([*rows, output])
     box.controls = dict(controls)
     box.output = output
+    box.rows, box.compute, box.draw, box.savefig_kwargs = list(rows), compute, draw, savefig_kwargs
+    box.paused = False
+    text_boxes = [c for c in box.controls.values() if isinstance(c, (w.Text, w.Textarea, w.Combobox))]
+    box.kernel_note = kernel_note if kernel_note is not None else (KERNEL_NOTE if text_boxes else None)
 
     def redraw(_change=None) -> None:
         state = compute()
-        show_figure(output, draw(state), **savefig_kwargs)
+        if not box.paused:
+            show_figure(output, draw(state), **savefig_kwargs)
         box.state = state
 
+    box.redraw = redraw
     for control in box.controls.values():
         control.observe(redraw, names="value")
     redraw()
+    box.declared_grid = dict(grid or {})
+    if os.environ.get(GRID_ENV):
+        render_grid(box, os.environ[GRID_ENV])
     return box
 
 

@@ -127,7 +127,8 @@ def qkv_explorer(sentence: str = "pronoun", d_model: int = 16, *, seed: int = 0)
                                    title=_title(tokens, result, query.value, mode.value, d_k.value))
 
     return wire_explorer([w.HBox([query, mode]), w.HBox([d_k, w_seed])],
-                         {"query": query, "mode": mode, "d_k": d_k, "w_seed": w_seed}, compute, draw)
+                         {"query": query, "mode": mode, "d_k": d_k, "w_seed": w_seed}, compute, draw,
+                         grid={"query": (0, 1, 4, 5, 7, 10), "d_k": (1, 8, 64), "w_seed": (0, 1)})  # static states
 
 
 def ch1_quiz() -> Quiz:

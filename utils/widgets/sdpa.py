@@ -97,7 +97,8 @@ def scale_explorer():
     scaled = w.ToggleButton(value=True, description="scale by 1/√D", icon="check")
     return wire_explorer(
         [w.HBox([dim, temperature, scaled])], {"dim": dim, "temperature": temperature, "scaled": scaled},
-        lambda: scale_explorer_state(dim.value, temperature.value, scaled.value), scale_explorer_figure)
+        lambda: scale_explorer_state(dim.value, temperature.value, scaled.value), scale_explorer_figure,
+        grid={"dim": (4, 16, 64, 256, 512, 1024), "temperature": (0.3, 1.0, 3.0)})  # the static edition
 
 
 MASK_KINDS = ("padding", "causal", "both")

@@ -89,7 +89,7 @@ def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
 
     return wire_explorer([w.HBox([sentence, layer, head]), caption],
                          {"sentence": sentence, "layer": layer, "head": head}, compute, attention_view_figure,
-                         bbox_inches="tight")
+                         grid={"sentence": range(6)}, bbox_inches="tight")  # the static edition: 6 sentences
 
 
 MAX_WORDS = 24

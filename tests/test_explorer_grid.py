@@ -1,0 +1,252 @@
+"""Every explorer's grid of control values (utils/widgets/grid.py), and rendering it.
+
+The static HTML edition shows, for each combination of grid values, the figure the explorer's own
+state function and figure function give. These tests pin the grid each control type yields, the
+bounds, the snapping rule, and that every rendered image is exactly (decoded pixels) the figure the
+explorer draws for those values in a kernel.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import ipywidgets as w
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from utils.widgets.common import KERNEL_NOTE, figure_png, wire_explorer
+from utils.widgets.grid import (
+    GRID_ENV,
+    MAX_GRID_STATES,
+    grid_controls,
+    grid_size,
+    png_to_webp,
+    render_grid,
+    snap,
+)
+
+
+def pixels(data: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"))
+
+
+def line_figure(n: int, scale: float):
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot(np.arange(n) * scale)
+    ax.set_title(f"n = {n}, scale = {scale:g}")
+    return fig
+
+
+def small_explorer(**kwargs):
+    """n (IntSlider 1..4), scale (FloatLogSlider), and a caption the wiring rewrites."""
+    n = w.IntSlider(value=2, min=1, max=4, description="n")
+    scale = w.FloatLogSlider(value=1.0, min=-1, max=1, description="scale")
+    caption = w.HTML()
+
+    def compute():
+        caption.value = f"<b>{n.value} points</b>"
+        return n.value, scale.value
+
+    return wire_explorer([w.HBox([n, scale]), caption], {"n": n, "scale": scale}, compute,
+                         lambda state: line_figure(*state), grid=kwargs.pop("grid", {"scale": (0.1, 1.0, 10.0)}),
+                         **kwargs)
+
+
+# --- the grid each control gives ------------------------------------------------------------------------
+
+def test_each_control_kind_gives_its_values():
+    grid = grid_controls({
+        "pick": w.Dropdown(options=[("a", 0), ("b", 1), ("c", 2)], value=1),
+        "mode": w.ToggleButtons(options=["x", "y"], value="y"),
+        "on": w.ToggleButton(value=True),
+        "dim": w.SelectionSlider(options=[1, 2, 4, 8], value=4),
+        "steps": w.IntSlider(value=3, min=0, max=6, step=3),
+    })
+    by_name = {c.name: c for c in grid}
+    assert by_name["pick"].values == (0, 1, 2) and by_name["pick"].labels == ("a", "b", "c")
+    assert by_name["pick"].kind == "select" and by_name["pick"].initial == 1
+    assert by_name["mode"].kind == "buttons" and by_name["mode"].initial == 1
+    assert by_name["on"].values == (False, True) and by_name["on"].kind == "check"
+    assert by_name["dim"].kind == "slider" and by_name["dim"].positions == (0.0, 1.0, 2.0, 3.0)
+    assert by_name["steps"].values == (0, 3, 6) and by_name["steps"].track == (0, 6, 3)
+    assert grid_size(grid) == 3 * 2 * 2 * 4 * 3
+
+
+def test_declared_values_are_a_subset_in_the_controls_order_and_keep_the_initial_value():
+    (dim,) = grid_controls({"dim": w.SelectionSlider(options=[1, 2, 4, 8, 16], value=2)}, {"dim": (16, 1)})
+    assert dim.values == (1, 2, 16) and dim.initial == 1
+    assert dim.positions == (0.0, 1.0, 4.0)  # the track keeps every option: 4 and 8 snap
+
+
+@pytest.mark.parametrize("control, needs", [
+    (w.FloatLogSlider(value=1.0, min=-1, max=1, description="temperature"), "temperature"),
+    (w.FloatSlider(value=0.5, description="p"), "p"),
+    (w.Text(value="hello", description="sentence"), "free text"),
+    (w.IntSlider(value=0, min=0, max=500, description="wide"), "501 steps"),
+])
+def test_a_control_without_a_natural_grid_must_declare_one(control, needs):
+    with pytest.raises(ValueError, match=needs):
+        grid_controls({"c": control})
+
+
+def test_bad_declarations_are_named():
+    with pytest.raises(ValueError, match=r"\[7\] are not values"):
+        grid_controls({"pick": w.Dropdown(options=[1, 2])}, {"pick": (1, 7)})
+    with pytest.raises(ValueError, match="not controls of this explorer"):
+        grid_controls({"pick": w.Dropdown(options=[1, 2])}, {"pik": (1,)})
+    with pytest.raises(TypeError, match="no grid for a ColorPicker"):
+        grid_controls({"colour": w.ColorPicker()})
+
+
+def test_the_number_of_states_is_bounded():
+    controls = {"a": w.IntSlider(min=0, max=40), "b": w.IntSlider(min=0, max=40)}
+    with pytest.raises(ValueError, match=r"1681 states \(a 41 x b 41\), more than the bound 512"):
+        grid_controls(controls)
+    assert grid_size(grid_controls(controls, {"a": range(0, 41, 4)})) == 11 * 41 <= MAX_GRID_STATES
+
+
+def test_snap_picks_the_nearest_grid_value_in_the_sliders_own_scale():
+    (scale,) = grid_controls({"s": w.FloatLogSlider(value=1.0, min=-1, max=1)}, {"s": (0.1, 1.0, 10.0)})
+    # on a log slider "nearest" is nearest in the exponent: 3 is nearer 1 than 10 there, 4 is not
+    assert [scale.values[snap(scale, np.log10(x))] for x in (0.1, 0.3, 3.0, 4.0, 10.0)] == [0.1, 0.1, 1.0, 10.0, 10.0]
+    (n,) = grid_controls({"n": w.IntSlider(value=0, min=0, max=10)}, {"n": (0, 4, 10)})
+    assert [n.values[snap(n, x)] for x in (1, 2, 3, 7, 8)] == [0, 0, 4, 4, 10]  # a tie goes to the lower
+    with pytest.raises(ValueError, match="not a slider"):
+        snap(grid_controls({"d": w.Dropdown(options=[1])})[0], 0.0)
+
+
+def test_webp_keeps_the_pngs_pixels_exactly():
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.imshow(torch.rand(8, 8).numpy(), cmap="viridis")
+    png = figure_png(fig)
+    webp = png_to_webp(png)
+    assert webp[8:12] == b"WEBP" and len(webp) < len(png)
+    np.testing.assert_array_equal(pixels(webp), pixels(png))
+
+
+# --- rendering the grid -------------------------------------------------------------------------------
+
+def test_render_grid_draws_every_state_with_the_explorers_functions(tmp_path):
+    box = small_explorer()
+    manifest = json.loads(render_grid(box, tmp_path).read_text())
+    folder = tmp_path / box.model_id
+    controls = manifest["controls"]
+    assert [c["values"] for c in controls] == [[1, 2, 3, 4], [0.1, 1.0, 10.0]]
+    assert len(manifest["states"]) == 12 == manifest["renders"] and len(manifest["images"]) == 12
+    for i, (image, caption, effective, disabled) in enumerate(manifest["states"]):
+        n, scale = controls[0]["values"][i // 3], controls[1]["values"][i % 3]
+        expected = figure_png(line_figure(n, scale))
+        np.testing.assert_array_equal(pixels((folder / manifest["images"][image]).read_bytes()), pixels(expected))
+        assert manifest["captions"][caption] == [f"<b>{n} points</b>"]
+        assert effective is None and disabled == []
+    # the controls are put back, and the output shows the saved (initial) state again
+    assert (box.controls["n"].value, box.controls["scale"].value) == (2, 1.0) and box.state == (2, 1.0)
+    assert box.paused is False and len(box.output.outputs) == 1
+
+
+def test_render_grid_follows_the_wirings_side_effects(tmp_path):
+    """A slider whose bound the wiring moves (chapter 3's head slider) is drawn clamped, and a control
+    the wiring disables is drawn once for all its values."""
+    count = w.Dropdown(options=[1, 2, 3], value=2, description="count")
+    which = w.IntSlider(value=1, min=1, max=2, description="which")
+    extra = w.Checkbox(value=False, description="extra")
+    drawn = []
+
+    def compute():
+        which.max = count.value
+        extra.disabled = count.value == 1
+        return count.value, which.value
+
+    def draw(state):
+        drawn.append(state)
+        return line_figure(*state)
+
+    box = wire_explorer([count, which, extra], {"count": count, "which": which, "extra": extra}, compute, draw,
+                        grid={"which": (1, 2, 3)})
+    drawn.clear()
+    manifest = json.loads(render_grid(box, tmp_path).read_text())
+    states = manifest["states"]  # row-major over count (3) x which (3) x extra (2)
+    assert states[(0 * 3 + 2) * 2 + 0][2] == [0, 0, 0]  # count 1, which 3 -> clamped to which 1
+    assert states[(1 * 3 + 2) * 2 + 1][2] == [1, 1, 1]  # count 2, which 3 -> 2
+    assert states[(2 * 3 + 2) * 2 + 1][2] is None  # count 3, which 3: as asked
+    assert all(s[3] == [2] for s in states[:6]) and all(s[3] == [] for s in states[6:])
+    # count 1: one figure whatever `which` and the disabled `extra`; count 2 and 3: 2 and 3 whiches x 2 extras
+    assert manifest["renders"] == 1 + 2 * 2 + 3 * 2 == len(drawn) - 1  # and the saved figure, once
+
+
+def test_a_grid_that_cannot_be_made_or_rendered_leaves_an_error_and_the_saved_state(tmp_path):
+    text = w.Text(value="hello", description="sentence")
+    box = wire_explorer([text], {"sentence": text}, lambda: len(text.value), lambda n: line_figure(n, 1.0))
+    manifest = json.loads(render_grid(box, tmp_path).read_text())
+    assert "free text" in manifest["error"] and box.controls["sentence"].value == "hello"
+    slow = json.loads(render_grid(small_explorer(), tmp_path / "slow", budget_s=0.0).read_text())
+    assert slow["error"].startswith("TimeoutError: rendering the grid took more than 0 s")
+
+
+def test_a_text_box_becomes_choices_only_with_a_note(tmp_path):
+    """The mechanism for a free-text explorer (chapter 5's own sentence), on chapter 3's state and
+    figure functions: the query token typed into a combobox, offered in the edition as choices."""
+    from utils.plotting.multihead import head_token_figure
+    from utils.widgets.multihead import head_explorer_state
+
+    tokens = head_explorer_state(3).tokens
+    query = w.Combobox(value="apple", options=tokens, description="query word", ensure_option=False)
+
+    def compute():
+        return head_explorer_state(3, 0, tokens.index(query.value) if query.value in tokens else 0)
+
+    box = wire_explorer([query], {"query": query}, compute,
+                        lambda s: head_token_figure(s.weights, s.tokens, s.head, s.token),
+                        grid={"query": ("apple", "red")})
+    assert box.kernel_note == KERNEL_NOTE
+    manifest = json.loads(render_grid(box, tmp_path).read_text())
+    (control,) = manifest["controls"]
+    assert control["free_text"] and control["kind"] == "select" and control["values"] == ["apple", "red"]
+    assert manifest["note"] == KERNEL_NOTE and len(manifest["images"]) == 2
+    state = head_explorer_state(3, 0, tokens.index("red"))
+    expected = figure_png(head_token_figure(state.weights, state.tokens, state.head, state.token))
+    image = tmp_path / box.model_id / manifest["images"][manifest["states"][1][0]]
+    np.testing.assert_array_equal(pixels(image.read_bytes()), pixels(expected))
+
+
+def test_the_environment_variable_renders_the_grid_as_the_explorer_is_built(tmp_path, monkeypatch):
+    monkeypatch.setenv(GRID_ENV, str(tmp_path))
+    box = small_explorer()
+    assert json.loads((tmp_path / box.model_id / "manifest.json").read_text())["renders"] == 12
+    monkeypatch.delenv(GRID_ENV)
+    assert not (tmp_path / small_explorer().model_id).exists()
+
+
+# --- the course's explorers ------------------------------------------------------------------------
+
+def course_explorers():
+    from utils.layers import TinyEncoderClassifier
+    from utils.tasks import NOUNS, VOCAB, pronoun_task
+    from utils.widgets.at_scale import window_explorer
+    from utils.widgets.multihead import head_explorer
+    from utils.widgets.positional import positional_explorer
+    from utils.widgets.qkv import qkv_explorer
+    from utils.widgets.sdpa import scale_explorer
+    from utils.widgets.transformer import attention_explorer
+
+    torch.manual_seed(0)
+    model = TinyEncoderClassifier(len(VOCAB), 32, 2, 2, 64, len(NOUNS))
+    return {
+        "ch1": lambda: qkv_explorer("pronoun", d_model=16), "ch2": scale_explorer, "ch3": head_explorer,
+        "ch4": positional_explorer, "ch5": lambda: attention_explorer(model, pronoun_task(60, seed=2)),
+        "ch6": window_explorer,
+    }
+
+
+@pytest.mark.parametrize("chapter", ["ch1", "ch2", "ch3", "ch4", "ch5", "ch6"])
+def test_every_course_explorer_declares_a_bounded_grid_holding_its_initial_state(chapter):
+    box = course_explorers()[chapter]()
+    grid = grid_controls(box.controls, box.declared_grid)
+    assert 2 <= grid_size(grid) <= MAX_GRID_STATES
+    assert set(c.name for c in grid) == set(box.controls)
+    for c in grid:
+        assert c.values[c.initial] == box.controls[c.name].value
