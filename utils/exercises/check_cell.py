@@ -69,7 +69,8 @@ def run_hidden_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int | 
     verdict = _static_verdict(exercise, fn)
     if verdict is None:
         cases = exercise.hidden_cases(seed)
-        graded = credit.grade(exercise, cases, run_cases(fn, cases, exercise.forbidden, exercise.gradients), 0)
+        outcomes = run_cases(fn, cases, exercise.forbidden, exercise.gradients)
+        graded = credit.grade(exercise, cases, outcomes, 0, diagnose_hidden=False)
         name = exercise.func_name
         if graded.decided is not None:
             verdict = Verdict(False, graded.decided.status, graded.decided.message, graded.decided.category)

@@ -59,6 +59,7 @@ class PartResult:
     public_verdict: Verdict | None
     hidden_verdict: Verdict | None
     hidden_categories: tuple[str, ...] = ()
+    failing_statuses: tuple[Status, ...] = ()  # of its failing cases, each judged alone
 
     @property
     def passed(self) -> bool:
@@ -68,8 +69,10 @@ class PartResult:
     def status(self) -> Status:
         if self.passed:
             return Status.PASSED
-        failing = [v for v in (self.public_verdict, self.hidden_verdict) if v is not None and not v.passed]
-        return Status.ERROR if failing and all(v.status == Status.ERROR for v in failing) else Status.FAILED
+        failing = set(self.failing_statuses)
+        if failing == {Status.NOT_ATTEMPTED}:
+            return Status.NOT_ATTEMPTED  # this part's inputs all still raise NotImplementedError
+        return Status.ERROR if failing and failing <= {Status.ERROR, Status.NOT_ATTEMPTED} else Status.FAILED
 
     def reason(self, mode: str = DEFAULT_FEEDBACK) -> str:
         """Why this part earned its points, as much as ``mode`` may say."""
@@ -87,7 +90,7 @@ class PartResult:
         said = []
         if pub_n:
             said.append(self.public_verdict.message if pub_ok < pub_n and self.public_verdict
-                        else f"the {_count(pub_n, 'public')} pass")
+                        else ("its public case passes" if pub_n == 1 else f"its {pub_n} public cases pass"))
         if hid_n:
             hidden = f"hidden cases: {hid_ok} of {hid_n} pass"
             if hid_ok < hid_n and mode == "full" and self.hidden_verdict is not None:
@@ -123,10 +126,14 @@ class Graded:
         return "; ".join(f"{p.name}: {p.reason(mode)}" for p in failing)
 
 
-def grade(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], n_public: int) -> Graded:
+def grade(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], n_public: int, *,
+          diagnose_hidden: bool = True) -> Graded:
     """Credit for ``outcomes`` on ``cases``, whose first ``n_public`` are public and the rest hidden.
 
-    Missing outcomes (a list shorter than ``cases``) fail their cases.
+    Missing outcomes (a list shorter than ``cases``) fail their cases. Each case is judged alone (without
+    the search for a matching mistake) to count what passes; a part's failing public cases, and its
+    failing hidden ones when ``diagnose_hidden`` (only ``full`` feedback shows that), are judged
+    together for the diagnosis.
     """
     maximum = Fraction(exercise.points)
     parts = exercise.part_list()
@@ -135,9 +142,9 @@ def grade(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
     if whole is not None:
         zero = tuple(PartResult(p.name, Fraction(0), p.points, (0, 0), (0, 0), None, None) for p in parts)
         return Graded(whole.status, Fraction(0), maximum, zero, decided=whole)
-    each = [judge(exercise, [case], [outcome]) for case, outcome in zip(cases, outcomes)]
+    each = [judge(exercise, [case], [outcome], diagnose=False) for case, outcome in zip(cases, outcomes)]
     owner = [exercise.part_of(case) for case in cases]
-    results = tuple(_part(exercise, part, cases, outcomes, each, owner, n_public) for part in parts)
+    results = tuple(_part(exercise, part, cases, outcomes, each, owner, n_public, diagnose_hidden) for part in parts)
     points = sum((r.points for r in results), Fraction(0))
     if all(r.passed for r in results):
         status = Status.PASSED
@@ -157,13 +164,13 @@ def _decides_all(outcomes: Sequence[Outcome]) -> bool:
 
 
 def _part(exercise: Exercise, part: Part, cases: Sequence[Case], outcomes: Sequence[Outcome],
-          each: Sequence[Verdict], owner: Sequence[str], n_public: int) -> PartResult:
+          each: Sequence[Verdict], owner: Sequence[str], n_public: int, diagnose_hidden: bool) -> PartResult:
     mine = [i for i, name in enumerate(owner) if name == part.name]
     groups = []
-    for indices in ([i for i in mine if i < n_public], [i for i in mine if i >= n_public]):
+    for hidden, indices in ((False, [i for i in mine if i < n_public]), (True, [i for i in mine if i >= n_public])):
         ok = sum(1 for i in indices if i < len(each) and each[i].passed)
         verdict = None
-        if indices and ok < len(indices):  # the group judged together: one diagnosis across its failures
+        if indices and ok < len(indices) and (diagnose_hidden or not hidden):  # one diagnosis across its failures
             ran = [i for i in indices if i < len(outcomes)]
             verdict = judge(exercise, [cases[i] for i in indices], [outcomes[i] for i in ran]) if ran else \
                 Verdict(False, Status.ERROR, "your function never ran on these cases", "error")
@@ -176,5 +183,7 @@ def _part(exercise: Exercise, part: Part, cases: Sequence[Case], outcomes: Seque
             if category and category not in categories:
                 categories.append(category)
     passed = public[1] + hidden[1] > 0 and public[0] == public[1] and hidden[0] == hidden[1]
+    statuses = tuple(each[i].status if i < len(each) else Status.ERROR for i in mine
+                     if i >= len(each) or not each[i].passed)
     return PartResult(part.name, part.points if passed else Fraction(0), part.points, public, hidden,
-                      public_verdict, hidden_verdict, tuple(categories))
+                      public_verdict, hidden_verdict, tuple(categories), statuses)

@@ -140,7 +140,7 @@ def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
     return None
 
 
-def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]) -> Verdict:
+def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], *, diagnose: bool = True) -> Verdict:
     """Compare the learner's outcomes with the reference on the same cases.
 
     A forbidden call or an input changed in place decides at once; ``NotImplementedError`` on every case
@@ -148,6 +148,8 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
     every case is judged, and the diagnosis is the :class:`Mistake` that reproduces the learner's
     result (output or error) on the most failing cases, so that the order of the cases does not decide
     which mistake is named. Without a matching mistake, the first failure is reported with the hint.
+    ``diagnose=False`` skips the search for a matching mistake (the same comparison, a plainer message:
+    for counting the cases that pass).
     """
     if not outcomes:
         return Verdict(False, Status.ERROR, "your function was never called", "error")
@@ -181,7 +183,7 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
         elif exercise.gradients and (untrainable := _gradient_reason(exercise, case, outcome)):
             gradient_failures.append(f"{untrainable} ({_where(index, len(cases), case)})")
     if failures:
-        return _failure_verdict(exercise, len(cases), failures)
+        return _failure_verdict(exercise, len(cases), failures, diagnose)
     if gradient_failures:
         return Verdict(False, Status.FAILED, gradient_failures[0], "gradients")
     if len(outcomes) < len(cases):  # e.g. the grader's sandbox died part-way: never pass on part
@@ -215,9 +217,10 @@ def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | 
 
 
 def _failure_verdict(
-    exercise: Exercise, n_cases: int, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]]
+    exercise: Exercise, n_cases: int, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
+    diagnose: bool = True,
 ) -> Verdict:
-    mistake, where = _best_mistake(exercise, failures)
+    mistake, where = _best_mistake(exercise, failures) if diagnose else (None, (failures[0][0], failures[0][1]))
     index, case, outcome, reason = failures[0]
     status = Status.ERROR if outcome.error else Status.FAILED
     category = "error" if reason is None else reason[0]

@@ -32,13 +32,15 @@ class NoSubmissions(ValueError):
 
 def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None = None, timeout: float = 10.0,
           seed: int = 0, course_root: str | Path | None = None, registry: Mapping[str, Any] | None = None,
-          memory_mb: int = 2048, progress: bool = True) -> dict[str, Any]:
+          memory_mb: int = 2048, progress: bool = True, feedback: str = "public") -> dict[str, Any]:
     """Grade every student folder in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
         registry: exercise id -> :class:`~utils.exercises.definition.Exercise`; default
             :func:`utils.exercises.all_exercises` (tests inject their own).
         course_root: where ``solutions/`` lives (points and the exercise list come from there).
+        feedback: ``full``, ``public`` or ``score``: what the reports say about hidden cases
+            (:mod:`utils.exercises.credit`).
 
     Returns a summary: ``students``, ``exercises``, ``rows`` (list of :class:`engine.Row`),
     ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``, ``skipped``
@@ -46,6 +48,9 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     Raises :class:`NoSubmissions` when there is no student folder.
     """
     started = time.perf_counter()
+    from utils.exercises.credit import check_mode
+
+    check_mode(feedback)
     submissions = Path(submissions_dir)
     if not submissions.is_dir() or not any(True for _ in _students(submissions)):
         raise NoSubmissions(f"no student folders found in {submissions}")
@@ -60,7 +65,7 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     if skipped:
         print(f"grader: not graded (not a student folder): {', '.join(skipped)}", file=sys.stderr)
     the_plan = engine.plan(submissions, root, registry)
-    settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb))
+    settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb), feedback=feedback)
     jobs = jobs or default_jobs()
     bar = None
     if progress:
@@ -111,12 +116,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="seed of the random test inputs (default: random, printed; reuse it to reproduce)")
     parser.add_argument("--memory", type=_positive(int), default=2048, help="MiB per exercise (default: 2048)")
     parser.add_argument("--course", type=Path, default=COURSE_ROOT, help=argparse.SUPPRESS)
+    parser.add_argument("--feedback", choices=("full", "public", "score"), default="public", help=(
+        "what the reports say: full (every diagnosis), public (default: full diagnoses for public cases; for "
+        "hidden cases only how many pass and the diagnosis category), score (points only)"))
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     print(f"grader: seed {seed} (pass --seed {seed} to reproduce these results)", file=sys.stderr)
     try:
         summary = grade(args.submissions, args.out, jobs=args.jobs, timeout=args.timeout, seed=seed,
-                        course_root=args.course, memory_mb=args.memory)
+                        course_root=args.course, memory_mb=args.memory, feedback=args.feedback)
     except NoSubmissions as exc:
         print(f"grader: {exc}", file=sys.stderr)
         return 2
