@@ -152,7 +152,7 @@ def test_hidden_cases_are_the_same_generator_at_another_seed_plus_edge_cases(exe
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=[e.id for e in EXERCISES])
 def test_the_reference_and_the_notebook_solution_pass_every_hidden_case(exercise):
-    from utils.exercises.credit import grade
+    from utils.exercises.credit import credit_for as grade
 
     sources = _solution_sources()
     functions = [exercise.reference]
@@ -170,7 +170,7 @@ def test_the_reference_and_the_notebook_solution_pass_every_hidden_case(exercise
 
 
 def test_no_mistake_keeps_full_marks_on_public_and_hidden_cases():
-    from utils.exercises.credit import grade
+    from utils.exercises.credit import credit_for as grade
 
     for exercise in EXERCISES:
         cases = exercise.public_cases() + exercise.hidden_cases(11)

@@ -59,7 +59,7 @@ def _graded(fn, exercise: Exercise = SDPA, seed: int = 11) -> credit.Graded:
     public = exercise.public_cases()
     cases = public + exercise.hidden_cases(seed)
     outcomes = run_cases(fn, cases, exercise.forbidden, exercise.gradients)
-    return credit.grade(exercise, cases, outcomes, len(public))
+    return credit.credit_for(exercise, cases, outcomes, len(public))
 
 
 def _nan_rows(q, k, v, mask=None):
@@ -110,14 +110,14 @@ def test_whole_exercise_verdicts_give_zero_for_every_part():
     cases = SDPA.public_cases()
     outcomes = [Outcome(output=SDPA.reference(**c)) for c in cases]
     outcomes[-1] = Outcome(forbidden="torch.nn.functional.scaled_dot_product_attention")
-    graded = credit.grade(SDPA, cases, outcomes, len(cases))
+    graded = credit.credit_for(SDPA, cases, outcomes, len(cases))
     assert graded.status == Status.FORBIDDEN and graded.points == 0 and "implement yourself" in graded.reason()
 
 
 def test_missing_outcomes_fail_their_cases_and_a_part_without_cases_earns_nothing():
     cases = SDPA.public_cases()
     outcomes = [Outcome(output=SDPA.reference(**c)) for c in cases[:2]]
-    graded = credit.grade(SDPA, cases, outcomes, len(cases))
+    graded = credit.credit_for(SDPA, cases, outcomes, len(cases))
     assert graded.points < 3
     empty = credit.PartResult("x", Fraction(0), Fraction(1), (0, 0), (0, 0), None, None)
     assert not empty.passed and "earns nothing" in empty.reason()

@@ -70,7 +70,7 @@ def run_hidden_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int | 
     if verdict is None:
         cases = exercise.hidden_cases(seed)
         outcomes = run_cases(fn, cases, exercise.forbidden, exercise.gradients)
-        graded = credit.grade(exercise, cases, outcomes, 0, diagnose_hidden=False)
+        graded = credit.credit_for(exercise, cases, outcomes, 0, diagnose_hidden=False)
         name = exercise.func_name
         if graded.decided is not None:
             verdict = Verdict(False, graded.decided.status, graded.decided.message, graded.decided.category)

@@ -126,7 +126,7 @@ class Graded:
         return "; ".join(f"{p.name}: {p.reason(mode)}" for p in failing)
 
 
-def grade(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], n_public: int, *,
+def credit_for(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], n_public: int, *,
           diagnose_hidden: bool = True) -> Graded:
     """Credit for ``outcomes`` on ``cases``, whose first ``n_public`` are public and the rest hidden.
 

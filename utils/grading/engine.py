@@ -15,7 +15,7 @@ that student with a reason, and the batch goes on.
 
 **Trust.** The worker writes only raw outputs; :func:`utils.exercises.judging.judge` compares them with the
 reference in this process (which never imports :mod:`utils.exercises.runner`), and
-:func:`utils.exercises.credit.grade` turns the verdicts into points per named part. The cases are the
+:func:`utils.exercises.credit.credit_for` turns the verdicts into points per named part. The cases are the
 public ones (what the check cell runs) and hidden ones drawn here from a seed derived from ``--seed``,
 the exercise and the student (so no two students share hidden cases and answers hard-coded for the
 public cases cannot pass); only their inputs reach the sandbox.

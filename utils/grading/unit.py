@@ -351,7 +351,7 @@ def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_pu
         return (Status.ERROR, f"your function ran on {len(outcomes)} of {len(cases)} cases; the rest never "
                          f"returned (did it exit or tamper with the grader?)")
     try:
-        graded = credit.grade(exercise, cases, outcomes, n_public, diagnose_hidden=mode == "full")
+        graded = credit.credit_for(exercise, cases, outcomes, n_public, diagnose_hidden=mode == "full")
     except Exception as exc:  # a hostile output must never stop the batch
         return (Status.ERROR, f"your output could not be compared with the reference ({type(exc).__name__})")
     return graded_row(student, task.course.id, task.course.points, graded, mode)
