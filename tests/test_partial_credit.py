@@ -181,3 +181,15 @@ def test_a_batch_with_parts_writes_part_lines_and_is_deterministic(tmp_path):
     assert "forgot to divide the scores by sqrt(d)" in said or "pass (values)" in said, said
     grades = list(csv.reader((tmp_path / "one" / "grades.csv").open(encoding="utf-8")))
     assert grades[1] == ["bea", "2", "2.5", "1", "5.5", "6"]
+
+
+def test_one_failing_case_costs_its_whole_part_and_only_that_part():
+    public = SDPA.public_cases()
+    cases = public + SDPA.hidden_cases(3)
+    outcomes = [Outcome(output=SDPA.reference(**c)) for c in cases]
+    last_unmasked = max(i for i, c in enumerate(cases) if SDPA.part_of(c) == "values without a mask")
+    outcomes[last_unmasked] = Outcome(output=tuple(t + 1 for t in outcomes[last_unmasked].output))
+    graded = credit.credit_for(SDPA, cases, outcomes, len(public))
+    part = next(p for p in graded.parts if p.name == "values without a mask")
+    assert part.points == 0 and part.public[0] + part.hidden[0] == part.public[1] + part.hidden[1] - 1
+    assert graded.points == 2 and all(p.passed for p in graded.parts if p is not part)
