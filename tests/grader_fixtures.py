@@ -7,8 +7,10 @@ tested without the real chapters. Real-course helpers turn ``solutions/`` notebo
 
 from __future__ import annotations
 
+import csv
 import math
 import re
+from fractions import Fraction
 from pathlib import Path
 
 import nbformat
@@ -184,3 +186,33 @@ def student_version(solution: Path) -> nbformat.NotebookNode:
 def exercise_ids(nb: nbformat.NotebookNode) -> list[str]:
     return [c.metadata["course"]["exercise"] for c in nb.cells
             if c.cell_type == "code" and c.get("metadata", {}).get("course", {}).get("exercise")]
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading the reports
+# --------------------------------------------------------------------------------------------------
+
+
+def part_rows(out: Path) -> dict[tuple[str, str, str], dict[str, str]]:
+    """``results.csv`` by (student, exercise, part)."""
+    with open(out / "results.csv", newline="", encoding="utf-8") as handle:
+        return {(r["student"], r["exercise"], r["part"]): r for r in csv.DictReader(handle)}
+
+
+def exercise_rows(out: Path) -> dict[tuple[str, str], dict[str, str]]:
+    """``results.csv`` by (student, exercise), its part lines folded into one: points and max_points
+    summed exactly, status ``passed`` when every part passed (else the first other part status), the
+    feedback of the parts joined with " | "."""
+    folded: dict[tuple[str, str], dict[str, str]] = {}
+    for (student, exercise, _part), r in part_rows(out).items():
+        got = folded.get((student, exercise))
+        if got is None:
+            folded[(student, exercise)] = dict(r)
+            continue
+        for key in ("points", "max_points"):
+            total = Fraction(got[key]) + Fraction(r[key])
+            got[key] = str(total.numerator) if total.denominator == 1 else str(float(total))
+        if got["status"] == "passed":
+            got["status"] = r["status"]
+        got["feedback"] += " | " + r["feedback"]
+    return folded

@@ -12,6 +12,7 @@ import torch
 
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.edges import at_scale as edges
 from utils.exercises.mistakes import at_scale as wrong
 
 __all__ = [
@@ -102,6 +103,8 @@ ONLINE = Exercise(
     id="ch6.online_softmax_update",
     reference=online_softmax_update_reference,
     make_cases=_online_cases,
+    make_edge_cases=edges.online_edges,
+    parts=edges.ONLINE_PARTS,
     points=2,
     mistakes=(
         Mistake("no_inf_guard", wrong._online_no_guard,
@@ -187,6 +190,7 @@ WINDOW = Exercise(
     id="ch6.sliding_window_mask",
     reference=sliding_window_mask_reference,
     make_cases=_window_cases,
+    make_edge_cases=edges.window_edges,
     points=1,
     mistakes=(
         Mistake("strict", wrong._window_strict,
@@ -261,6 +265,7 @@ CACHE = Exercise(
     id="ch6.attend_with_cache",
     reference=attend_with_cache_reference,
     make_cases=_cache_cases,
+    make_edge_cases=edges.cache_edges,
     points=3,
     mistakes=(
         Mistake("only_new", wrong._cache_only_new,

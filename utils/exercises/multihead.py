@@ -17,6 +17,7 @@ import torch
 
 from utils.attention import MultiHeadAttention, causal_mask, padding_mask
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.edges import multihead as edges
 from utils.exercises.mistakes import multihead as wrong
 
 __all__ = [
@@ -294,6 +295,7 @@ SPLIT_HEADS = Exercise(
     id="ch3.split_heads",
     reference=split_heads_reference,
     make_cases=_split_cases,
+    make_edge_cases=edges.split_edges,
     points=1,
     mistakes=[
         Mistake("missing_transpose", wrong._split_missing_transpose,
@@ -331,6 +333,7 @@ MERGE_HEADS = Exercise(
     id="ch3.merge_heads",
     reference=merge_heads_reference,
     make_cases=_merge_cases,
+    make_edge_cases=edges.merge_edges,
     points=1,
     mistakes=[
         Mistake("view_after_transpose", wrong._merge_view,
@@ -370,6 +373,8 @@ MULTI_HEAD_ATTENTION = Exercise(
     id="ch3.multi_head_attention",
     reference=multi_head_attention_reference,
     make_cases=_mha_cases,
+    make_edge_cases=edges.mha_edges,
+    parts=edges.MHA_PARTS,
     gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=3,
     mistakes=MULTI_HEAD_MISTAKES,

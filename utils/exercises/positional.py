@@ -21,6 +21,7 @@ import torch
 
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.edges import positional as edges
 from utils.exercises.mistakes import positional as wrong
 from utils.positional import sinusoidal_encoding as _sinusoidal_table
 
@@ -67,6 +68,8 @@ SINUSOIDAL = Exercise(
     id="ch4.sinusoidal_encoding",
     reference=sinusoidal_encoding_reference,
     make_cases=_sinusoidal_cases,
+    make_edge_cases=edges.sinusoidal_edges,
+    parts=edges.SINUSOIDAL_PARTS,
     points=2,
     mistakes=[
         Mistake(
@@ -203,6 +206,7 @@ ADD = Exercise(
     id="ch4.add_positional_encoding",
     reference=add_positional_encoding_reference,
     make_cases=_add_cases,
+    make_edge_cases=edges.add_edges,
     gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=1,
     mistakes=[
@@ -298,6 +302,8 @@ SHIFT = Exercise(
     id="ch4.relative_shift_matrix",
     reference=relative_shift_matrix_reference,
     make_cases=_shift_cases,
+    make_edge_cases=edges.shift_edges,
+    parts=edges.SHIFT_PARTS,
     points=3,
     mistakes=[
         Mistake(  # before "transposed": on a negative k the two give the same matrix

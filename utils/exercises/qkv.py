@@ -17,6 +17,7 @@ import torch
 
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.edges import qkv as edges
 from utils.exercises.mistakes import qkv as wrong
 
 __all__ = ["ATTENTION_SCORES", "EXERCISES", "PROJECT_QKV", "attention_scores_reference", "project_qkv_reference"]
@@ -221,6 +222,8 @@ PROJECT_QKV = Exercise(
     id="ch1.project_qkv",
     reference=project_qkv_reference,
     make_cases=_project_cases,
+    make_edge_cases=edges.project_edges,
+    parts=edges.PROJECT_PARTS,
     points=2,
     mistakes=_PROJECT_MISTAKES,
     hint="each of Q, K, V is x times its own weight, in that order. x is (..., L, E) and each weight is "
@@ -232,6 +235,8 @@ ATTENTION_SCORES = Exercise(
     id="ch1.attention_scores",
     reference=attention_scores_reference,
     make_cases=_scores_cases,
+    make_edge_cases=edges.scores_edges,
+    parts=edges.SCORES_PARTS,
     points=2,
     mistakes=_SCORES_MISTAKES,
     hint="scores[..., i, j] is the dot product of query i with key j, summed over D. As a matrix product "

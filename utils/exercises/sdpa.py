@@ -12,6 +12,7 @@ import torch
 from utils import attention
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.edges import sdpa as edges
 from utils.exercises.mistakes import sdpa as wrong
 
 __all__ = [
@@ -142,6 +143,8 @@ SDPA = Exercise(
     id="ch2.scaled_dot_product_attention",
     reference=scaled_dot_product_attention_reference,
     make_cases=_sdpa_cases,
+    make_edge_cases=edges.sdpa_edges,
+    parts=edges.SDPA_PARTS,
     gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=3,
     mistakes=(
@@ -277,6 +280,7 @@ CAUSAL = Exercise(
     id="ch2.causal_mask",
     reference=causal_mask_reference,
     make_cases=_causal_cases,
+    make_edge_cases=edges.causal_edges,
     points=1,
     mistakes=(
         Mistake("future", wrong._causal_future,
@@ -333,6 +337,7 @@ PADDING = Exercise(
     id="ch2.padding_mask",
     reference=padding_mask_reference,
     make_cases=_padding_cases,
+    make_edge_cases=edges.padding_edges,
     points=1,
     mistakes=(
         Mistake("flat", wrong._padding_flat,

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.edges import transformer as edges
 from utils.exercises.mistakes import transformer as wrong
 from utils.layers import TransformerEncoderLayer
 
@@ -86,6 +87,7 @@ FEED_FORWARD = Exercise(
     id="ch5.feed_forward",
     reference=feed_forward_reference,
     make_cases=_feed_forward_cases,
+    make_edge_cases=edges.feed_forward_edges,
     points=1,
     mistakes=(
         Mistake("no_activation", wrong._ff(lambda h: h),
@@ -361,6 +363,7 @@ ENCODER_POST_LN = Exercise(
     id="ch5.encoder_layer_post_ln",
     reference=encoder_layer_post_ln_reference,
     make_cases=_encoder_cases,
+    make_edge_cases=edges.encoder_edges(_encoder_cases),
     points=3,
     mistakes=_mistakes(False, _POST_ONLY),
     forbidden=_NO_TORCH_LAYERS + _NO_UTILS,
@@ -374,6 +377,7 @@ ENCODER_PRE_LN = Exercise(
     id="ch5.encoder_layer_pre_ln",
     reference=encoder_layer_pre_ln_reference,
     make_cases=_encoder_cases,
+    make_edge_cases=edges.encoder_edges(_encoder_cases),
     points=3,
     mistakes=_mistakes(True, _PRE_ONLY),
     forbidden=_NO_TORCH_LAYERS + _NO_UTILS,

@@ -49,7 +49,8 @@ def default_course() -> Path | None:
 def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None = None, timeout: float = 10.0,
           seed: int = 0, course_root: str | Path | None = None, registry: Mapping[str, Any] | None = None,
           memory_mb: int = 2048, progress: bool = True, layout: str = "auto", roster: str | Path | None = None,
-          lms_format: str | None = None, columns: str = "chapter") -> dict[str, Any]:
+          lms_format: str | None = None, columns: str = "chapter",
+          feedback: str = "public") -> dict[str, Any]:
     """Grade every student in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
@@ -60,6 +61,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
         layout: how submissions are laid out, one of :data:`utils.grading.intake.LAYOUTS`. Default: ``"auto"``.
         roster, lms_format, columns: ``lms_format="canvas"`` also writes ``canvas.csv``
             (:mod:`utils.grading.lms`), with identities from ``roster`` and one column per ``columns``.
+        feedback: ``full``, ``public`` or ``score``: what the reports say about hidden cases
+            (:mod:`utils.exercises.credit`).
 
     Returns a summary: ``students``, ``exercises``, ``rows`` (list of :class:`engine.Row`),
     ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``, ``layout``,
@@ -70,6 +73,9 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     exercise and :class:`~utils.grading.lms.RosterError` for an unusable roster, before grading anyone.
     """
     started = time.perf_counter()
+    from utils.exercises.credit import check_mode
+
+    check_mode(feedback)
     submissions = Path(submissions_dir)
     if not submissions.is_dir():
         raise NoSubmissions(f"no student folders found in {submissions}: it is not a folder")
@@ -92,7 +98,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
         raise NoExercises(f"found no exercises to grade in {where}; pass --course with the folder of a course "
                           f"checkout (the one holding solutions/), or reinstall the course package")
     settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
-                               hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())))
+                               hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())),
+                               feedback=feedback)
     jobs = jobs or default_jobs()
     bar = None
     if progress:
@@ -191,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="seed of the random test inputs (default: random, printed; reuse it to reproduce)")
     parser.add_argument("--memory", type=_positive(int), default=2048, help="MiB per exercise (default: 2048)")
     add_intake_arguments(parser)
+    parser.add_argument("--feedback", choices=("full", "public", "score"), default="public", help=(
+        "what the reports say: full (every diagnosis), public (default: full diagnoses for public cases; for "
+        "hidden cases only how many pass and the diagnosis category), score (points only)"))
     args = parser.parse_args(argv)
     if args.roster is not None and args.lms_format is None:
         parser.error("--roster is read only for an LMS gradebook: add --format canvas")
@@ -199,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = grade(args.submissions, args.out, jobs=args.jobs, timeout=args.timeout, seed=seed,
                         course_root=args.course, memory_mb=args.memory, layout=args.layout, roster=args.roster,
-                        lms_format=args.lms_format, columns=args.columns)
+                        lms_format=args.lms_format, columns=args.columns, feedback=args.feedback)
     except (NoSubmissions, NoExercises, lms.RosterError) as exc:
         print(f"grader: {exc}", file=sys.stderr)
         return 2

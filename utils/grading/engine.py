@@ -14,9 +14,11 @@ costs milliseconds; the torch import (about 1.5 s) is paid once per student.
 that student with a reason, and the batch goes on.
 
 **Trust.** The worker writes only raw outputs; :func:`utils.exercises.judging.judge` compares them with the
-reference in this process (which never imports :mod:`utils.exercises.runner`), on inputs drawn here from a
-seed derived from ``--seed``, the exercise and the student (so no two students share cases and hard-coded
-answers cannot pass).
+reference in this process (which never imports :mod:`utils.exercises.runner`), and
+:func:`utils.exercises.credit.credit_for` turns the verdicts into points per named part. The cases are the
+public ones (what the check cell runs) and hidden ones drawn here from a seed derived from ``--seed``,
+the exercise and the student (so no two students share hidden cases and answers hard-coded for the
+public cases cannot pass); only their inputs reach the sandbox.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from utils.exercises.common import Status, one_line
 from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
 from utils.grading import course as course_mod
 from utils.grading import files, sandbox
-from utils.grading.unit import Guard, Row, Settings, Task, case_seed, run_unit, unit_rows
+from utils.grading.unit import Guard, PartRow, Row, Settings, Task, case_seed, run_unit, unit_rows, whole_exercise_parts
 
 TMP_PARENT: str | None = None
 """Where the batch's work folder goes (None: the system's temporary folder)."""
@@ -54,7 +56,8 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
     units: dict[str, list[Task]] = {}
     for ex in exercises:
         def row(status: Status, feedback: str, _ex: course_mod.CourseExercise = ex) -> Row:
-            return Row(submission.student, _ex.id, 0, _ex.points, status, one_line(feedback))
+            return Row(submission.student, _ex.id, 0, _ex.points, status, one_line(feedback),
+                       whole_exercise_parts(_ex.exercise, status, feedback))
 
         cells = submission.cells.get(ex.id, [])
         if len(cells) > 1:
@@ -194,4 +197,4 @@ def _unit_thread(number: int, unit: tuple[str, str, list[Task]], settings: Setti
     finished.put((number, rows))
 
 
-__all__ = ["Plan", "Row", "Settings", "Task", "case_seed", "plan", "plan_student", "run_plan"]
+__all__ = ["PartRow", "Plan", "Row", "Settings", "Task", "case_seed", "plan", "plan_student", "run_plan"]

@@ -7,6 +7,12 @@ injection: a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage 
 ``'`` so that spreadsheets show it as text. The one exception is the ``student_id`` column (the last
 one of both CSVs, and in ``feedback/index.csv``): the student's name exactly as the submission gave
 it, so that gradebook joins work (:class:`Raw`).
+
+**Parts.** ``results.csv`` has one line per student × exercise × part (column ``part``): the part's
+points, status and reason, in the batch's ``--feedback`` mode. A verdict about the whole exercise
+(missing, forbidden, not attempted, a timeout, ...) gives every part 0 points and that reason.
+``grades.csv`` keeps one total per exercise. Points are exact (parts are in hundredths) and written as
+short decimals (``1.5``).
 """
 
 from __future__ import annotations
@@ -19,9 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from utils.exercises.common import FAIL, PASS, Status
+from utils.exercises.definition import points_text
 from utils.grading.serialize import safe_name
 
-RESULTS_HEADER = ("student", "exercise", "points", "max_points", "status", "feedback", "student_id")
+RESULTS_HEADER = ("student", "exercise", "part", "points", "max_points", "status", "feedback", "student_id")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -62,9 +69,17 @@ def _csv(rows: Sequence[Sequence[object]]) -> str:
     return buffer.getvalue()
 
 
+def part_lines(row) -> list[tuple[object, ...]]:
+    """``(part, points, max_points, status, feedback)`` per part of ``row`` (the whole exercise when it
+    has no parts)."""
+    if not row.parts:
+        return [("", points_text(row.points), points_text(row.max_points), row.status, row.feedback)]
+    return [(p.part, points_text(p.points), points_text(p.max_points), p.status, p.feedback) for p in row.parts]
+
+
 def results_csv(rows: Sequence) -> str:
-    return _csv([RESULTS_HEADER] + [
-        (r.student, r.exercise, r.points, r.max_points, r.status, r.feedback, Raw(r.student)) for r in rows])
+    return _csv([RESULTS_HEADER] + [(r.student, r.exercise, *line, Raw(r.student))
+                                    for r in rows for line in part_lines(r)])
 
 
 def grades_csv(rows: Sequence, students: Sequence[str], exercise_ids: Sequence[str]) -> str:
@@ -73,7 +88,8 @@ def grades_csv(rows: Sequence, students: Sequence[str], exercise_ids: Sequence[s
     for student in students:
         points = [table[(student, e)].points for e in exercise_ids]
         maxima = [table[(student, e)].max_points for e in exercise_ids]
-        lines.append((student, *points, sum(points), sum(maxima), Raw(student)))
+        lines.append((student, *map(points_text, points), points_text(sum(points)), points_text(sum(maxima)),
+                      Raw(student)))
     return _csv(lines)
 
 
@@ -84,12 +100,23 @@ def _md(text: str) -> str:
 def feedback_md(student: str, rows: Sequence) -> str:
     mine = [r for r in rows if r.student == student]
     total, maximum = sum(r.points for r in mine), sum(r.max_points for r in mine)
-    lines = [f"# Feedback for {_md(student)}", "", f"**Total: {total} / {maximum} points**", "",
+    lines = [f"# Feedback for {_md(student)}", "",
+             f"**Total: {points_text(total)} / {points_text(maximum)} points**", "",
              "| exercise | points | status | what to do |", "|---|---|---|---|"]
     for r in mine:
         mark = PASS if r.status == Status.PASSED else FAIL
-        lines.append(f"| `{r.exercise}` | {r.points} / {r.max_points} | {mark} {r.status} | {_md(r.feedback)} |")
+        lines.append(f"| `{r.exercise}` | {points_text(r.points)} / {points_text(r.max_points)} | {mark} {r.status} "
+                     f"| {_md(r.feedback)} |")
+        lines.extend(_part_md(r))
     return "\n".join(lines) + "\n"
+
+
+def _part_md(row) -> list[str]:
+    """The table lines of ``row``'s parts, under the exercise's line (none for a one-part exercise)."""
+    if len(row.parts) < 2:
+        return []
+    return [f"| &nbsp;&nbsp;↳ {_md(p.part)} | {points_text(p.points)} / {points_text(p.max_points)} | "
+            f"{PASS if p.status == Status.PASSED else FAIL} {p.status} | {_md(p.feedback)} |" for p in row.parts]
 
 
 def feedback_files(students: Sequence[str]) -> dict[str, str]:
@@ -141,7 +168,7 @@ def summary_table(rows: Sequence, exercise_ids: Sequence[str]) -> str:
     for exercise_id in exercise_ids:
         mine = [r for r in rows if r.exercise == exercise_id]
         counts = [sum(r.status == s for r in mine) for s in statuses]
-        mean = sum(r.points for r in mine) / len(mine) if mine else 0.0
+        mean = float(sum(r.points for r in mine)) / len(mine) if mine else 0.0
         maximum = mine[0].max_points if mine else 0
         body.append([exercise_id, *map(str, counts), f"{mean:.2f}/{maximum}"])
     widths = [max(len(str(x)) for x in column) for column in zip(header, *body)]

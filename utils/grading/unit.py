@@ -1,6 +1,8 @@
 """Running one unit (all of one student's exercise cells) in sandboxed workers, and judging each result.
 
-For each exercise, when it is due: write its cell and inputs into ``in/i`` (never earlier), send
+For each exercise, when it is due: write its cell and the inputs of its cases into ``in/i`` (never
+earlier; the public cases, then the hidden ones drawn here for this student, with no label saying
+which is which), send
 ``run i``, wait for the worker's answer under the exercise's timeout, **stop the sandbox** (``SIGSTOP``
 on the worker, ``SIGKILL`` on every other process in it), read its files through descriptors
 (:mod:`utils.grading.files`) and judge them here, then let the worker go on. When an exercise kills
@@ -20,11 +22,13 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from utils.exercises import credit
 from utils.exercises.common import Status, one_line
-from utils.exercises.judging import judge
+from utils.exercises.definition import Exercise, plain_points
 from utils.grading import course as course_mod
 from utils.grading import files, sandbox, serialize
 
@@ -36,13 +40,28 @@ MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "bad_alloc", "ou
 
 
 @dataclass(frozen=True)
+class PartRow:
+    """One named part of an exercise: its credit and the reason (already in the batch's feedback mode)."""
+
+    part: str
+    points: int | Fraction
+    max_points: int | Fraction
+    status: Status
+    feedback: str
+
+
+@dataclass(frozen=True)
 class Row:
+    """One student × exercise. ``points`` is the exact total of ``parts`` (an ``int`` when whole, else a
+    :class:`~fractions.Fraction` in hundredths: :func:`~utils.exercises.definition.points_text` prints it)."""
+
     student: str
     exercise: str
-    points: int
+    points: int | Fraction
     max_points: int
     status: Status
     feedback: str
+    parts: tuple[PartRow, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -52,6 +71,23 @@ class Settings:
     memory_mb: int = 2048
     startup_timeout: float = 180.0
     hidden: tuple[str, ...] = ()  # folders the sandbox covers where it has private mounts
+    feedback: str = credit.DEFAULT_FEEDBACK  # full | public | score: what rows may say about hidden cases
+
+
+def whole_exercise_parts(exercise: Exercise, status: Status, feedback: str) -> tuple[PartRow, ...]:
+    """Every part at 0 points with one reason: a verdict about the whole exercise (missing, forbidden,
+    timeout, a crash, ...)."""
+    return tuple(PartRow(p.name, 0, plain_points(p.points), status, one_line(feedback)) for p in exercise.part_list())
+
+
+def graded_row(student: str, exercise_id: str, max_points: int, graded: credit.Graded, mode: str) -> Row:
+    """The row of a judged exercise, its parts' reasons in feedback ``mode``."""
+    parts = tuple(PartRow(p.name, plain_points(p.points), plain_points(p.max_points),
+                          graded.status if graded.decided is not None else p.status, one_line(
+                              graded.decided.message if graded.decided is not None else p.reason(mode)))
+                  for p in graded.parts)
+    return Row(student, exercise_id, plain_points(graded.points), max_points, graded.status,
+               one_line(graded.reason(mode)), parts)
 
 
 @dataclass
@@ -85,7 +121,7 @@ class Guard:
         self.phase = "waiting"
         self.deadline = math.inf
         self.worker: sandbox.Worker | None = None
-        self.verdicts: dict[int, tuple[Status, str]] = {}
+        self.verdicts: dict[int, tuple[Status, str] | Row] = {}
         self.abandoned = False
         self._lock = threading.Lock()
 
@@ -127,13 +163,19 @@ def run_unit(student: str, tasks: list[Task], settings: Settings, tmp_root: Path
     return unit_rows(student, tasks, guard.verdicts, "the grader lost track of this exercise")
 
 
-def unit_rows(student: str, tasks: list[Task], verdicts: Mapping[int, tuple[Status, str]], reason: str) -> list[Row]:
-    """A row per task: its verdict, or ``(error, reason)`` where there is none."""
+def unit_rows(student: str, tasks: list[Task], verdicts: Mapping[int, tuple[Status, str] | Row],
+              reason: str) -> list[Row]:
+    """A row per task: its judged :class:`Row`, or a whole-exercise ``(status, reason)`` (0 points: a
+    timeout, a crash, ...), or ``(error, reason)`` where there is neither."""
     rows = []
     for index, task in enumerate(tasks):
-        status, feedback = verdicts.get(index, (Status.ERROR, reason))
-        points = task.course.points if status == Status.PASSED else 0
-        rows.append(Row(student, task.course.id, points, task.course.points, status, one_line(feedback)))
+        verdict = verdicts.get(index, (Status.ERROR, reason))
+        if isinstance(verdict, Row):
+            rows.append(verdict)
+            continue
+        status, feedback = verdict
+        parts = whole_exercise_parts(task.course.exercise, status, feedback)
+        rows.append(Row(student, task.course.id, 0, task.course.points, status, one_line(feedback), parts))
     return rows
 
 
@@ -192,7 +234,8 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
             while index < len(tasks) and not guard.abandoned:
                 task = tasks[index]
                 guard.enter(f"running {task.course.id}", 2 * settings.timeout + 60)
-                cases = task.course.exercise.cases(case_seed(settings.seed, task.course.id, student))
+                public = task.course.exercise.public_cases()
+                cases = public + task.course.exercise.hidden_cases(case_seed(settings.seed, task.course.id, student))
                 _write_due(jobdir, index, task, cases, iso, slot)
                 worker.send(f"run {index}")
                 line = worker.next_line(time.monotonic() + settings.timeout + 5)
@@ -221,7 +264,7 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                                                      f"{' '.join(words[2:3])}); do not call os._exit, sys.exit "
                                                      f"or kill processes in an exercise")
                 else:
-                    verdicts[index] = _collect(task, cases, jobdir, index)
+                    verdicts[index] = _collect(task, cases, jobdir, index, len(public), student, settings.feedback)
                 index += 1
                 if not frozen:
                     break
@@ -263,17 +306,21 @@ def _is_memory(kind: str, message: str) -> bool:
     return kind == "MemoryError" or any(marker in message for marker in MEMORY_MARKERS)
 
 
-def _collect(task: Task, cases: list[dict[str, Any]], jobdir: Path, index: int) -> tuple[Status, str]:
+def _collect(task: Task, cases: list[dict[str, Any]], jobdir: Path, index: int, n_public: int = 0,
+             student: str = "", mode: str = credit.DEFAULT_FEEDBACK) -> tuple[Status, str] | Row:
     """Read the (stopped) worker's raw outcomes and judge them here, treating every file as hostile."""
     try:
         with files.open_dir(jobdir, "out", str(index)) as out:
-            return _judge_folder(task, cases, out)
+            return _judge_folder(task, cases, out, n_public, student, mode)
     except files.Refused as exc:
         return (Status.ERROR, f"your code left no results for the grader to read ({exc}): it may have ended, "
                               f"or used up the file descriptors or disk space of, the process that runs it")
 
 
-def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path) -> tuple[Status, str]:
+def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_public: int = 0, student: str = "",
+                  mode: str = credit.DEFAULT_FEEDBACK) -> tuple[Status, str] | Row:
+    """The judged :class:`Row` (per-part credit, ``cases[:n_public]`` public), or a whole-exercise
+    ``(status, reason)`` when the outcomes cannot be judged."""
     try:
         record = serialize.read_json(out, "load_error.json")
     except serialize.DecodeError as exc:
@@ -301,12 +348,11 @@ def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path) -> t
     for outcome in outcomes:
         if outcome.error and _is_memory(*outcome.error):
             return (Status.MEMORY, "your function ran out of memory; use smaller intermediate tensors")
-    stopped = outcomes and outcomes[-1].error and outcomes[-1].error[0] == "NotImplementedError"
-    if not outcomes or len(outcomes) > len(cases) or (len(outcomes) < len(cases) and not stopped):
+    if len(outcomes) != len(cases):  # the runner stops early only on MemoryError (handled above)
         return (Status.ERROR, f"your function ran on {len(outcomes)} of {len(cases)} cases; the rest never "
                          f"returned (did it exit or tamper with the grader?)")
     try:
-        verdict = judge(exercise, cases[: len(outcomes)], outcomes)
+        graded = credit.credit_for(exercise, cases, outcomes, n_public, diagnose_hidden=mode == "full")
     except Exception as exc:  # a hostile output must never stop the batch
         return (Status.ERROR, f"your output could not be compared with the reference ({type(exc).__name__})")
-    return (verdict.status, verdict.message)
+    return graded_row(student, task.course.id, task.course.points, graded, mode)

@@ -1,0 +1,53 @@
+"""Chapter 3's hidden edge cases and parts: masks (including queries that see no key), float16,
+bfloat16, a batch of 1, one head."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import torch
+
+from utils.attention import causal_mask
+from utils.exercises.common import Case
+from utils.exercises.definition import Part
+
+MHA_PARTS = (
+    Part("float16", 1, lambda case: case["x"].dtype != torch.float32),
+    Part("without a mask", 1, lambda case: case.get("mask") is None),
+    Part("with a mask", 1),
+)
+
+
+def split_edges(rng: random.Random, gen: torch.Generator) -> list[Case]:
+    """bfloat16, and heads of width 1 (num_heads = E) with a batch of 1."""
+    E = rng.choice([3, 5])
+    return [{"x": torch.randn(2, rng.randint(2, 4), 6, generator=gen).to(torch.bfloat16), "num_heads": 3},
+            {"x": torch.randn(1, rng.randint(2, 5), E, generator=gen), "num_heads": E}]
+
+
+def merge_edges(rng: random.Random, gen: torch.Generator) -> list[Case]:
+    """bfloat16, and heads of width 1 with a batch of 1."""
+    return [{"x": torch.randn(2, 3, rng.randint(2, 4), 2, generator=gen).to(torch.bfloat16)},
+            {"x": torch.randn(1, rng.choice([3, 5]), rng.randint(2, 5), 1, generator=gen)}]
+
+
+def _weights(gen: torch.Generator, E: int, dtype: torch.dtype = torch.float32) -> Case:
+    return {name: (torch.randn(E, E, generator=gen) / math.sqrt(E)).to(dtype) for name in ("w_q", "w_k", "w_v", "w_o")}
+
+
+def mha_edges(rng: random.Random, gen: torch.Generator) -> list[Case]:
+    L = rng.randint(3, 6)
+    # batch 1, 2 heads, a causal mask and left padding: the first query sees no key at all
+    padded = {"x": torch.randn(1, L, 8, generator=gen), **_weights(gen, 8), "num_heads": 2}
+    keys = torch.arange(L) >= 1
+    padded["mask"] = causal_mask(L) & keys  # (L, L): row 0 sees nothing
+    # one head of width 6, no mask
+    single = {"x": torch.randn(2, L, 6, generator=gen), **_weights(gen, 6), "num_heads": 1, "mask": None}
+    # float16 with small exact values (integers and quarters), a padding mask (N, 1, 1, L)
+    half = {"x": torch.randint(-2, 3, (2, L, 4), generator=gen).half(), "num_heads": 2}
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        half[name] = torch.randint(-1, 2, (4, 4), generator=gen).half() / 4
+    lengths = torch.tensor([L, max(1, L - 2)])
+    half["mask"] = (torch.arange(L) < lengths[:, None])[:, None, None, :]
+    return [padded, single, half]
