@@ -1,5 +1,7 @@
 """``python -m utils.grade SUBMISSIONS [--out DIR] [--jobs N] [--timeout SECONDS] [--seed N]``.
 
+``python -m utils.grade gradescope-bundle OUT.zip`` writes a Gradescope autograder (:mod:`utils.grading.gradescope`).
+
 Also :func:`grade`, the same as a function (``utils.benchmark`` times it).
 Exit status: 0 when the batch completed, whatever the scores; 2 for bad arguments or no submissions.
 """
@@ -99,6 +101,11 @@ def _positive(kind):
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gradescope-bundle"]:  # python -m utils.grade gradescope-bundle OUT.zip
+        from utils.grading.gradescope import bundle_main
+
+        return bundle_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m utils.grade", description=(
         "Grade a class: SUBMISSIONS/<student>/*.ipynb -> results.csv, grades.csv, feedback/<student>.md"))
     parser.add_argument("submissions", type=Path, help="folder with one sub-folder per student")
