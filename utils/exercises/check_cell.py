@@ -1,8 +1,21 @@
 """What a notebook's check cell calls: ``check.project_qkv(project_qkv)`` prints one ✅ or ❌ line.
 
-:data:`check` is a :class:`CheckCellAPI`: one attribute per exercise function name. Each runs
-:func:`run_public_check`, the runner and the judge in one process (the kernel), on the public cases
-(seed 0). The grader runs the same two halves on hidden cases, with a process boundary between them.
+:data:`check` is a :class:`CheckCellAPI`: one attribute per exercise function name, with this contract
+(the nbgrader export relies on it)::
+
+    check.<name>(fn, *, cases="public", seed=None, assert_passed=False) -> Verdict
+
+* ``cases="public"`` (default): the public cases (seed 0, or ``seed``), with full diagnoses. A pass
+  reads ``✅ <name>: all N public cases pass (the grader also runs hidden cases)``.
+* ``cases="hidden"``: the hidden cases for ``seed`` (default
+  :data:`~utils.exercises.definition.HIDDEN_CHECK_SEED`), reported as the grader's default ``public``
+  feedback reports them: how many pass, and for each failing part the diagnosis categories, never an
+  input or an expected value (:mod:`utils.exercises.credit`).
+* ``assert_passed=True`` raises ``AssertionError(<the ❌ line>)`` when the verdict is not a pass.
+
+It prints the line either way and returns the :class:`~utils.exercises.judging.Verdict`. The runner
+and the judge run in one process here (the kernel); the grader runs the same two halves with a process
+boundary between them.
 """
 
 from __future__ import annotations
@@ -10,36 +23,96 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from utils.exercises import credit
 from utils.exercises.common import Status
-from utils.exercises.definition import Exercise
+from utils.exercises.definition import HIDDEN_CHECK_SEED, PUBLIC_SEED, Exercise
 from utils.exercises.forbidden import forbidden_in_function
 from utils.exercises.judging import Verdict, describe, judge
 from utils.exercises.registry import all_exercises
 from utils.exercises.runner import run_cases
 from utils.notebook_setup import verify_course_package
 
+CASE_KINDS = ("public", "hidden")
 
-def run_public_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = 0, quiet: bool = False) -> Verdict:
-    """Check ``fn`` against ``exercise`` and print one ``✅``/``❌`` line (unless ``quiet``)."""
+
+def _static_verdict(exercise: Exercise, fn: Any) -> Verdict | None:
+    """The verdict decided without running ``fn``: not a function, or a forbidden name in its source."""
     if not callable(fn):
-        verdict = Verdict(False, Status.ERROR, f"expected your function {exercise.func_name}, got {describe(fn)}")
-    else:
-        name = forbidden_in_function(fn, exercise.forbidden)
-        if name:
-            verdict = Verdict(
-                False, Status.FORBIDDEN,
-                f"your function uses {name}; this exercise asks you to implement it yourself",
-            )
-        else:
-            cases = exercise.cases(seed)
-            verdict = judge(exercise, cases, run_cases(fn, cases, exercise.forbidden, exercise.gradients))
+        return Verdict(False, Status.ERROR, f"expected your function {exercise.func_name}, got {describe(fn)}",
+                       "error")
+    name = forbidden_in_function(fn, exercise.forbidden)
+    if name:
+        return Verdict(False, Status.FORBIDDEN,
+                       f"your function uses {name}; this exercise asks you to implement it yourself", "forbidden")
+    return None
+
+
+def run_public_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = PUBLIC_SEED,
+                     quiet: bool = False) -> Verdict:
+    """Check ``fn`` on the public cases (``exercise.cases(seed)``) and print one ``✅``/``❌`` line."""
+    verdict = _static_verdict(exercise, fn)
+    if verdict is None:
+        cases = exercise.cases(seed)
+        verdict = judge(exercise, cases, run_cases(fn, cases, exercise.forbidden, exercise.gradients))
+        if verdict.passed:
+            verdict = Verdict(True, Status.PASSED, f"{exercise.func_name}: all {len(cases)} public cases pass "
+                                                   f"(the grader also runs hidden cases)")
     if not quiet:
         print(verdict.line)
     return verdict
 
 
+def run_hidden_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int | None = None,
+                     quiet: bool = False) -> Verdict:
+    """Check ``fn`` on the hidden cases for ``seed`` and print one line that reveals no hidden input."""
+    seed = HIDDEN_CHECK_SEED if seed is None else seed
+    verdict = _static_verdict(exercise, fn)
+    if verdict is None:
+        cases = exercise.hidden_cases(seed)
+        graded = credit.grade(exercise, cases, run_cases(fn, cases, exercise.forbidden, exercise.gradients), 0)
+        name = exercise.func_name
+        if graded.decided is not None:
+            verdict = Verdict(False, graded.decided.status, graded.decided.message, graded.decided.category)
+        elif graded.status == Status.PASSED:
+            verdict = Verdict(True, Status.PASSED, f"{name}: all {len(cases)} hidden cases pass (seed {seed})")
+        else:
+            passed = sum(part.hidden[0] for part in graded.parts)
+            failing = [f"{p.name} ({', '.join(p.hidden_categories) or p.status})" for p in graded.parts if not p.passed]
+            verdict = Verdict(False, graded.status, f"{name}: {passed} of {len(cases)} hidden cases pass (seed "
+                                                    f"{seed}); not passed: {'; '.join(failing)}",
+                              next((c for p in graded.parts for c in p.hidden_categories), "error"))
+    if not quiet:
+        print(verdict.line)
+    return verdict
+
+
+def run_check(exercise: Exercise, fn: Callable[..., Any], *, cases: str = "public", seed: int | None = None,
+              assert_passed: bool = False, quiet: bool = False) -> Verdict:
+    """The check cell's call (see the module docstring for the contract)."""
+    if cases not in CASE_KINDS:
+        raise ValueError(f"cases must be 'public' or 'hidden', got {cases!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise TypeError(f"seed must be an int or None, got {describe(seed)}")
+    if cases == "public":
+        verdict = run_public_check(exercise, fn, seed=PUBLIC_SEED if seed is None else seed, quiet=quiet)
+    else:
+        verdict = run_hidden_check(exercise, fn, seed=seed, quiet=quiet)
+    if assert_passed and not verdict.passed:
+        raise AssertionError(verdict.line)
+    return verdict
+
+
+def _bound(exercise: Exercise) -> Callable[..., Verdict]:
+    def check_exercise(fn: Callable[..., Any], *, cases: str = "public", seed: int | None = None,
+                       assert_passed: bool = False, quiet: bool = False) -> Verdict:
+        return run_check(exercise, fn, cases=cases, seed=seed, assert_passed=assert_passed, quiet=quiet)
+
+    check_exercise.__name__ = check_exercise.__qualname__ = exercise.func_name
+    return check_exercise
+
+
 class CheckCellAPI:
-    """``check.<function name>(fn, **kwargs)`` runs :func:`run_public_check` for that exercise."""
+    """``check.<function name>(fn, *, cases="public", seed=None, assert_passed=False)``: :func:`run_check`."""
 
     def __getattr__(self, func_name: str) -> Callable[..., Verdict]:
         if func_name.startswith("__"):
@@ -47,7 +120,7 @@ class CheckCellAPI:
         verify_course_package()  # a learner's own `utils` imported later would make every check lie
         for exercise in all_exercises().values():
             if exercise.func_name == func_name:
-                return lambda fn, **kwargs: run_public_check(exercise, fn, **kwargs)
+                return _bound(exercise)
         raise AttributeError(f"no exercise named {func_name!r}")
 
     def __dir__(self) -> list[str]:

@@ -38,7 +38,8 @@ class Status(str, Enum):
 
     PASSED = "passed"
     FAILED = "failed"  # ran, and the output is wrong (or an input was changed in place)
-    ERROR = "error"  # raised, not implemented, could not run, or ended its process
+    ERROR = "error"  # raised, could not run, or ended its process
+    NOT_ATTEMPTED = "not attempted"  # every call still raises NotImplementedError (the template's stub)
     TIMEOUT = "timeout"
     MEMORY = "memory"
     FORBIDDEN = "forbidden"

@@ -17,6 +17,16 @@ between them:
   the learner's code.
 
 :func:`utils.exercises.check_cell.run_public_check` glues the two together for a check cell.
+
+**Public and hidden cases.** The *public* cases are ``make_cases`` at seed :data:`PUBLIC_SEED` (0): the
+check cell runs them and prints a full diagnosis. The *hidden* cases are the same generator at another
+seed followed by ``make_edge_cases`` (edge cases the public ones leave out); only the grader runs them,
+at a seed drawn per student and ``--seed`` (:meth:`Exercise.hidden_cases`). They are made in the trusted
+process: only their inputs, never their labels, reach the sandbox.
+
+**Partial credit** (:mod:`utils.exercises.credit`): an exercise's points split across named
+:class:`Part` s. Every case, public or hidden, belongs to the first part whose ``applies`` accepts it
+(the last part takes the rest). A part earns its points when all its cases pass, else 0.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import torch
@@ -44,6 +55,73 @@ class Mistake:
     name: str
     fn: Callable[..., Any]
     diagnosis: str
+
+
+PUBLIC_SEED = 0
+"""The seed of the public cases: what the check cell runs, and what the grader runs first."""
+
+HIDDEN_CHECK_SEED = 2718
+"""The seed of ``check.<name>(fn, cases="hidden")`` when no seed is given (an nbgrader hidden test, for
+one). The grader itself draws a seed per student from ``--seed``; never publish the seed it uses."""
+
+POINT_STEP = Fraction(1, 100)
+"""Part points are exact multiples of a hundredth (kept as :class:`~fractions.Fraction`), so that a
+total is exact and prints as a short decimal."""
+
+
+def exact_points(value: int | str | Fraction) -> Fraction:
+    """``value`` as an exact :class:`~fractions.Fraction`; raises ``ValueError`` for a float (inexact),
+    a negative value or one that is not a multiple of :data:`POINT_STEP`.
+
+    >>> exact_points("0.25"), exact_points(2)
+    (Fraction(1, 4), Fraction(2, 1))
+    """
+    if isinstance(value, float) or isinstance(value, bool):
+        raise ValueError(f"points must be an int, a decimal string or a Fraction (exact), got {value!r}")
+    points = Fraction(value)
+    if points < 0 or (points / POINT_STEP).denominator != 1:
+        raise ValueError(f"points must be a non-negative multiple of 1/100, got {value!r}")
+    return points
+
+
+def points_text(value: int | Fraction) -> str:
+    """Points as a spreadsheet reads them: ``2``, ``1.5``, ``0.25`` (exact: every part is in hundredths).
+
+    >>> points_text(Fraction(3, 2)), points_text(Fraction(4, 2)), points_text(Fraction(1, 3))
+    ('1.5', '2', '1/3')
+    """
+    value = Fraction(value)
+    if value.denominator == 1:
+        return str(value.numerator)
+    if (value / POINT_STEP).denominator != 1:
+        return str(value)  # not from a part table (never happens in a grade): still exact
+    hundredths = int(value / POINT_STEP)
+    sign, hundredths = ("-" if hundredths < 0 else ""), abs(hundredths)
+    return f"{sign}{hundredths // 100}.{hundredths % 100:02d}".rstrip("0")
+
+
+def plain_points(value: int | Fraction) -> int | Fraction:
+    """An ``int`` when ``value`` is whole (so whole-point grades stay plain ints), else the Fraction."""
+    value = Fraction(value)
+    return value.numerator if value.denominator == 1 else value
+
+
+@dataclass(frozen=True)
+class Part:
+    """A named share of an exercise's points, e.g. ``Part("with a mask", 1, lambda case: case["mask"] is not None)``.
+
+    Args:
+        name: what the learner reads in the feedback ("values without a mask", "float16", ...).
+        points: an int, a decimal string ("0.5") or a Fraction; exact, in hundredths.
+        applies: ``applies(case) -> bool`` on a case's inputs; None takes every case (the last part).
+    """
+
+    name: str
+    points: int | str | Fraction
+    applies: Callable[[Case], bool] | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "points", exact_points(self.points))
 
 
 @dataclass(frozen=True)
@@ -67,6 +145,10 @@ class Exercise:
             finite, through a backward pass that works (catches ``.detach()``, ``torch.no_grad()``, an
             in-place write autograd needs, NaN gradients hidden by a right output). For exercises whose
             function is meant to be trained through.
+        make_edge_cases: ``make_edge_cases(rng, gen) -> list[Case]``: edge cases only the grader runs
+            (hidden), e.g. fully masked rows, float16 or bfloat16, L != S, a batch of 1.
+        parts: how ``points`` split (see :class:`Part`); their points must add up to ``points``. Empty:
+            one part, "all cases", worth all the points.
     """
 
     id: str
@@ -79,6 +161,19 @@ class Exercise:
     rtol: float = 1e-4
     hint: str = ""
     gradients: bool = False
+    make_edge_cases: Callable[[random.Random, torch.Generator], list[Case]] | None = None
+    parts: tuple[Part, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.parts:
+            names = [part.name for part in self.parts]
+            if len(set(names)) != len(names):
+                raise ValueError(f"{self.id}: two parts share a name: {names}")
+            if self.parts[-1].applies is not None:
+                raise ValueError(f"{self.id}: the last part must take every remaining case (applies=None)")
+            total = sum(part.points for part in self.parts)
+            if total != self.points:
+                raise ValueError(f"{self.id}: its parts add up to {points_text(total)} points, not {self.points}")
 
     @property
     def func_name(self) -> str:
@@ -88,7 +183,32 @@ class Exercise:
     def chapter(self) -> str:
         return self.id.split(".", 1)[0]
 
-    def cases(self, seed: int = 0) -> list[Case]:
+    def cases(self, seed: int = PUBLIC_SEED) -> list[Case]:
         """The test cases for ``seed``: the same seed gives the same cases."""
         gen = torch.Generator().manual_seed(seed)
         return self.make_cases(random.Random(seed), gen)
+
+    def public_cases(self) -> list[Case]:
+        """What the check cell runs: ``cases(PUBLIC_SEED)``."""
+        return self.cases(PUBLIC_SEED)
+
+    def hidden_cases(self, seed: int = HIDDEN_CHECK_SEED) -> list[Case]:
+        """What only the grader runs: the same generator at ``seed``, then the edge cases for ``seed``."""
+        if seed == PUBLIC_SEED:
+            raise ValueError(f"seed {PUBLIC_SEED} gives the public cases; hidden cases need another seed")
+        rng, gen = random.Random(seed), torch.Generator().manual_seed(seed)
+        cases = self.make_cases(rng, gen)
+        if self.make_edge_cases is not None:
+            cases += self.make_edge_cases(rng, gen)
+        return cases
+
+    def part_list(self) -> tuple[Part, ...]:
+        """The exercise's parts: ``parts``, or one part "all cases" worth all its points."""
+        return self.parts or (Part("all cases", self.points),)
+
+    def part_of(self, case: Case) -> str:
+        """The name of the part ``case`` belongs to: the first whose ``applies`` accepts it."""
+        for part in self.part_list():
+            if part.applies is None or part.applies(case):
+                return part.name
+        raise AssertionError("unreachable: the last part takes every case")

@@ -37,6 +37,9 @@ class Verdict:
     passed: bool
     status: Status
     message: str
+    category: str = ""
+    """What kind of failure, in a word or two that reveal no input (for hidden cases' feedback): one of
+    :data:`CATEGORIES`; empty for a pass."""
 
     @property
     def line(self) -> str:
@@ -45,6 +48,13 @@ class Verdict:
 
     def _ipython_display_(self) -> None:
         """A check cell already printed :attr:`line`; show nothing more for the returned verdict."""
+
+
+CATEGORIES = ("shapes", "dtype", "non-finite values", "values", "types", "error", "in-place change", "gradients",
+              "forbidden", "not attempted")
+"""The diagnosis categories a failing verdict can carry."""
+
+NOT_ATTEMPTED_MESSAGE = "not implemented yet: replace `raise NotImplementedError` with your code"
 
 
 def describe(value: Any) -> str:
@@ -58,56 +68,64 @@ def describe(value: Any) -> str:
 
 def compare(got: Any, expected: Any, atol: float, rtol: float, where: str = "output") -> str | None:
     """Return None when ``got`` matches ``expected``, else a one-line reason naming ``where``."""
+    found = compare_with_category(got, expected, atol, rtol, where)
+    return None if found is None else found[1]
+
+
+def compare_with_category(got: Any, expected: Any, atol: float, rtol: float,
+                          where: str = "output") -> tuple[str, str] | None:
+    """Like :func:`compare`, with the reason's category first (one of :data:`CATEGORIES`)."""
     got = plain_copy(got)
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)):
-            return (
+            return "shapes", (
                 f"{where} should be a tuple of {len(expected)} ({', '.join(map(describe, expected))}), "
                 f"got {describe(got)}"
             )
         if len(got) != len(expected):
-            return f"{where} should be a tuple of {len(expected)}, got a tuple of {len(got)}"
+            return "shapes", f"{where} should be a tuple of {len(expected)}, got a tuple of {len(got)}"
         for i, (g, e) in enumerate(zip(got, expected)):
-            reason = compare(g, e, atol, rtol, f"{where}[{i}]")
-            if reason:
-                return reason
+            found = compare_with_category(g, e, atol, rtol, f"{where}[{i}]")
+            if found:
+                return found
         return None
     if isinstance(expected, torch.Tensor):
         return _compare_tensors(got, expected, atol, rtol, where)
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         if not isinstance(got, (int, float)) or isinstance(got, bool):
-            return f"{where} should be a number, got {describe(got)}"
+            return "types", f"{where} should be a number, got {describe(got)}"
         if not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
-            return f"{where} is {got}, expected {expected}"
+            return "values", f"{where} is {got}, expected {expected}"
         return None
     # Exact types first: an object of another class could claim equality through its __eq__.
     if type(got) is not type(expected) or got != expected:
-        return f"{where} is {got!r}, expected {expected!r}"
+        return ("types" if type(got) is not type(expected) else "values"), f"{where} is {got!r}, expected {expected!r}"
     return None
 
 
 _HALF_PRECISION_TOLERANCE = {torch.float16: 4e-3, torch.bfloat16: 3e-2}  # about 4 units in the last place
 
 
-def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float, where: str) -> str | None:
+def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
+                     where: str) -> tuple[str, str] | None:
     if not isinstance(got, torch.Tensor):
-        return f"{where} should be a tensor of shape {tuple(expected.shape)}, got {describe(got)}"
+        return "shapes", f"{where} should be a tensor of shape {tuple(expected.shape)}, got {describe(got)}"
     if got.shape != expected.shape:
-        return f"{where} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+        return "shapes", f"{where} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
     if expected.dtype == torch.bool and got.dtype != torch.bool:
-        return f"{where} has dtype {got.dtype}, expected torch.bool (True = may attend)"
+        return "dtype", f"{where} has dtype {got.dtype}, expected torch.bool (True = may attend)"
     if expected.is_floating_point() and not got.is_floating_point():
-        return f"{where} has dtype {got.dtype}, expected a floating-point tensor ({expected.dtype})"
+        return "dtype", f"{where} has dtype {got.dtype}, expected a floating-point tensor ({expected.dtype})"
     if expected.is_floating_point() and got.dtype != expected.dtype:
-        return (f"{where} has dtype {got.dtype}, expected {expected.dtype}: look for a `.float()` "
-                f"or `.double()` cast, or a new tensor made without `dtype=`")
+        return "dtype", (f"{where} has dtype {got.dtype}, expected {expected.dtype}: look for a `.float()` "
+                         f"or `.double()` cast, or a new tensor made without `dtype=`")
     if got.is_floating_point() and not torch.isfinite(got).all() and torch.isfinite(expected).all():
         bad = int((~torch.isfinite(got)).sum())
-        return f"{where} contains {bad} NaN/inf values where the reference is finite"
+        return "non-finite values", f"{where} contains {bad} NaN/inf values where the reference is finite"
     if expected.dtype == torch.bool or not expected.is_floating_point():
         if not torch.equal(got.to(expected.dtype), expected):
             wrong = int((got.to(expected.dtype) != expected).sum())
-            return f"{where} differs from the reference in {wrong} of {expected.numel()} entries"
+            return "values", f"{where} differs from the reference in {wrong} of {expected.numel()} entries"
         return None
     g, e = got.double(), expected.double()
     # A correct answer computed in another order differs from the reference by rounding; in a
@@ -118,32 +136,34 @@ def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
         err = (g - e).abs().masked_fill(g == e, 0.0)  # equal infinities are no error
         err = err.nan_to_num(nan=math.inf)
         idx = tuple(int(i) for i in torch.unravel_index(err.argmax(), err.shape))
-        return f"{where} differs from the reference: max abs error {err.max().item():.3g} at index {idx}"
+        return "values", f"{where} differs from the reference: max abs error {err.max().item():.3g} at index {idx}"
     return None
 
 
 def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]) -> Verdict:
     """Compare the learner's outcomes with the reference on the same cases.
 
-    A forbidden call, ``NotImplementedError`` or an input changed in place decides at once. Otherwise
+    A forbidden call or an input changed in place decides at once; ``NotImplementedError`` on every case
+    is ``not attempted`` (on some cases only, those cases fail). Otherwise
     every case is judged, and the diagnosis is the :class:`Mistake` that reproduces the learner's
     result (output or error) on the most failing cases, so that the order of the cases does not decide
     which mistake is named. Without a matching mistake, the first failure is reported with the hint.
     """
     if not outcomes:
-        return Verdict(False, Status.ERROR, "your function was never called")
-    failures: list[tuple[int, Case, Outcome, str | None]] = []  # (index, case, outcome, reason)
+        return Verdict(False, Status.ERROR, "your function was never called", "error")
+    if all(outcome.error and outcome.error[0] == "NotImplementedError" and not outcome.forbidden
+           for outcome in outcomes):
+        return Verdict(False, Status.NOT_ATTEMPTED, NOT_ATTEMPTED_MESSAGE, "not attempted")
+    failures: list[tuple[int, Case, Outcome, tuple[str, str] | None]] = []  # (index, case, outcome, reason)
     gradient_failures: list[str] = []  # right outputs that would not train
     for index, (case, outcome) in enumerate(zip(cases, outcomes)):
         if outcome.forbidden:
             return Verdict(
                 False, Status.FORBIDDEN,
                 f"your function calls {outcome.forbidden}, which this exercise asks you to implement yourself",
+                "forbidden",
             )
         if outcome.error:
-            if outcome.error[0] == "NotImplementedError":
-                return Verdict(False, Status.ERROR,
-                               "not implemented yet: replace `raise NotImplementedError` with your code")
             failures.append((index, case, outcome, None))
             continue
         if outcome.mutated:
@@ -152,9 +172,10 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
                 False, Status.FAILED,
                 f"your function changed its input {names} in place; work on a copy or use out-of-place ops "
                 f"(e.g. `x + y`, not `x += y`; `masked_fill`, not `masked_fill_`)",
+                "in-place change",
             )
         expected = plain_copy(exercise.reference(**clone_case(case)))
-        reason = compare(outcome.output, expected, exercise.atol, exercise.rtol)
+        reason = compare_with_category(outcome.output, expected, exercise.atol, exercise.rtol)
         if reason is not None:
             failures.append((index, case, outcome, reason))
         elif exercise.gradients and (untrainable := _gradient_reason(exercise, case, outcome)):
@@ -162,10 +183,11 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
     if failures:
         return _failure_verdict(exercise, len(cases), failures)
     if gradient_failures:
-        return Verdict(False, Status.FAILED, gradient_failures[0])
+        return Verdict(False, Status.FAILED, gradient_failures[0], "gradients")
     if len(outcomes) < len(cases):  # e.g. the grader's sandbox died part-way: never pass on part
-        return Verdict(False, Status.ERROR, f"your function ran on only {len(outcomes)} of {len(cases)} cases")
-    return Verdict(True, Status.PASSED, f"{exercise.func_name} matches the reference on {len(cases)} random cases")
+        return Verdict(False, Status.ERROR, f"your function ran on only {len(outcomes)} of {len(cases)} cases",
+                       "error")
+    return Verdict(True, Status.PASSED, f"{exercise.func_name}: all {len(cases)} cases pass")
 
 
 def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | None:
@@ -193,23 +215,30 @@ def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | 
 
 
 def _failure_verdict(
-    exercise: Exercise, n_cases: int, failures: Sequence[tuple[int, Case, Outcome, str | None]]
+    exercise: Exercise, n_cases: int, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]]
 ) -> Verdict:
     mistake, where = _best_mistake(exercise, failures)
     index, case, outcome, reason = failures[0]
     status = Status.ERROR if outcome.error else Status.FAILED
+    category = "error" if reason is None else reason[0]
     if mistake is not None:
         index, case = where
-        status = Status.FAILED
-        return Verdict(False, status, f"{mistake.diagnosis} ({_where(index, n_cases, case)})")
+        matched = next(f for f in failures if f[0] == index)
+        category = "error" if matched[3] is None else matched[3][0]
+        return Verdict(False, Status.FAILED, f"{mistake.diagnosis} ({_where(index, n_cases, case)})", category)
     hint = f" Hint: {exercise.hint}" if exercise.hint else ""
     if outcome.error:
         kind, message = outcome.error
+        if kind == "NotImplementedError":
+            return Verdict(False, status, f"your function still raises NotImplementedError "
+                                          f"({_where(index, n_cases, case)}): finish it for inputs like these",
+                           category)
         advice = _signature_advice(kind, message, case) or hint
         return Verdict(
-            False, status, f"your function raised {kind}: {message} ({_where(index, n_cases, case)}).{advice}"
+            False, status, f"your function raised {kind}: {message} ({_where(index, n_cases, case)}).{advice}",
+            category,
         )
-    return Verdict(False, status, f"{reason} ({_where(index, n_cases, case)}).{hint}")
+    return Verdict(False, status, f"{reason[1]} ({_where(index, n_cases, case)}).{hint}", category)
 
 
 def _best_mistake(

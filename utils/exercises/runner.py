@@ -75,8 +75,9 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
     """Call ``fn(**case)`` on copies of every case and record what happened; with ``gradients``, also
     what a backward pass through a right-shaped call reaches (:func:`~utils.exercises.common.gradient_report`).
 
-    Stops early after a ``NotImplementedError`` or a ``MemoryError``: the rest would only say the same
-    (and a memory bomb would cost its time again on every case).
+    Stops early after a ``MemoryError`` (a memory bomb would cost its time again on every case). A
+    ``NotImplementedError`` does not stop it: a function finished for some inputs only (``raise
+    NotImplementedError`` left in one branch) still earns the parts it does (:mod:`utils.exercises.credit`).
     """
     outcomes = []
     for case in cases:
@@ -90,8 +91,6 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
             outcome.forbidden = str(exc)
         except NotImplementedError:
             outcome.error = ("NotImplementedError", "")
-            outcomes.append(outcome)
-            break
         except MemoryError as exc:
             outcome.error = ("MemoryError", one_line(str(exc), ERROR_MESSAGE_CHARS))
             outcomes.append(outcome)

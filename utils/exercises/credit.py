@@ -1,0 +1,180 @@
+"""Partial credit by named parts, and what each feedback mode may say about hidden cases.
+
+Trusted side only, like :mod:`utils.exercises.judging`, whose :func:`~utils.exercises.judging.judge`
+decides every case here (there is no second comparison).
+
+**The rule.** Each case, public or hidden, belongs to one :class:`~utils.exercises.definition.Part` of
+its exercise (:meth:`~utils.exercises.definition.Exercise.part_of`). A part earns all its points when
+every one of its cases passes, and 0 otherwise (a part with no case earns 0: never points for nothing).
+The exercise's points are the sum, exact (:class:`~fractions.Fraction`, parts are in hundredths). A
+verdict about the whole function decides the whole exercise, 0 points with its reason: a forbidden
+call (``forbidden``), or ``NotImplementedError`` on every case (``not attempted``). The same cases and
+outcomes always give the same points: nothing here is random.
+
+**Feedback modes** (:data:`FEEDBACK_MODES`), for what :meth:`PartResult.reason` and :meth:`Graded.reason`
+say:
+
+* ``full``: every diagnosis, hidden cases' included (their shapes, never their values);
+* ``public`` (the default): the full diagnosis for public cases; for hidden cases only how many pass
+  and the diagnosis categories (:data:`~utils.exercises.judging.CATEGORIES`), never their inputs,
+  expected values or a mistake's diagnosis;
+* ``score``: points and which parts passed, no diagnosis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from utils.exercises.common import Case, Outcome, Status
+from utils.exercises.definition import Exercise, Part
+from utils.exercises.judging import Verdict, judge
+
+FEEDBACK_MODES = ("full", "public", "score")
+DEFAULT_FEEDBACK = "public"
+
+
+def check_mode(mode: str) -> str:
+    """``mode`` if it is one of :data:`FEEDBACK_MODES`; else a ``ValueError`` naming the argument."""
+    if mode not in FEEDBACK_MODES:
+        raise ValueError(f"feedback must be one of {', '.join(FEEDBACK_MODES)}, got {mode!r}")
+    return mode
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what} case{'' if n == 1 else 's'}"
+
+
+@dataclass(frozen=True)
+class PartResult:
+    """One part's credit. ``public``/``hidden`` are ``(passed, total)`` case counts; the verdicts judge
+    the part's public (hidden) cases together, for the diagnosis (None when it has no such case)."""
+
+    name: str
+    points: Fraction
+    max_points: Fraction
+    public: tuple[int, int]
+    hidden: tuple[int, int]
+    public_verdict: Verdict | None
+    hidden_verdict: Verdict | None
+    hidden_categories: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.points == self.max_points and self.public[1] + self.hidden[1] > 0
+
+    @property
+    def status(self) -> Status:
+        if self.passed:
+            return Status.PASSED
+        failing = [v for v in (self.public_verdict, self.hidden_verdict) if v is not None and not v.passed]
+        return Status.ERROR if failing and all(v.status == Status.ERROR for v in failing) else Status.FAILED
+
+    def reason(self, mode: str = DEFAULT_FEEDBACK) -> str:
+        """Why this part earned its points, as much as ``mode`` may say."""
+        check_mode(mode)
+        (pub_ok, pub_n), (hid_ok, hid_n) = self.public, self.hidden
+        if pub_n + hid_n == 0:
+            return "no case of this part was run, so it earns nothing"
+        if self.passed:
+            if mode == "score":
+                return "passed"
+            counts = [_count(n, kind) for n, kind in ((pub_n, "public"), (hid_n, "hidden")) if n]
+            return f"all {' and '.join(counts)} pass"
+        if mode == "score":
+            return "not every case of this part passes"
+        said = []
+        if pub_n:
+            said.append(self.public_verdict.message if pub_ok < pub_n and self.public_verdict
+                        else f"the {_count(pub_n, 'public')} pass")
+        if hid_n:
+            hidden = f"hidden cases: {hid_ok} of {hid_n} pass"
+            if hid_ok < hid_n and mode == "full" and self.hidden_verdict is not None:
+                hidden += f": {self.hidden_verdict.message}"
+            elif hid_ok < hid_n and self.hidden_categories:
+                hidden += f" ({', '.join(self.hidden_categories)})"
+            said.append(hidden)
+        return "; ".join(said)
+
+
+@dataclass(frozen=True)
+class Graded:
+    """An exercise's credit: its parts, and the verdict that decided all of it at once (if any)."""
+
+    status: Status
+    points: Fraction
+    max_points: Fraction
+    parts: tuple[PartResult, ...]
+    decided: Verdict | None = None
+
+    def reason(self, mode: str = DEFAULT_FEEDBACK) -> str:
+        """One line for the whole exercise, as much as ``mode`` may say."""
+        check_mode(mode)
+        if self.decided is not None:
+            return self.decided.message
+        if self.status == Status.PASSED:
+            n_pub = sum(p.public[1] for p in self.parts)
+            n_hid = sum(p.hidden[1] for p in self.parts)
+            return f"all {n_pub + n_hid} cases pass ({n_pub} public, {n_hid} hidden)"
+        failing = [p for p in self.parts if not p.passed]
+        if mode == "score":
+            return f"parts not passed: {', '.join(p.name for p in failing)}"
+        return "; ".join(f"{p.name}: {p.reason(mode)}" for p in failing)
+
+
+def grade(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], n_public: int) -> Graded:
+    """Credit for ``outcomes`` on ``cases``, whose first ``n_public`` are public and the rest hidden.
+
+    Missing outcomes (a list shorter than ``cases``) fail their cases.
+    """
+    maximum = Fraction(exercise.points)
+    parts = exercise.part_list()
+    outcomes = list(outcomes)[: len(cases)]
+    whole = judge(exercise, cases[: len(outcomes)], outcomes) if _decides_all(outcomes) else None
+    if whole is not None:
+        zero = tuple(PartResult(p.name, Fraction(0), p.points, (0, 0), (0, 0), None, None) for p in parts)
+        return Graded(whole.status, Fraction(0), maximum, zero, decided=whole)
+    each = [judge(exercise, [case], [outcome]) for case, outcome in zip(cases, outcomes)]
+    owner = [exercise.part_of(case) for case in cases]
+    results = tuple(_part(exercise, part, cases, outcomes, each, owner, n_public) for part in parts)
+    points = sum((r.points for r in results), Fraction(0))
+    if all(r.passed for r in results):
+        status = Status.PASSED
+    elif any(r.status == Status.FAILED for r in results if not r.passed):
+        status = Status.FAILED
+    else:
+        status = Status.ERROR
+    return Graded(status, points, maximum, results)
+
+
+def _decides_all(outcomes: Sequence[Outcome]) -> bool:
+    """A forbidden call anywhere, or NotImplementedError everywhere: judged as one."""
+    if not outcomes:
+        return True
+    return any(o.forbidden for o in outcomes) or all(
+        o.error is not None and o.error[0] == "NotImplementedError" for o in outcomes)
+
+
+def _part(exercise: Exercise, part: Part, cases: Sequence[Case], outcomes: Sequence[Outcome],
+          each: Sequence[Verdict], owner: Sequence[str], n_public: int) -> PartResult:
+    mine = [i for i, name in enumerate(owner) if name == part.name]
+    groups = []
+    for indices in ([i for i in mine if i < n_public], [i for i in mine if i >= n_public]):
+        ok = sum(1 for i in indices if i < len(each) and each[i].passed)
+        verdict = None
+        if indices and ok < len(indices):  # the group judged together: one diagnosis across its failures
+            ran = [i for i in indices if i < len(outcomes)]
+            verdict = judge(exercise, [cases[i] for i in indices], [outcomes[i] for i in ran]) if ran else \
+                Verdict(False, Status.ERROR, "your function never ran on these cases", "error")
+        groups.append(((ok, len(indices)), verdict, indices))
+    (public, public_verdict, _), (hidden, hidden_verdict, hidden_indices) = groups
+    categories: list[str] = []
+    for i in hidden_indices:
+        category = each[i].category if i < len(each) else "error"
+        if i >= len(each) or not each[i].passed:
+            if category and category not in categories:
+                categories.append(category)
+    passed = public[1] + hidden[1] > 0 and public[0] == public[1] and hidden[0] == hidden[1]
+    return PartResult(part.name, part.points if passed else Fraction(0), part.points, public, hidden,
+                      public_verdict, hidden_verdict, tuple(categories))
