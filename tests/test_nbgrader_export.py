@@ -13,6 +13,7 @@ import copy
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -61,23 +62,23 @@ def test_cells_carry_nbgrader_metadata(exported, solution):
     registry = all_exercises()
     ids = [m["grade_id"] for c in nb.cells if (m := nbgrader_meta(c))]
     assert len(ids) == len(set(ids)), "grade_id must be unique in a notebook"
+    assert all(re.fullmatch(r"[a-zA-Z0-9_\-]+", i) for i in ids), "nbgrader's schema: letters, digits, _ and -"
     exercises, tests = [], []
     for index, cell in enumerate(nb.cells):
         meta, course = nbgrader_meta(cell), cell.metadata.get("course", {})
         assert cell.get("outputs", []) == [], index
         if course.get("exercise"):
             exercises.append(course["exercise"])
-            assert meta == {"grade": False, "grade_id": course["exercise"], "locked": False, "schema_version": 3,
-                            "solution": True, "task": False}
+            assert meta == {"grade": False, "grade_id": course["exercise"].replace(".", "-"), "locked": False,
+                            "schema_version": 3, "solution": True, "task": False}
             lines = [line.strip() for line in cell.source.splitlines()]
             assert "### BEGIN SOLUTION" in lines and "### END SOLUTION" in lines
             assert "# BEGIN SOLUTION" not in lines
         elif meta and meta["grade"]:
-            exercise_id = meta["grade_id"].removesuffix(".tests")
+            exercise_id = exercises[-1]  # a test cell follows its exercise
             name = exercise_id.split(".", 1)[1]
             tests.append(exercise_id)
-            assert exercises[-1] == exercise_id, "a test cell follows its exercise"
-            assert meta == {"grade": True, "grade_id": f"{exercise_id}.tests", "locked": True,
+            assert meta == {"grade": True, "grade_id": f"{exercise_id.replace('.', '-')}-tests", "locked": True,
                             "points": registry[exercise_id].points, "schema_version": 3, "solution": False,
                             "task": False}
             public, hidden = cell.source.split("### BEGIN HIDDEN TESTS\n")
@@ -134,7 +135,8 @@ def nbgrader_python() -> Path:
 
 def nbgrader(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     python = nbgrader_python()
-    result = subprocess.run([str(python), "-m", "nbgrader", *args, "--debug"], cwd=cwd, env=env,
+    env = env | {"PATH": f"{python.parent}{os.pathsep}{env.get('PATH', '')}"}  # nbgrader runs `alembic`
+    result = subprocess.run([str(python), "-m", "nbgrader", *args], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-5000:]}"
     return result
@@ -162,6 +164,8 @@ def test_real_nbgrader_round_trip(tmp_path):
     released = course / "release" / CHAPTER / f"{CHAPTER}.ipynb"
     text = released.read_text(encoding="utf-8")
     assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text and "raise NotImplementedError" in text
+    solution = REPO / "solutions" / f"{CHAPTER}.ipynb"  # the course's grader still finds the exercise cells
+    assert gf.exercise_ids(nbformat.reads(text, as_version=4)) == gf.exercise_ids(nbformat.read(solution, 4))
 
     for student, notebook in (("alice", course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), ("bob", released)):
         target = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"

@@ -4,12 +4,12 @@ For each ``solutions/NN_name.ipynb`` it writes ``DIR/source/NN_name/NN_name.ipyn
 chapter, named like its notebook), stamped as the builder stamps it, outputs cleared, with nbgrader's
 cell metadata (schema 3):
 
-- **exercise cells** (``course.exercise``) become *solution* cells (``grade_id``: the exercise id);
-  their ``# BEGIN SOLUTION`` / ``# END SOLUTION`` lines become nbgrader's ``### BEGIN SOLUTION`` /
-  ``### END SOLUTION``, at the same indentation. Their ``course`` metadata stays, so the course's own
-  grader can grade nbgrader's released notebooks too;
+- **exercise cells** (``course.exercise``) become *solution* cells (``grade_id``: the exercise id
+  with ``-`` for ``.``, as nbgrader's ids allow); their ``# BEGIN SOLUTION`` / ``# END SOLUTION``
+  lines become nbgrader's ``### BEGIN SOLUTION`` / ``### END SOLUTION``, at the same indentation.
+  Their ``course`` metadata stays, so the course's own grader can grade nbgrader's released notebooks;
 - **check cells** (``check.<name>(<name>)``) become locked, graded *test* cells worth the exercise's
-  points (``grade_id``: ``<exercise id>.tests``). They run the public cases with
+  points (``grade_id``: ``ch2-causal_mask-tests``). They run the public cases with
   ``assert_passed=True`` (a failure raises ``AssertionError`` with the ❌ line, so nbgrader gives 0),
   then, inside ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``, the hidden cases, which
   ``nbgrader generate_assignment`` removes from the students' copy and ``nbgrader autograde`` restores;
@@ -54,6 +54,11 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplemented
 c.Execute.timeout = 300
 '''
 _CHECK_CELL = re.compile(r"\s*check\.(\w+)\((\w+)\)\s*")
+
+
+def _grade_id(exercise_id: str) -> str:
+    """nbgrader's ids allow letters, digits, ``_`` and ``-`` only: ``ch2.causal_mask`` -> ``ch2-causal_mask``."""
+    return exercise_id.replace(".", "-")
 
 
 def nbgrader_test_source(func_name: str, exercise_id: str, points: int, hidden_tests: bool = True) -> str:
@@ -117,7 +122,7 @@ def nbgrader_notebook(solution: nbformat.NotebookNode, rel: str, hidden_tests: b
             exercise_id, points = meta["exercise"], meta["points"]
             exercises[exercise_id.split(".", 1)[1]] = (exercise_id, points)
             cell.source = _nbgrader_markers(cell.source)
-            kept["nbgrader"] = _meta(exercise_id, solution=True)
+            kept["nbgrader"] = _meta(_grade_id(exercise_id), solution=True)
         elif cell.cell_type == "code" and (match := _CHECK_CELL.fullmatch(cell.source)):
             name = match[1]
             if name not in exercises or match[2] != name:
@@ -125,14 +130,14 @@ def nbgrader_notebook(solution: nbformat.NotebookNode, rel: str, hidden_tests: b
                                              f"cell that defines {name}")
             exercise_id, points = exercises[name]
             cell.source = nbgrader_test_source(name, exercise_id, points, hidden_tests)
-            kept["nbgrader"] = _meta(f"{exercise_id}.tests", grade=True, locked=True, points=points)
+            kept["nbgrader"] = _meta(f"{_grade_id(exercise_id)}-tests", grade=True, locked=True, points=points)
             tested.add(name)
         elif cell.cell_type == "markdown" or SETUP_TAG in cell.get("metadata", {}).get("tags", []):
             kept["nbgrader"] = _meta(f"cell-{cell.get('id', index)}", locked=True)
         cell.metadata = nbformat.from_dict(kept)
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-    untested = sorted(set(exercises) - tested)
+    untested = [name for name in exercises if name not in tested]  # in course order
     if untested:
         raise BuildError(rel, None, f"exercise {exercises[untested[0]][0]!r} has no check cell "
                                     f"`check.{untested[0]}({untested[0]})`, so nbgrader could not grade it")
