@@ -59,8 +59,8 @@ SETUP_SH = """#!/usr/bin/env bash
 set -euo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 COURSE="$ROOT/source/course"
-if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-    apt-get install -y --no-install-recommends python3 python3-venv python3-pip util-linux
+if ! python3 -c "import ensurepip, venv" 2>/dev/null; then  # Ubuntu ships venv separately
+    apt-get update && apt-get install -y --no-install-recommends python3 python3-venv python3-pip
 fi
 python3 -m venv "$ROOT/venv"
 PY="$ROOT/venv/bin/python"
@@ -226,7 +226,10 @@ def _gather(submission: Path, folder: Path) -> list[str]:
         if path.is_symlink() or not path.is_file():
             skipped.append(f"{rel.as_posix()} (not a regular file)")
             continue
-        shutil.copyfile(path, folder / "__".join(rel.parts))
+        target = folder / "__".join(rel.parts)
+        while target.exists():  # a/b.ipynb and a__b.ipynb
+            target = target.with_name("_" + target.name)
+        shutil.copyfile(path, target)
     return skipped
 
 
@@ -246,9 +249,10 @@ def run_gradescope(root: str | Path, *, registry: Mapping[str, Any] | None = Non
     started = time.perf_counter()
     root = Path(root)
     results = root / "results" / "results.json"
-    config = json.loads((root / "source" / _CONFIG).read_text(encoding="utf-8"))
-    visibility = config.get("hidden_visibility", "after_published")
+    visibility = "after_published"
     try:
+        config = json.loads((root / "source" / _CONFIG).read_text(encoding="utf-8"))
+        visibility = config.get("hidden_visibility", visibility)
         with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:
             student = _student_name(root)
             skipped = _gather(root / "submission", Path(tmp) / "submissions" / student)
