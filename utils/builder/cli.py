@@ -1,4 +1,4 @@
-"""The command line of the builder: ``python -m utils.build [--check | --execute PATH ...] [--force]``.
+"""The command line of the builder: ``python -m utils.build [--check | --execute PATH ... | --nbgrader DIR] [--force]``.
 
 Every problem is a :class:`BuildError` naming the file, the cell and what to fix; it exits with 2.
 """
@@ -27,6 +27,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode.add_argument(
         "--execute", nargs="+", metavar="PATH", help="execute these solution notebooks in place, then build"
     )
+    mode.add_argument(
+        "--nbgrader", metavar="DIR", help="export the course as an nbgrader course directory in DIR (source/...)"
+    )
     parser.add_argument(
         "--force", action="store_true", help="overwrite chapter notebooks even if edited or not generated"
     )
@@ -42,6 +45,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print("run `python -m utils.build` (make chapters) and commit the result", file=sys.stderr)
                 return 1
             print("chapters/ and the solutions' stamps are up to date")
+            return 0
+        if args.nbgrader:
+            from utils.builder.nbgrader import export_nbgrader
+
+            written = export_nbgrader(args.nbgrader, root)
+            print(f"wrote {len(written) - 1} assignments and nbgrader_config.py in {args.nbgrader}")
             return 0
         if args.execute:
             execute(args.execute, root)

@@ -1,6 +1,8 @@
 """``python -m utils.grade SUBMISSIONS [--out DIR] [--jobs N] [--timeout SECONDS] [--seed N] [--layout L]
 [--roster CSV --format canvas] [--course DIR]``.
 
+``python -m utils.grade gradescope-bundle OUT.zip`` writes a Gradescope autograder (:mod:`utils.grading.gradescope`).
+
 Also :func:`grade`, the same as a function (``utils.benchmark`` times it).
 Exit status: 0 when the batch completed, whatever the scores; 2 for bad arguments, no submissions, a
 course with no exercises or an unusable roster.
@@ -185,6 +187,11 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["gradescope-bundle"]:  # python -m utils.grade gradescope-bundle OUT.zip
+        from utils.grading.gradescope import bundle_main
+
+        return bundle_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m utils.grade", description=(
         "Grade a class: SUBMISSIONS (one folder, zip or Canvas download per student) -> results.csv, "
         "grades.csv, feedback/<student>.md"))

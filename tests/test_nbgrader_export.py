@@ -1,0 +1,192 @@
+"""``python -m utils.build --nbgrader DIR``: the nbgrader course directory (utils/builder/nbgrader.py).
+
+The metadata is checked here cell by cell; the slow test round-trips chapter 1 through the real
+nbgrader (0.9.x from PyPI, in a venv of its own under ``.cache/nbgrader-venv``): ``generate_assignment``,
+``autograde`` of a solved and an unsolved submission, and ``export``. nbgrader's venv holds nbgrader
+only; the notebooks run on a kernel named ``python3`` that is this course's Python, as in a class whose
+JupyterHub image has the course installed.
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grader_fixtures as gf
+import nbformat
+import pytest
+
+from utils.builder.cli import main as build_main
+from utils.builder.errors import BuildError
+from utils.builder.nbgrader import NBGRADER_CONFIG, export_nbgrader, nbgrader_notebook
+from utils.builder.stamps import SETUP_TAG
+from utils.exercises import all_exercises
+
+REPO = gf.REPO
+NBGRADER_VENV = REPO / ".cache" / "nbgrader-venv"
+NBGRADER_SPEC = "nbgrader>=0.9,<0.10"
+CHAPTER = "01_queries_keys_values"
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("nbgrader-course")
+    assert build_main(["--nbgrader", str(out)]) == 0
+    return out
+
+
+def nbgrader_meta(cell) -> dict | None:
+    return cell.get("metadata", {}).get("nbgrader")
+
+
+def test_one_assignment_per_chapter_and_a_config(exported):
+    notebooks = sorted(p.relative_to(exported).as_posix() for p in (exported / "source").rglob("*.ipynb"))
+    assert notebooks == [f"source/{p.stem}/{p.name}" for p in gf.course_notebooks()]
+    config = (exported / "nbgrader_config.py").read_text(encoding="utf-8")
+    assert config == NBGRADER_CONFIG
+    compile(config, "nbgrader_config.py", "exec")
+    assert 'c.CourseDirectory.course_id = "attention-step-by-step"' in config
+
+
+@pytest.mark.parametrize("solution", gf.course_notebooks(), ids=lambda p: p.stem)
+def test_cells_carry_nbgrader_metadata(exported, solution):
+    nb = nbformat.read(str(exported / "source" / solution.stem / solution.name), as_version=4)
+    nbformat.validate(nb)
+    registry = all_exercises()
+    ids = [m["grade_id"] for c in nb.cells if (m := nbgrader_meta(c))]
+    assert len(ids) == len(set(ids)), "grade_id must be unique in a notebook"
+    assert all(re.fullmatch(r"[a-zA-Z0-9_\-]+", i) for i in ids), "nbgrader's schema: letters, digits, _ and -"
+    exercises, tests = [], []
+    for index, cell in enumerate(nb.cells):
+        meta, course = nbgrader_meta(cell), cell.metadata.get("course", {})
+        assert cell.get("outputs", []) == [], index
+        if course.get("exercise"):
+            exercises.append(course["exercise"])
+            assert meta == {"grade": False, "grade_id": course["exercise"].replace(".", "-"), "locked": False,
+                            "schema_version": 3, "solution": True, "task": False}
+            lines = [line.strip() for line in cell.source.splitlines()]
+            assert "### BEGIN SOLUTION" in lines and "### END SOLUTION" in lines
+            assert "# BEGIN SOLUTION" not in lines
+        elif meta and meta["grade"]:
+            exercise_id = exercises[-1]  # a test cell follows its exercise
+            name = exercise_id.split(".", 1)[1]
+            tests.append(exercise_id)
+            assert meta == {"grade": True, "grade_id": f"{exercise_id.replace('.', '-')}-tests", "locked": True,
+                            "points": registry[exercise_id].points, "schema_version": 3, "solution": False,
+                            "task": False}
+            public, hidden = cell.source.split("### BEGIN HIDDEN TESTS\n")
+            assert f"check.{name}({name}, assert_passed=True)" in public and "hidden" not in public.split("\n", 1)[1]
+            assert hidden == f'check.{name}({name}, cases="hidden", assert_passed=True)\n### END HIDDEN TESTS'
+        elif cell.cell_type == "markdown" or SETUP_TAG in cell.metadata.get("tags", []):
+            assert meta == {"grade": False, "grade_id": f"cell-{cell.id}", "locked": True, "schema_version": 3,
+                            "solution": False, "task": False}, index
+        else:
+            assert meta is None, f"cell {index}: a free code cell (Try it) stays editable"
+    assert exercises == tests == gf.exercise_ids(nbformat.read(str(solution), as_version=4))
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_an_exercise_without_its_check_cell_is_an_error():
+    nb = nbformat.read(str(gf.course_notebooks()[0]), as_version=4)
+    broken = copy.deepcopy(nb)
+    broken.cells = [c for c in broken.cells if not c.source.startswith("check.")]
+    with pytest.raises(BuildError, match=r"has no check cell `check\.project_qkv\(project_qkv\)`"):
+        nbgrader_notebook(broken, "solutions/x.ipynb")
+    wrong = copy.deepcopy(nb)
+    first = next(i for i, c in enumerate(wrong.cells) if c.source.startswith("check."))
+    wrong.cells[first].source = "check.project_qkv(attention_scores)"
+    with pytest.raises(BuildError, match="does not follow the exercise cell"):
+        nbgrader_notebook(wrong, "solutions/x.ipynb")
+
+
+def test_without_hidden_tests_the_test_cell_runs_the_public_cases_only(tmp_path):
+    export_nbgrader(tmp_path, chapters={CHAPTER}, hidden_tests=False)
+    nb = nbformat.read(str(tmp_path / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
+    graded = [c.source for c in nb.cells if (nbgrader_meta(c) or {}).get("grade")]
+    assert graded and not any("HIDDEN" in s for s in graded)
+
+
+# --------------------------------------------------------------------------------------------------
+# The real nbgrader
+# --------------------------------------------------------------------------------------------------
+
+
+def nbgrader_python() -> Path:
+    """nbgrader's venv, made once (about a minute from PyPI) and reused; its own pins, not the course's."""
+    python = NBGRADER_VENV / "bin" / "python"
+    done = NBGRADER_VENV / ".installed"
+    if not done.exists():
+        shutil.rmtree(NBGRADER_VENV, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", str(NBGRADER_VENV)], check=True)
+        result = subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                 NBGRADER_SPEC], capture_output=True, text=True)
+        if result.returncode != 0:
+            pytest.fail(f"could not install {NBGRADER_SPEC} into {NBGRADER_VENV}:\n{result.stderr[-3000:]}")
+        done.write_text(NBGRADER_SPEC + "\n")
+    return python
+
+
+def nbgrader(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+    python = nbgrader_python()
+    env = env | {"PATH": f"{python.parent}{os.pathsep}{env.get('PATH', '')}"}  # nbgrader runs `alembic`
+    result = subprocess.run([str(python), "-m", "nbgrader", *args], cwd=cwd, env=env,
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-5000:]}"
+    return result
+
+
+@pytest.mark.slow
+def test_real_nbgrader_round_trip(tmp_path):
+    course = tmp_path / "course"
+    export_nbgrader(course, chapters={CHAPTER})
+    # The kernel the notebooks name (python3) is this course's Python, with the course importable.
+    jupyter = tmp_path / "jupyter"
+    kernel = jupyter / "kernels" / "python3"
+    kernel.mkdir(parents=True)
+    (kernel / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (course)", "language": "python",
+        "env": {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"},
+    }))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTHONPATH", "VIRTUAL_ENV"))}
+    env |= {"JUPYTER_PATH": str(jupyter), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+            "JUPYTER_DATA_DIR": str(tmp_path / "data"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+            "IPYTHONDIR": str(tmp_path / "ipython"), "HOME": str(tmp_path)}
+
+    nbgrader(["generate_assignment", CHAPTER], course, env)
+    released = course / "release" / CHAPTER / f"{CHAPTER}.ipynb"
+    text = released.read_text(encoding="utf-8")
+    assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text and "raise NotImplementedError" in text
+    solution = REPO / "solutions" / f"{CHAPTER}.ipynb"  # the course's grader still finds the exercise cells
+    assert gf.exercise_ids(nbformat.reads(text, as_version=4)) == gf.exercise_ids(nbformat.read(solution, 4))
+
+    for student, notebook in (("alice", course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), ("bob", released)):
+        target = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"
+        target.parent.mkdir(parents=True)
+        shutil.copyfile(notebook, target)
+    nbgrader(["autograde", CHAPTER], course, env)
+
+    # alice's test cells ran the hidden block that nbgrader restored, and passed it
+    graded = nbformat.read(str(course / "autograded" / "alice" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
+    tests = [c for c in graded.cells if (nbgrader_meta(c) or {}).get("grade")]
+    assert tests and all("### BEGIN HIDDEN TESTS" in c.source for c in tests)
+    for cell in tests:
+        printed = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
+        assert "hidden cases pass" in printed and not any(o.output_type == "error" for o in cell.outputs), printed
+
+    nbgrader(["export"], course, env)
+    with open(course / "grades.csv", newline="", encoding="utf-8") as handle:
+        rows = {r["student_id"]: r for r in csv.DictReader(handle)}
+    maximum = sum(e.points for e in all_exercises().values() if e.id.startswith("ch1."))
+    assert set(rows) == {"alice", "bob"}
+    assert {r["assignment"] for r in rows.values()} == {CHAPTER}
+    assert float(rows["alice"]["max_score"]) == float(rows["bob"]["max_score"]) == maximum
+    assert float(rows["alice"]["score"]) == maximum
+    assert float(rows["bob"]["score"]) == 0

@@ -1,0 +1,317 @@
+"""Gradescope: ``python -m utils.grade gradescope-bundle OUT.zip`` writes an autograder zip.
+
+The zip holds, at its root (as Gradescope's autograder specification asks):
+
+- ``setup.sh``: run once, as root, when Gradescope builds the image. It makes a venv in
+  ``$AUTOGRADER_ROOT/venv`` and installs the course's pinned dependencies (``constraints.txt``) with the
+  CPU build of torch, chosen as ``make`` and Binder choose it (``utils/prereqs.py torch-index auto``),
+  then the course package itself from ``course/``.
+- ``run_autograder``: run for every submission. It grades the notebooks in ``$AUTOGRADER_ROOT/submission``
+  with the course grader (the same sandbox, cases and judging as ``python -m utils.grade``) and writes
+  ``$AUTOGRADER_ROOT/results/results.json``. ``AUTOGRADER_ROOT`` defaults to ``/autograder``; the tests set
+  it to a temporary folder laid out like Gradescope's.
+- ``gradescope.json``: the grading settings (seed, timeout, memory, hidden tests' visibility), drawn or
+  given when the bundle is made. ``setup.sh`` makes it readable by root only, so that the sandboxed
+  student code (an unprivileged uid where the machine allows it) cannot read the seed.
+- ``course/``: the course package, its pins, and ``course/solutions/``: the chapter notebooks with their
+  solutions stripped and outputs cleared (the grader reads only the exercise ids and points from them).
+
+``results.json`` follows the specification: top-level ``score`` (the sum of the tests' scores),
+``execution_time`` (seconds), ``output`` and ``stdout_visibility``, and ``tests[]``, one per grader row
+(``name``, ``score``, ``max_score``, ``status`` ``passed``/``failed``, ``output``, ``visibility``). A row
+that carries a ``part`` (partial credit by named parts) becomes a test named ``"<exercise> · <part>"``;
+a row whose ``hidden`` attribute is true gets the bundle's hidden visibility (default
+``after_published``), every other row ``visible``. The cases depend on the seed, the exercise and the
+student, whom Gradescope names in ``submission_metadata.json`` (their user ids).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import secrets
+import shutil
+import stat
+import sys
+import tempfile
+import time
+import zipfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from utils.exercises.common import Status, one_line
+from utils.paths import REPO_ROOT
+
+__all__ = ["GRADESCOPE_VISIBILITIES", "gradescope_results", "gradescope_test", "run_gradescope",
+           "write_gradescope_bundle"]
+
+GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
+"""The values Gradescope accepts for a test's ``visibility``."""
+_CONFIG = "gradescope.json"
+_COURSE_FILES = ("pyproject.toml", "README.md", "constraints.txt", "requirements.txt")
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder image (made by
+# `python -m utils.grade gradescope-bundle`). AUTOGRADER_ROOT moves /autograder (tests).
+set -euo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+COURSE="$ROOT/source/course"
+if ! python3 -c "import ensurepip, venv" 2>/dev/null; then  # Ubuntu ships venv separately
+    apt-get update && apt-get install -y --no-install-recommends python3 python3-venv python3-pip
+fi
+python3 -m venv "$ROOT/venv"
+PY="$ROOT/venv/bin/python"
+# torch, CPU build: PyTorch's CPU index unless the configured index already offers the CPU wheel
+# (utils/prereqs.py, the rule `make TORCH_INDEX=auto` and binder/postBuild follow).
+"$PY" -m pip install --no-cache-dir $("$PY" "$COURSE/utils/prereqs.py" torch-index auto) \\
+    -c "$COURSE/constraints.txt" -r "$COURSE/requirements.txt"
+# The course package, exactly as bundled; its dependencies came from the pins above.
+"$PY" -m pip install --no-cache-dir --no-deps "$COURSE"
+chmod 600 "$ROOT/source/gradescope.json"
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission: grades $ROOT/submission into $ROOT/results/results.json.
+# AUTOGRADER_ROOT moves /autograder and AUTOGRADER_PYTHON the interpreter (tests).
+set -uo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+PY="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
+cd "$ROOT"
+exec "$PY" -m utils.grading.gradescope --root "$ROOT" "$@"
+"""
+
+
+# --------------------------------------------------------------------------------------------------
+# results.json
+# --------------------------------------------------------------------------------------------------
+
+
+def gradescope_test(row: Any, hidden_visibility: str = "after_published") -> dict[str, Any]:
+    """One grader row (:class:`utils.grading.unit.Row`) as one entry of ``results.json``'s ``tests``.
+
+    Args:
+        row: has ``exercise``, ``points``, ``max_points``, ``status``, ``feedback``, and optionally
+            ``part`` (a named part of the exercise) and ``hidden`` (true: the part runs hidden cases).
+        hidden_visibility: the visibility of hidden rows. Default: ``"after_published"``.
+
+    >>> from utils.grading.unit import Row
+    >>> gradescope_test(Row("ann", "ch2.causal_mask", 2, 2, Status.PASSED, "✅ causal_mask"))["status"]
+    'passed'
+    """
+    part = getattr(row, "part", None)
+    hidden = bool(getattr(row, "hidden", False))
+    return {
+        "name": f"{row.exercise} · {part}" if part else str(row.exercise),
+        "score": float(row.points),
+        "max_score": float(row.max_points),
+        "status": "passed" if row.status == Status.PASSED else "failed",
+        "output": f"{row.status}: {row.feedback}" if row.feedback else str(row.status),
+        "visibility": hidden_visibility if hidden else "visible",
+    }
+
+
+def gradescope_results(rows: Sequence[Any], seconds: float, hidden_visibility: str = "after_published",
+                       output: str = "") -> dict[str, Any]:
+    """The whole ``results.json`` for one submission's rows.
+
+    Args:
+        rows: the grader's rows for one student.
+        seconds: how long grading took (``execution_time``, whole seconds).
+        hidden_visibility: see :func:`gradescope_test`. Default: ``"after_published"``.
+        output: text shown above the tests (e.g. files that were not graded). Default: ``""``.
+
+    >>> from utils.grading.unit import Row
+    >>> gradescope_results([Row("ann", "ch1.f", 0, 3, Status.FAILED, "wrong")], 2.4)["score"]
+    0.0
+    """
+    _check_visibility(hidden_visibility)
+    tests = [gradescope_test(row, hidden_visibility) for row in rows]
+    score = sum(t["score"] for t in tests)
+    maximum = sum(t["max_score"] for t in tests)
+    passed = sum(t["status"] == "passed" for t in tests)
+    summary = f"{score:g} / {maximum:g} points; {passed} of {len(tests)} tests passed."
+    return {
+        "score": score,
+        "execution_time": int(round(seconds)),
+        "output": "\n".join(line for line in (summary, output) if line),
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
+
+
+def _check_visibility(value: str) -> None:
+    if value not in GRADESCOPE_VISIBILITIES:
+        raise ValueError(f"hidden_visibility must be one of {', '.join(GRADESCOPE_VISIBILITIES)}, got {value!r}")
+
+
+# --------------------------------------------------------------------------------------------------
+# The bundle
+# --------------------------------------------------------------------------------------------------
+
+
+def _add(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: bool = False) -> None:
+    info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))  # fixed: the same course gives the same zip
+    info.external_attr = ((0o755 if executable else 0o644) | stat.S_IFREG) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    archive.writestr(info, data)
+
+
+def write_gradescope_bundle(out_zip: str | Path, *, root: str | Path = REPO_ROOT, seed: int | None = None,
+                            hidden_visibility: str = "after_published", timeout: float = 30.0,
+                            memory_mb: int = 2048) -> Path:
+    """Write the autograder zip (see the module docstring) and return its path.
+
+    Args:
+        out_zip: where to write it.
+        root: the course repository. Default: :data:`utils.paths.REPO_ROOT`.
+        seed: the seed of the random cases; keep it secret. Default: ``None`` (drawn now, stored in the zip).
+        hidden_visibility: the visibility of hidden tests. Default: ``"after_published"``.
+        timeout: wall-clock seconds per exercise. Default: ``30.0``.
+        memory_mb: MiB per exercise. Default: ``2048``.
+    """
+    from utils.builder.course import render
+
+    _check_visibility(hidden_visibility)
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise TypeError(f"seed must be an integer or None, got {type(seed).__name__}")
+    root, out_zip = Path(root), Path(out_zip)
+    chapters = {path.name: text for path, text in render(root).items() if path.parent == root / "chapters"}
+    config = {"seed": secrets.randbelow(2**31) if seed is None else seed, "timeout": float(timeout),
+              "memory_mb": int(memory_mb), "hidden_visibility": hidden_visibility, "course": "course"}
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out_zip, "w") as archive:
+        _add(archive, "setup.sh", SETUP_SH, executable=True)
+        _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
+        _add(archive, _CONFIG, json.dumps(config, indent=1) + "\n")
+        for name in _COURSE_FILES:
+            _add(archive, f"course/{name}", (root / name).read_bytes())
+        for path in sorted((root / "utils").rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                _add(archive, f"course/{path.relative_to(root).as_posix()}", path.read_bytes())
+        for name, text in sorted(chapters.items()):
+            _add(archive, f"course/solutions/{name}", text)
+    return out_zip
+
+
+# --------------------------------------------------------------------------------------------------
+# run_autograder
+# --------------------------------------------------------------------------------------------------
+
+
+def _student_name(root: Path) -> str:
+    """A folder name from the user ids in ``submission_metadata.json`` (the cases depend on it)."""
+    try:
+        users = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8")).get("users") or []
+        ids = sorted(str(user["id"]) for user in users if isinstance(user, Mapping) and "id" in user)
+    except (OSError, ValueError, AttributeError, TypeError):
+        ids = []
+    name = "-".join(re.sub(r"[^A-Za-z0-9_.-]", "_", i) for i in ids)[:100]
+    return f"user-{name}" if name else "submission"
+
+
+def _gather(submission: Path, folder: Path) -> list[str]:
+    """Copy every notebook under ``submission`` into ``folder`` (flat); return what was not taken, with why."""
+    folder.mkdir(parents=True)
+    skipped = []
+    for path in sorted(submission.rglob("*")) if submission.is_dir() else []:
+        rel = path.relative_to(submission)
+        if any(part.startswith(".") for part in rel.parts) or (path.is_dir() and not path.is_symlink()):
+            continue  # .ipynb_checkpoints and other hidden copies; folders are walked
+        if path.suffix != ".ipynb":
+            skipped.append(f"{rel.as_posix()} (not a notebook)")
+            continue
+        if path.is_symlink() or not path.is_file():
+            skipped.append(f"{rel.as_posix()} (not a regular file)")
+            continue
+        target = folder / "__".join(rel.parts)
+        while target.exists():  # a/b.ipynb and a__b.ipynb
+            target = target.with_name("_" + target.name)
+        shutil.copyfile(path, target)
+    return skipped
+
+
+def run_gradescope(root: str | Path, *, registry: Mapping[str, Any] | None = None, jobs: int = 1) -> dict[str, Any]:
+    """Grade ``root/submission`` and write ``root/results/results.json``; return what was written.
+
+    Args:
+        root: the autograder root (``/autograder`` on Gradescope), holding ``source/`` (the bundle),
+            ``submission/`` and ``results/``.
+        registry: exercise id -> ``Exercise``; default :func:`utils.exercises.all_exercises` (tests inject).
+        jobs: students graded in parallel (one here). Default: ``1``.
+
+    Whatever goes wrong, a ``results.json`` with score 0 and the reason is written.
+    """
+    from utils.grading.cli import grade
+
+    started = time.perf_counter()
+    root = Path(root)
+    results = root / "results" / "results.json"
+    visibility = "after_published"
+    try:
+        config = json.loads((root / "source" / _CONFIG).read_text(encoding="utf-8"))
+        visibility = config.get("hidden_visibility", visibility)
+        with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:
+            student = _student_name(root)
+            skipped = _gather(root / "submission", Path(tmp) / "submissions" / student)
+            summary = grade(Path(tmp) / "submissions", Path(tmp) / "out", jobs=jobs, timeout=config["timeout"],
+                            seed=int(config["seed"]), course_root=root / "source" / config.get("course", "course"),
+                            registry=registry, memory_mb=config["memory_mb"], progress=False)
+        notes = [f"Not graded: {', '.join(skipped)}."] if skipped else []
+        if not any(row.status != Status.MISSING for row in summary["rows"]):
+            notes.append("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter saved them.")
+        data = gradescope_results(summary["rows"], time.perf_counter() - started, visibility, "\n".join(notes))
+        print(f"gradescope: graded {student}: {data['score']:g} points, isolation {summary['isolation']}")
+    except Exception as exc:  # noqa: BLE001  (Gradescope must get a results.json, with the reason)
+        data = gradescope_results([], time.perf_counter() - started, visibility, (
+            f"The autograder failed ({type(exc).__name__}: {one_line(exc, 200)}); ask your instructor."))
+        print(f"gradescope: the grader failed: {exc!r}", file=sys.stderr)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    results.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return data
+
+
+def _registry(spec: str | None) -> Mapping[str, Any] | None:
+    if not spec:
+        return None
+    import importlib
+
+    module, _, name = spec.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m utils.grading.gradescope --root ROOT`` (what ``run_autograder`` runs)."""
+    parser = argparse.ArgumentParser(prog="python -m utils.grading.gradescope",
+                                     description="Grade a Gradescope submission into results/results.json.")
+    parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+    parser.add_argument("--registry", default=None, help=argparse.SUPPRESS)  # tests: "module:NAME"
+    args = parser.parse_args(argv)
+    run_gradescope(args.root, registry=_registry(args.registry))
+    return 0
+
+
+def bundle_main(argv: Sequence[str]) -> int:
+    """``python -m utils.grade gradescope-bundle OUT.zip [--seed N] [--hidden-visibility V] ...``."""
+    parser = argparse.ArgumentParser(prog="python -m utils.grade gradescope-bundle",
+                                     description="Write a Gradescope autograder zip for the course.")
+    parser.add_argument("out", type=Path, help="the zip to write, e.g. autograder.zip")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the random cases, stored in the zip (default: drawn now; keep it secret)")
+    parser.add_argument("--hidden-visibility", choices=GRADESCOPE_VISIBILITIES, default="after_published",
+                        help="when students see hidden tests' results (default: after_published)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="wall-clock seconds per exercise (default: 30)")
+    parser.add_argument("--memory", type=int, default=2048, help="MiB per exercise (default: 2048)")
+    parser.add_argument("--course", type=Path, default=REPO_ROOT, help=argparse.SUPPRESS)
+    args = parser.parse_args(list(argv))
+    path = write_gradescope_bundle(args.out, root=args.course, seed=args.seed,
+                                   hidden_visibility=args.hidden_visibility, timeout=args.timeout,
+                                   memory_mb=args.memory)
+    print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
