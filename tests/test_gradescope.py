@@ -67,24 +67,33 @@ def check_spec(data: dict, names: list[str], max_scores: list[float]) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
+def test_each_row_is_one_test_and_each_part_its_own_test():
+    from fractions import Fraction
+
+    from utils.grading.unit import PartRow as GraderPart
+
+    parted = Row("ann", "ch2.causal_mask", Fraction(3, 2), 3, Status.FAILED, "1.5 of 3", (
+        GraderPart("shapes", Fraction(3, 2), Fraction(3, 2), Status.PASSED, "all cases pass"),
+        GraderPart("fully masked rows", 0, Fraction(3, 2), Status.FAILED, "2 of 4 hidden cases pass (masking)")))
+    one_part = Row("ann", "ch1.h", 1, 1, Status.PASSED, "✅ h", (GraderPart("", 1, 1, Status.PASSED, "✅ h"),))
+    rows = [Row("ann", "ch1.f", 2, 2, Status.PASSED, "✅ f"), Row("ann", "ch1.g", 0, 3, Status.TIMEOUT, "too slow"),
+            parted, one_part]
+    data = gradescope_results(rows, 3.6)
+    check_spec(data, ["ch1.f", "ch1.g", "ch2.causal_mask · shapes", "ch2.causal_mask · fully masked rows", "ch1.h"],
+               [2.0, 3.0, 1.5, 1.5, 1.0])
+    assert data["score"] == 4.5 and data["execution_time"] == 4
+    assert [t["visibility"] for t in data["tests"]] == ["visible"] * 5
+    assert data["tests"][3]["output"] == "failed: 2 of 4 hidden cases pass (masking)"
+    assert data["tests"][1]["output"] == "timeout: too slow"
+    assert data["tests"][1]["status"] == "failed"
+
+
 class PartRow:
-    """A row as the partial-credit grader writes it: one per (exercise, part), hidden parts marked."""
+    """A row marked as running hidden cases only (``hidden``): the bundle's hidden visibility applies."""
 
     def __init__(self, part, hidden, points, status):
         self.student, self.exercise, self.part, self.hidden = "ann", "ch2.causal_mask", part, hidden
         self.points, self.max_points, self.status, self.feedback = points, 1.5, status, "why"
-
-
-def test_each_row_is_one_test_and_each_part_its_own_test():
-    rows = [Row("ann", "ch1.f", 2, 2, Status.PASSED, "✅ f"), Row("ann", "ch1.g", 0, 3, Status.TIMEOUT, "too slow"),
-            PartRow("shapes", False, 1.5, Status.PASSED), PartRow("fully masked rows", True, 0, Status.FAILED)]
-    data = gradescope_results(rows, 3.6)
-    check_spec(data, ["ch1.f", "ch1.g", "ch2.causal_mask · shapes", "ch2.causal_mask · fully masked rows"],
-               [2.0, 3.0, 1.5, 1.5])
-    assert data["score"] == 3.5 and data["execution_time"] == 4
-    assert [t["visibility"] for t in data["tests"]] == ["visible", "visible", "visible", "after_published"]
-    assert data["tests"][1]["output"] == "timeout: too slow"
-    assert data["tests"][1]["status"] == "failed"
 
 
 @pytest.mark.parametrize("visibility", GRADESCOPE_VISIBILITIES)

@@ -113,6 +113,23 @@ def gradescope_test(row: Any, hidden_visibility: str = "after_published") -> dic
     }
 
 
+class _PartEntry:
+    """One named part of a row, shaped like a row for :func:`gradescope_test`."""
+
+    def __init__(self, row: Any, part: Any) -> None:
+        self.exercise, self.part = row.exercise, part.part
+        self.points, self.max_points = part.points, part.max_points
+        self.status, self.feedback = part.status, part.feedback
+
+
+def _entries(row: Any) -> list[Any]:
+    """A row with two or more named parts is one Gradescope test per part (partial credit, each with its
+    reason); a one-part exercise is one test. A part's cases mix public and hidden ones, and its reason is
+    already in the batch's feedback mode (``public``: hidden cases as counts and categories only)."""
+    parts = getattr(row, "parts", ())
+    return [_PartEntry(row, part) for part in parts] if len(parts) > 1 else [row]
+
+
 def gradescope_results(rows: Sequence[Any], seconds: float, hidden_visibility: str = "after_published",
                        output: str = "") -> dict[str, Any]:
     """The whole ``results.json`` for one submission's rows.
@@ -128,7 +145,7 @@ def gradescope_results(rows: Sequence[Any], seconds: float, hidden_visibility: s
     0.0
     """
     _check_visibility(hidden_visibility)
-    tests = [gradescope_test(row, hidden_visibility) for row in rows]
+    tests = [gradescope_test(entry, hidden_visibility) for row in rows for entry in _entries(row)]
     score = sum(t["score"] for t in tests)
     maximum = sum(t["max_score"] for t in tests)
     passed = sum(t["status"] == "passed" for t in tests)
