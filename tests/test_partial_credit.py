@@ -153,7 +153,7 @@ def test_results_csv_has_a_line_per_part_and_grades_csv_the_exact_total():
     assert [line[2:5] for line in lines[1:]] == [["fully masked rows", "0", "0.5"], ["float16", "0.5", "0.5"],
                                                  ["with a mask", "2", "2"]]
     grades = list(csv.reader(io.StringIO(report.grades_csv([row], ["ann"], [row.exercise]))))
-    assert grades[1] == ["ann", "2.5", "2.5", "3"]
+    assert grades[1] == ["ann", "2.5", "2.5", "3", "ann"]  # the last column: the raw student_id
     text = report.feedback_md("ann", [row])
     assert "**Total: 2.5 / 3 points**" in text and "↳ fully masked rows | 0 / 0.5 | ❌ failed | NaN" in text
 
