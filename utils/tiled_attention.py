@@ -173,6 +173,9 @@ class TiledAttentionFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
+        if torch.is_grad_enabled():  # create_graph=True: our backward records no graph, so refuse, never be wrong
+            raise RuntimeError("tiled_attention(backward='recompute') cannot be differentiated twice (create_graph="
+                               "True); use backward='autograd' for higher-order gradients")
         query, key, value, out, logsumexp, mask = ctx.saved_tensors
         block_size, is_causal, scale = ctx.options
         mask_grad = ctx.needs_input_grad[3]
@@ -208,7 +211,8 @@ def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
         backward: ``"recompute"``: FlashAttention-2's backward, which saves Q, K, V, the output and one
             logsumexp per query row, ``O(L)`` extra memory, and recomputes the score blocks;
             ``"autograd"``: autograd through the loop, which stores every block, ``O(L * S)``, kept to show
-            what the custom backward avoids. The forward's values are the same. Default: ``"recompute"``.
+            what the custom backward avoids. The forward's values are the same; only ``"autograd"`` can be
+            differentiated twice. Default: ``"recompute"``.
 
     Returns:
         ``(..., L, Dv)`` in the input's dtype. A query whose keys are all masked gets zeros, and zero
