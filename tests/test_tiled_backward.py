@@ -9,7 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch.testing import assert_close
 
+from utils.at_scale import naive_bytes
 from utils.attention import causal_mask, padding_mask
+from utils.benchmark.memory import measure_memory_subprocess
 from utils.tiled_attention import BACKWARDS, TiledAttentionFunction, tiled_attention
 from utils.tiled_backward import tiled_attention_backward
 
@@ -217,3 +219,14 @@ def test_bad_backward_and_inputs_raise_clear_errors():
         tiled_attention(q, q, q, torch.ones(3, 3, dtype=torch.bool))
     with pytest.raises(ValueError, match="float mask must have the scores' dtype"):
         tiled_attention(q, q, q, torch.zeros(4, 4, dtype=torch.float64))
+
+
+def test_backward_memory_in_a_fresh_process_is_linear_not_quadratic():
+    """At L=1024, H=8, D=64: one pair of (L, L) float32 matrices is 64 MiB. The recomputing backward stays
+    far below it, above the inputs and their gradients; autograd through the loop keeps more than that."""
+    pair = naive_bytes(1024, 8) / 2**20  # 64 MiB
+    kwargs = dict(heads=8, head_dim=64, block_size=128, threads=1, mode="backward")
+    recompute = measure_memory_subprocess("tiled", 1024, **kwargs)
+    autograd = measure_memory_subprocess("tiled_autograd", 1024, **kwargs)
+    assert recompute["gradients_mib"] == 3 * 2 and recompute["peak_mib"] < pair / 4
+    assert autograd["peak_mib"] > pair
