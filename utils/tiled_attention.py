@@ -160,7 +160,8 @@ def _tiled_forward(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, 
 
 class TiledAttentionFunction(torch.autograd.Function):
     """:func:`tiled_attention` with FlashAttention-2's backward: the forward saves only Q, K, V, the output
-    and the logsumexp ``(..., L, 1)``; the backward recomputes each score block from them
+    and the logsumexp ``(..., L, 1)`` (and the mask, the caller's own tensor, which is not copied); the
+    backward recomputes each score block from them
     (:func:`utils.tiled_backward.tiled_attention_backward`). Call it through ``tiled_attention``."""
 
     @staticmethod
