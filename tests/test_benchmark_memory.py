@@ -13,7 +13,13 @@ import torch.nn.functional as F
 from utils.at_scale import naive_attention, naive_bytes, sdpa_backend
 from utils.benchmark.cli import main, subcommand_names
 from utils.benchmark.grader import format_grader_table
-from utils.benchmark.memory import format_memory_table, measure_memory_subprocess, memory_benchmark
+from utils.benchmark.memory import (
+    BACKWARD_IMPLS,
+    format_memory_table,
+    measure_memory,
+    measure_memory_subprocess,
+    memory_benchmark,
+)
 from utils.plotting.at_scale import memory_scaling_figure
 
 
@@ -115,3 +121,53 @@ def test_cuda_memory_report_names_the_backend():
     # naive holds (L, L) scores: 16x more memory at 4x the length; tiled stays linear
     assert by[("naive", 4096)]["peak_mib"] > 8 * by[("naive", 1024)]["peak_mib"]
     assert by[("tiled", 4096)]["peak_mib"] < by[("naive", 4096)]["peak_mib"] / 4
+
+
+def test_backward_mode_rows_accounting_and_paired_ratios():
+    rows = memory_benchmark((64,), heads=2, head_dim=8, threads=1, mode="backward", paired=2)
+    assert [r["impl"] for r in rows] == list(BACKWARD_IMPLS)
+    tensor_mib = 1 * 2 * 64 * 8 * 4 / 2**20  # one (N, H, L, D) float32 tensor
+    for r in rows:
+        assert r["mode"] == "backward" and not r["skipped"] and r["peak_mib"] >= 0
+        assert r["inputs_mib"] == pytest.approx(4 * tensor_mib)  # q, k, v and grad_out
+        assert r["gradients_mib"] == pytest.approx(3 * tensor_mib)  # subtracted from the peak
+        assert r["forward_seconds"] > 0 and r["backward_seconds"] > 0
+        assert r["seconds"] == pytest.approx(r["forward_seconds"] + r["backward_seconds"])
+    sdpa, *others = rows
+    assert sdpa["paired"] == 0 and sdpa["backward_ratio"] == pytest.approx(1.0)
+    for r in others:  # timed against SDPA in their own process: medians inside their spread
+        assert r["paired"] == 2
+        for name in ("time_ratio", "forward_ratio", "backward_ratio"):
+            assert r[f"{name}_min"] <= r[name] <= r[f"{name}_max"]
+    table = format_memory_table(rows)
+    assert "peak above inputs and gradients" in table.splitlines()[0] and "backward" in table.splitlines()[0]
+    assert all(f"{r['impl']} " in table for r in rows) and "-" in table.splitlines()[2]  # spread shown
+
+
+def test_backward_mode_skips_the_quadratic_autograd_loop():
+    rows = memory_benchmark((128,), impls=("sdpa", "tiled_autograd"), heads=2, head_dim=8, threads=1,
+                            mode="backward", naive_max_bytes=0)
+    sdpa, autograd = rows
+    assert not sdpa["skipped"] and autograd["skipped"] and autograd["peak_mib"] is None
+    assert autograd["predicted_mib"] == pytest.approx(naive_bytes(128, 2) / 2**20)
+    assert "skipped (needs ~" in format_memory_table(rows)
+
+
+def test_backward_cli_quick(capsys):
+    threads = torch.get_num_threads()
+    try:
+        assert main(["memory", "--mode", "backward", "--lengths", "64", "--device", "cpu", "--threads", "1",
+                     "--paired", "1", "--impls", "sdpa", "tiled"]) == 0
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert "forward and backward" in out and "above the inputs (with grad_out) and their gradients" in out
+    lines = [line for line in out.splitlines() if line.startswith(("sdpa", "tiled"))]
+    assert len(lines) == 2 and "no plot in backward mode" in out
+
+
+def test_bad_mode_is_refused():
+    with pytest.raises(ValueError, match=r"mode must be one of \('forward', 'backward'\), got 'train'"):
+        memory_benchmark((64,), mode="train")
+    with pytest.raises(ValueError, match="impl must be one of"):
+        measure_memory("flash", 64)

@@ -7,6 +7,7 @@ module                      what lives there                                    
 ==========================  ======================================================  ========
 ``utils.attention``         scaled dot-product attention, masks, multi-head         1, 2, 3
 ``utils.tiled_attention``   online softmax, tiled (memory-light) attention          6
+``utils.tiled_backward``    FlashAttention-2's recomputing backward pass            6
 ``utils.scaling``           why the scores are divided by sqrt(D): measurements     2
 ``utils.heads``             hand-built heads; how alike heads' attention maps are   3, 5
 ``utils.positional``        sinusoidal, learned and rotary position encodings       4

@@ -12,9 +12,12 @@ When a new block raises the maximum from ``m`` to ``m'``, everything accumulated
 by ``exp(m - m')``: that is the *online softmax* (Milakov & Gimelshein 2018; Dao et al. 2022). The 1-D
 helpers :func:`online_softmax_update` and :func:`online_softmax` show it on a single row of numbers.
 
-This is a teaching implementation: the memory is ``O(L)``, but autograd through the Python loop stores
-every block it computed, so the *backward* needs ``O(L * S)`` memory again. FlashAttention avoids that
-with a custom backward that recomputes the blocks from the saved ``running_max`` and ``running_sum``.
+Autograd through the Python loop would store every block it computed, so the *backward* would need
+``O(L * S)`` memory again. FlashAttention avoids that with a custom backward: the forward saves one
+logsumexp per query row (``running_max + log(running_sum)``), and the backward recomputes each block of
+scores and weights from it (:mod:`utils.tiled_backward`). :func:`tiled_attention` does the same by
+default (``backward="recompute"``); ``backward="autograd"`` keeps the loop under autograd, to measure
+the ``O(L * S)`` backward it avoids.
 
 Shape letters: N batch, H heads, L query length, S key length, D query/key dim, Dv value dim, B block.
 """
@@ -26,8 +29,10 @@ import math
 import torch
 
 from utils._checks import check_mask, check_positive_int, check_qkv
+from utils._tiles import masked_scores
+from utils.tiled_backward import tiled_attention_backward
 
-__all__ = ["online_softmax_update", "online_softmax", "tiled_attention"]
+__all__ = ["online_softmax_update", "online_softmax", "BACKWARDS", "TiledAttentionFunction", "tiled_attention"]
 
 
 def online_softmax_update(running_max: torch.Tensor, running_sum: torch.Tensor,
@@ -96,57 +101,28 @@ def online_softmax(x: torch.Tensor, block_size: int) -> torch.Tensor:
     return torch.exp(x - running_max[..., None]) / running_sum[..., None]  # (..., S)
 
 
-def _mask_block(mask: torch.Tensor | None, rows: slice, cols: slice) -> torch.Tensor | None:
-    """The part of a broadcastable ``(..., L, S)`` mask that covers ``rows`` x ``cols`` (size-1 dims kept)."""
-    if mask is None:
-        return None
-    if mask.dim() >= 2 and mask.shape[-2] != 1:
-        mask = mask[..., rows, :]  # (..., B, S or 1)
-    if mask.shape[-1] != 1:
-        mask = mask[..., cols]  # (..., B or 1, B)
-    return mask
+BACKWARDS = ("recompute", "autograd")
+"""How :func:`tiled_attention` gets its gradients. ``recompute``: FlashAttention-2's backward
+(:func:`utils.tiled_backward.tiled_attention_backward`), which saves Q, K, V, the output and one
+logsumexp per query row and recomputes every score block. ``autograd``: autograd records the Python loop,
+which keeps every block of weights for the backward, ``O(L * S)`` memory."""
 
 
-def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                    mask: torch.Tensor | None = None, *, block_size: int = 256, is_causal: bool = False,
-                    scale: float | None = None) -> torch.Tensor:
-    r"""``softmax(Q K^T * scale + mask) V`` without ever building the ``(..., L, S)`` scores.
-
-    Queries are cut into blocks of ``block_size`` rows and keys/values into blocks of ``block_size``
-    rows; each query block keeps a running max, a running sum and an output accumulator (online softmax),
-    so the extra memory is ``O(B * B + L * Dv)``, not ``O(L * S)``. Scores and accumulators are float32
-    even for float16/bfloat16 inputs, as in FlashAttention. The result equals
-    ``F.scaled_dot_product_attention(query, key, value, attn_mask=mask, is_causal=is_causal, scale=scale)``.
-
-    Args:
-        query: ``(..., L, D)``.
-        key: ``(..., S, D)``.
-        value: ``(..., S, Dv)``.
-        mask: bool (``True`` = may attend) or float (added), broadcastable to ``(..., L, S)``; fourth, as in
-            ``F.scaled_dot_product_attention`` and :func:`utils.attention.scaled_dot_product_attention`.
-            Default: ``None``.
-        block_size: rows per query block and per key block; need not divide L or S. Default: ``256``.
-        is_causal: query ``i`` sees keys ``0..i`` (top-left aligned, like torch); key blocks wholly in the
-            future are skipped. May be combined with ``mask``. Default: ``False``.
-        scale: factor on the scores. Default: ``None``, meaning ``1 / sqrt(D)``.
+def _tiled_forward(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None,
+                   block_size: int, is_causal: bool, scale: float, *,
+                   with_logsumexp: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The forward loop of :func:`tiled_attention` (arguments checked there).
 
     Returns:
-        ``(..., L, Dv)`` in the input's dtype. A query whose keys are all masked gets zeros.
-
-    >>> q, k, v = torch.randn(2, 4, 100, 8), torch.randn(2, 4, 70, 8), torch.randn(2, 4, 70, 8)
-    >>> out = tiled_attention(q, k, v, block_size=32)
-    >>> torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v), atol=1e-5)
-    True
+        ``(out, logsumexp)``: ``out`` ``(..., L, Dv)`` in the input's dtype and, if ``with_logsumexp``,
+        ``log(sum_j exp(s_ij))`` ``(..., L, 1)`` in the accumulation dtype (``+inf`` for a query that sees
+        no key, so that the backward's ``exp(s - logsumexp)`` is 0 there, not NaN); else ``None``.
     """
-    scores_shape = check_qkv(query, key, value)
-    check_positive_int("block_size", block_size)
-    if mask is not None:
-        check_mask(mask, scores_shape, dtype=query.dtype)
-    *batch, L, S = scores_shape
+    *batch, L, S = (*torch.broadcast_shapes(query.shape[:-2], key.shape[:-2]), query.shape[-2], key.shape[-2])
     Dv = value.shape[-1]
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     acc_dtype = torch.float32 if query.dtype in (torch.float16, torch.bfloat16) else query.dtype
     out = torch.empty(*batch, L, Dv, dtype=query.dtype, device=query.device)  # (..., L, Dv)
+    logsumexp = torch.empty(*batch, L, 1, dtype=acc_dtype, device=query.device) if with_logsumexp else None
 
     for q_start in range(0, L, block_size):
         rows = slice(q_start, min(q_start + block_size, L))
@@ -163,18 +139,7 @@ def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
             k_block = key[..., cols, :].to(acc_dtype)  # (..., Bk, D)
             v_block = value[..., cols, :].to(acc_dtype)  # (..., Bk, Dv)
             scores = q_block @ k_block.transpose(-2, -1)  # (..., Bq, D) @ (..., D, Bk) -> (..., Bq, Bk)
-
-            block_mask = _mask_block(mask, rows, cols)  # (..., Bq or 1, Bk or 1) or None
-            # The score block is a fresh tensor (a matmul's backward needs its inputs, not its output),
-            # so masking edits it in place: fewer passes over the (Bq, Bk) block, no extra temporaries.
-            if block_mask is not None and block_mask.dtype == torch.bool:
-                scores.masked_fill_(~block_mask, float("-inf"))  # (..., Bq, Bk)
-            elif block_mask is not None:
-                scores.add_(block_mask.to(acc_dtype))  # (..., Bq, Bk)
-            if is_causal and cols.stop > rows.start + 1:  # only key blocks that reach past the diagonal
-                future = (torch.arange(cols.start, cols.stop, device=query.device)[None, :]
-                          > torch.arange(rows.start, rows.stop, device=query.device)[:, None])  # (Bq, Bk)
-                scores.masked_fill_(future, float("-inf"))  # (..., Bq, Bk)
+            masked_scores(scores, mask, rows, cols, is_causal)  # (..., Bq, Bk), in place
 
             # online softmax: raise the running max, rescale what was accumulated relative to the old one.
             # Without a graph to keep, the weights reuse the block's memory (amax's backward needs the scores).
@@ -184,6 +149,90 @@ def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
             acc = acc * rescale + weights @ v_block  # (..., Bq, Bk) @ (..., Bk, Dv) -> (..., Bq, Dv)
 
         # normalise once at the end; a row that saw no key at all (sum 0) gets zeros, as torch does
-        denominator = torch.where(running_sum == 0, 1.0, running_sum)  # (..., Bq, 1)
+        seen_nothing = running_sum == 0  # (..., Bq, 1)
+        denominator = torch.where(seen_nothing, 1.0, running_sum)  # (..., Bq, 1)
         out[..., rows, :] = (acc / denominator).to(query.dtype)  # (..., Bq, Dv)
-    return out
+        if logsumexp is not None:  # log(sum_j exp(s_ij)) = m_i + log(l_i): all the backward needs of a row
+            logsumexp[..., rows, :] = torch.where(seen_nothing, float("inf"),
+                                                  running_max + running_sum.log())  # (..., Bq, 1)
+    return out, logsumexp
+
+
+class TiledAttentionFunction(torch.autograd.Function):
+    """:func:`tiled_attention` with FlashAttention-2's backward: the forward saves only Q, K, V, the output
+    and the logsumexp ``(..., L, 1)`` (and the mask, the caller's own tensor, which is not copied); the
+    backward recomputes each score block from them
+    (:func:`utils.tiled_backward.tiled_attention_backward`). Call it through ``tiled_attention``."""
+
+    @staticmethod
+    def forward(ctx, query, key, value, mask, block_size, is_causal, scale):
+        out, logsumexp = _tiled_forward(query, key, value, mask, block_size, is_causal, scale,
+                                        with_logsumexp=True)  # (..., L, Dv), (..., L, 1)
+        ctx.save_for_backward(query, key, value, out, logsumexp, mask)
+        ctx.options = (block_size, is_causal, scale)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        if torch.is_grad_enabled():  # create_graph=True: our backward records no graph, so refuse, never be wrong
+            raise RuntimeError("tiled_attention(backward='recompute') cannot be differentiated twice (create_graph="
+                               "True); use backward='autograd' for higher-order gradients")
+        query, key, value, out, logsumexp, mask = ctx.saved_tensors
+        block_size, is_causal, scale = ctx.options
+        mask_grad = ctx.needs_input_grad[3]
+        grads = tiled_attention_backward(grad_out, query, key, value, out, logsumexp, mask, block_size=block_size,
+                                         is_causal=is_causal, scale=scale, mask_grad=mask_grad)
+        return (*grads, None, None, None)
+
+
+def tiled_attention(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+                    mask: torch.Tensor | None = None, *, block_size: int = 256, is_causal: bool = False,
+                    scale: float | None = None, backward: str = "recompute") -> torch.Tensor:
+    r"""``softmax(Q K^T * scale + mask) V`` without ever building the ``(..., L, S)`` scores.
+
+    Queries are cut into blocks of ``block_size`` rows and keys/values into blocks of ``block_size``
+    rows; each query block keeps a running max, a running sum and an output accumulator (online softmax),
+    so the extra memory is ``O(B * B + L * Dv)``, not ``O(L * S)``. Scores and accumulators are float32
+    even for float16/bfloat16 inputs, as in FlashAttention. The result equals
+    ``F.scaled_dot_product_attention(query, key, value, attn_mask=mask, is_causal=is_causal, scale=scale)``,
+    and so do the gradients.
+
+    Args:
+        query: ``(..., L, D)``.
+        key: ``(..., S, D)``.
+        value: ``(..., S, Dv)``.
+        mask: bool (``True`` = may attend) or float (added), broadcastable to ``(..., L, S)``; fourth, as in
+            ``F.scaled_dot_product_attention`` and :func:`utils.attention.scaled_dot_product_attention`.
+            A float mask that requires grad gets its gradient (``dS``, summed over its broadcast dims), as
+            in SDPA. Default: ``None``.
+        block_size: rows per query block and per key block; need not divide L or S. Default: ``256``.
+        is_causal: query ``i`` sees keys ``0..i`` (top-left aligned, like torch); key blocks wholly in the
+            future are skipped. May be combined with ``mask``. Default: ``False``.
+        scale: factor on the scores. Default: ``None``, meaning ``1 / sqrt(D)``.
+        backward: ``"recompute"``: FlashAttention-2's backward, which saves Q, K, V, the output and one
+            logsumexp per query row, ``O(L)`` extra memory, and recomputes the score blocks;
+            ``"autograd"``: autograd through the loop, which stores every block, ``O(L * S)``, kept to show
+            what the custom backward avoids. The forward's values are the same; only ``"autograd"`` can be
+            differentiated twice. Default: ``"recompute"``.
+
+    Returns:
+        ``(..., L, Dv)`` in the input's dtype. A query whose keys are all masked gets zeros, and zero
+        gradients.
+
+    >>> q, k, v = torch.randn(2, 4, 100, 8), torch.randn(2, 4, 70, 8), torch.randn(2, 4, 70, 8)
+    >>> out = tiled_attention(q, k, v, block_size=32)
+    >>> torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v), atol=1e-5)
+    True
+    """
+    scores_shape = check_qkv(query, key, value)
+    check_positive_int("block_size", block_size)
+    if mask is not None:
+        check_mask(mask, scores_shape, dtype=query.dtype)
+    if backward not in BACKWARDS:
+        raise ValueError(f"backward: expected one of {BACKWARDS}, got {backward!r}")
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    needs_grad = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (query, key, value, mask))
+    if backward == "autograd" or not needs_grad:
+        return _tiled_forward(query, key, value, mask, block_size, is_causal, scale)[0]
+    return TiledAttentionFunction.apply(query, key, value, mask, block_size, is_causal, scale)

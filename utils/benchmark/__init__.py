@@ -5,18 +5,19 @@ Usage::
     python -m utils.benchmark attention            # N=8, L=512, E=512, H=8 (takes a minute on 2 cores)
     python -m utils.benchmark attention --quick    # tiny sizes, a few seconds
     python -m utils.benchmark memory               # peak memory vs L, 1k..16k, H=8, D=64 (about 2 minutes)
+    python -m utils.benchmark memory --mode backward  # forward + backward: SDPA, recomputing, autograd loop
     python -m utils.benchmark grader               # utils.grading.grade vs running the notebooks (minutes)
     python -m utils.benchmark                      # every subcommand with its defaults
 
 One module per subcommand, each with its measurement, its table and its ``add_<name>_command``:
 
-=================================  ==============================================================
+=================================  =============================================================================
 ``utils.benchmark.attention``      ``MultiHeadAttention`` (fast and explicit) and the encoder layer
-``utils.benchmark.memory``         peak memory against L: naive, SDPA and tiled attention
+``utils.benchmark.memory``         peak memory against L: naive, SDPA and tiled attention (forward or backward)
 ``utils.benchmark.grader``         ``utils.grading.grade`` against running the notebooks
 ``utils.benchmark.common``         round-robin timing, ratio rows, the environment line, the table
 ``utils.benchmark.cli``            the command line (``python -m utils.benchmark``)
-=================================  ==============================================================
+=================================  =============================================================================
 
 Method: each candidate and its baseline are timed round-robin (one call of each per repetition, so
 drift on a busy machine hits both), after ``warmup`` untimed calls. A row reports the median of the
