@@ -206,7 +206,7 @@ def kv_cache_explorer(model: TinyDecoder, prompt: torch.Tensor, new_tokens: int 
 
 
 def ch6_quiz() -> Quiz:
-    """Five questions on memory, tiling, windows, the KV cache and the ring-buffer cache."""
+    """Six questions on memory, tiling, the backward pass, windows, the KV cache and the ring-buffer cache."""
     return Quiz([
         Choice(
             "Tiled (FlashAttention-style) attention computes exactly the same output as the naive version. "
@@ -226,8 +226,8 @@ def ch6_quiz() -> Quiz:
             explanation="Same maths, same FLOPs, different order: only one block of scores is alive at a time.",
         ),
         Choice(
-            "You train with tiled_attention from this chapter (a Python loop under autograd). How much memory "
-            "does the backward pass need?",
+            "You train with tiled_attention(..., backward=\"autograd\"): the Python loop under autograd. How much "
+            "memory does the backward pass need?",
             ["O(L), like the forward",
              "O(L·S): autograd saves every block it computed for the backward",
              "None: the loop is not differentiable",
@@ -241,6 +241,24 @@ def ch6_quiz() -> Quiz:
                 "Even the output alone is O(L·Dv).",
             ],
             explanation="Memory-efficient training needs a custom backward (recomputation), not just a tiled forward.",
+        ),
+        Choice(
+            "FlashAttention's forward saves one logsumexp per query row for the backward. Why not save the weights "
+            "P instead?",
+            ["P is an (L, S) matrix: saving it brings back the O(L·S) memory that tiling removed, while the "
+             "logsumexp is L numbers from which each block of P is rebuilt as exp(S - lse)",
+             "The logsumexp is more accurate than P",
+             "P cannot be computed block by block",
+             "The backward does not need P at all"],
+            answer=0,
+            feedback=[
+                "Right: the backward recomputes each block's scores from Q and K and gets its exact weights back "
+                "from one saved number per row, trading a second pass of FLOPs for memory.",
+                "Both are exact up to rounding; the point is their size, not their accuracy.",
+                "The forward computes P one block at a time; it simply never keeps it.",
+                "It does: dV = Pᵀ dO and dS = P ⊙ (dP − D) both use P, rebuilt block by block.",
+            ],
+            explanation="Recompute rather than store: L numbers instead of L × S, at the cost of redoing the scores.",
         ),
         Choice(
             "A model stacks 4 layers of sliding-window attention with window 2 (two keys on each side). How far "
