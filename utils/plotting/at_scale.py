@@ -17,10 +17,10 @@ from matplotlib.figure import Figure
 from utils.plotting.common import CMAP, to_numpy
 
 if TYPE_CHECKING:
-    from utils.widgets.at_scale import WindowExplorerState
+    from utils.widgets.at_scale import KVCacheExplorerState, WindowExplorerState
 
 __all__ = ["memory_scaling_figure", "window_mask_figure", "receptive_field_figure", "window_explorer_figure",
-           "online_softmax_figure", "cache_memory_figure"]
+           "online_softmax_figure", "cache_memory_figure", "kv_cache_explorer_figure"]
 
 _BOOL_CMAP = ListedColormap([plt.get_cmap(CMAP)(0.0), plt.get_cmap(CMAP)(1.0)])  # False, True: viridis' ends
 
@@ -193,5 +193,69 @@ def cache_memory_figure(tokens: Sequence[int], cache_bytes: dict[str, Sequence[i
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _span(positions: Sequence[int]) -> str:
+    """``[0, 1, 2, 3]`` -> ``"t0–t3"``; a single position ``"t5"``."""
+    return f"t{positions[0]}" if len(positions) == 1 else f"t{positions[0]}–t{positions[-1]}"
+
+
+def kv_cache_explorer_figure(state: KVCacheExplorerState) -> Figure:
+    """The KV-cache explorer's figure, from :func:`utils.widgets.at_scale.kv_cache_explorer_state`.
+
+    Top: the cache's slots (position and word; this step's writes highlighted). Bottom left: the causal
+    attention matrix, the rows computed so far, this step's in bright colour, and the keys the window hides.
+    Bottom right: the bytes held by this cache and by the full cache against the tokens so far.
+    """
+    fig = plt.figure(figsize=(11, 6.6))
+    grid_spec = fig.add_gridspec(2, 2, height_ratios=[1, 3.2], width_ratios=[1.25, 1])
+    table, attention, memory = (fig.add_subplot(grid_spec[0, :]), fig.add_subplot(grid_spec[1, 0]),
+                                fig.add_subplot(grid_spec[1, 1]))
+    colors = plt.get_cmap(CMAP)([0.0, 0.35, 0.95, 0.65])
+    # the slots, in the order the cache stores them
+    slots = state.cache_positions
+    codes = [[0 if p < 0 else 2 if p in state.written else 1 for p in slots]]
+    table.imshow(codes, cmap=ListedColormap([colors[0], colors[1], colors[2]]), vmin=0, vmax=2, aspect="auto")
+    for slot, position in enumerate(slots):
+        text = "empty" if position < 0 else f"t{position} {state.labels[position]}"
+        table.text(slot, 0, text, rotation=90, ha="center", va="center", fontsize=7,
+                   color="black" if position in state.written else "white")
+    table.set_yticks([])
+    table.set_xticks(range(len(slots)))
+    table.tick_params(labelsize=6)
+    table.set_xlabel("slot")
+    kind = "full cache" if state.window is None else f"ring buffer of W = {state.window} slots"
+    table.set_title(f"Layer 0's {kind} after step {state.step}: {len(state.written)} written (bright), "
+                    f"{state.cache_bytes[-1] / 2**10:.1f} KiB in all layers", fontsize=9)
+    # the attention matrix: which rows were computed, and which keys each could see
+    T = state.grid.shape[0]
+    attention.imshow(to_numpy(state.grid), cmap=ListedColormap([[0.93, 0.93, 0.93, 1], colors[1], colors[2],
+                                                                 (0.85, 0.3, 0.3, 1)]), vmin=0, vmax=3)
+    ticks = range(0, T, max(1, T // 12))
+    attention.set_xticks(ticks, [f"t{t}" for t in ticks], fontsize=7, rotation=90)
+    attention.set_yticks(ticks, [f"t{t}" for t in ticks], fontsize=7)
+    attention.set_xlabel("key position")
+    attention.set_ylabel("query position (row)")
+    lost = f"; no longer sees {_span(state.hidden)}" if state.hidden else ""
+    attention.set_title(f"Row t{state.query} ({state.labels[state.query]!r}) computed{lost}", fontsize=9)
+    attention.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in (colors[2], colors[1], (0.85, 0.3, 0.3))],
+                     labels=["this step", "earlier steps", "out of the window"], fontsize=7, loc="upper right")
+    # memory: this cache against the full cache
+    horizon = T + 1
+    memory.plot(state.tokens_so_far, [b / 2**10 for b in state.full_bytes], color=colors[1], linewidth=2,
+                label="full cache")
+    memory.plot(state.tokens_so_far, [b / 2**10 for b in state.cache_bytes], color=colors[3], linewidth=2,
+                linestyle="--", label="shown cache" if state.window is None else f"ring buffer, W = {state.window}")
+    memory.set_xlim(state.tokens_so_far[0] - 0.5, horizon)
+    memory.set_ylim(bottom=0)
+    memory.set_xlabel("tokens so far")
+    memory.set_ylabel("KV cache, all layers (KiB)")
+    memory.set_title("Cache memory", fontsize=9)
+    memory.legend(fontsize=7, loc="upper left")
+    memory.grid(True, alpha=0.3)
+    fig.suptitle(f"Step {state.step}: predicts {state.predicted!r} for t{state.query + 1}; positions run "
+                 f"with cache {state.positions_run_cached}, without {state.positions_run_uncached}", fontsize=10)
     fig.tight_layout()
     return fig

@@ -1,21 +1,27 @@
-"""Explorer and quiz for chapter 6, attention at scale.
+"""Explorers and quiz for chapter 6, attention at scale.
 
-:func:`window_explorer_state` computes what the explorer draws (pure, tested by pytest);
-:func:`window_explorer` wires it to sliders and an ``Output`` widget.
+:func:`window_explorer_state` and :func:`kv_cache_explorer_state` compute what the explorers draw (pure,
+tested by pytest); :func:`window_explorer` and :func:`kv_cache_explorer` wire them to controls and an
+``Output`` widget.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import torch
 
 from utils.at_scale import global_tokens_mask, receptive_field
-from utils.plotting.at_scale import window_explorer_figure
+from utils.decoder import DecodeStep, TinyDecoder, decode_trace
+from utils.kv_cache import causal_window_mask
+from utils.plotting.at_scale import kv_cache_explorer_figure, window_explorer_figure
+from utils.tasks import REPEAT_VOCAB
 from utils.widgets.common import wire_explorer
 from utils.widgets.quiz import Choice, Quiz
 
-__all__ = ["WindowExplorerState", "window_explorer_state", "window_explorer", "ch6_quiz"]
+__all__ = ["WindowExplorerState", "window_explorer_state", "window_explorer", "KVCacheExplorerState",
+           "kv_cache_explorer_state", "kv_cache_explorer", "ch6_quiz"]
 
 
 @dataclass(frozen=True)
@@ -87,8 +93,121 @@ def window_explorer(length: int = 32):
         grid={"window": (0, 1, 2, 4, length // 2), "num_global": (0, 1), "depth": (1, 2, 4, 8)})
 
 
+@dataclass(frozen=True)
+class KVCacheExplorerState:
+    """What the KV-cache explorer draws at one decoding step, with the full cache or a ring buffer."""
+
+    step: int  # 0: the prefill (the whole prompt); then one token per step
+    window: int | None  # the ring buffer's slots W; None: the full cache
+    labels: list[str]  # the words at positions 0..query (prompt, then what the model wrote)
+    predicted: str  # the word this step predicts for position query + 1
+    query: int  # the newest position, whose attention row this step computes
+    rows: list[int]  # the attention rows computed at this step (the whole prompt at the prefill)
+    grid: torch.Tensor  # long (T, T), T positions ever run: 0 not computed, 1 seen at an earlier step,
+    #                     2 seen at this step, 3 an earlier key that row can no longer see (out of the window)
+    cache_positions: list[int]  # layer 0's cache after the step, in slot order (-1: empty slot)
+    written: list[int]  # the positions written into the cache at this step
+    visible: list[int]  # the positions the newest token attends to
+    hidden: list[int]  # the earlier positions it can no longer see
+    tokens_so_far: list[int]  # per step 0..step: positions run so far with the cache (the memory line's x)
+    cache_bytes: list[int]  # per step 0..step: keys and values of every layer, this cache
+    full_bytes: list[int]  # per step 0..step: the same for the full cache
+    positions_run_cached: int  # positions pushed through the model so far, with the cache
+    positions_run_uncached: int  # what recomputing the whole prefix at every step would have run
+
+
+def kv_cache_explorer_state(prompt: Sequence[int], traces: Mapping[int | None, Sequence[DecodeStep]], step: int,
+                            window: int | None = None, *, vocab: Sequence[str] = REPEAT_VOCAB
+                            ) -> KVCacheExplorerState:
+    """What decoding step ``step`` computes and holds, read off :func:`~utils.decoder.decode_trace` records.
+
+    Args:
+        prompt: the prompt's ``P`` token ids.
+        traces: window -> ``decode_trace(model, prompt, n, window=window)``; key ``None`` (the full cache) is
+            required, the others are the ring buffers the explorer offers.
+        step: ``0 <= step < n``; step 0 is the prefill (all P prompt rows), step s runs position ``P + s - 1``.
+        window: the ring buffer shown, a key of ``traces``. Default: ``None`` (the full cache).
+        vocab: the word of each token id. Default: :data:`~utils.tasks.REPEAT_VOCAB`.
+
+    Returns:
+        A :class:`KVCacheExplorerState`.
+
+    >>> model = TinyDecoder(vocab_size=17, d_model=8, num_heads=2, num_layers=1, max_len=16).eval()
+    >>> prompt = torch.tensor([[0, 1, 2, 16]])
+    >>> traces = {None: decode_trace(model, prompt, 6), 3: decode_trace(model, prompt, 6, window=3)}
+    >>> s = kv_cache_explorer_state([0, 1, 2, 16], traces, 2, window=3)
+    >>> s.query, s.cache_positions, s.visible, s.hidden, s.positions_run_cached, s.positions_run_uncached
+    (5, [3, 4, 5], [3, 4, 5], [0, 1, 2], 6, 15)
+    """
+    if None not in traces or window not in traces:
+        raise ValueError(f"window: expected one of the traced windows {sorted(traces, key=str)} (None: the full "
+                         f"cache, which traces must hold), got {window}")
+    trace, full = traces[window], traces[None]
+    if not 0 <= step < len(trace):
+        raise ValueError(f"step: expected 0 <= step < {len(trace)} (the traced steps), got {step}")
+    P = len(prompt)
+    ids = [*prompt, *(s.token for s in trace)]  # every token of the decode, the last one never run
+    if max(ids) >= len(vocab):
+        raise ValueError(f"vocab: token id {max(ids)} has no word in a vocab of {len(vocab)}")
+    record = trace[step]
+    query = record.position
+    rows = list(range(P)) if step == 0 else [query]
+    T = P + len(trace) - 1  # positions ever run
+    allowed = causal_window_mask(T, window or T)  # (T, T)
+    earlier = torch.arange(T)[None, :] < torch.arange(T)[:, None]  # (T, T): keys before the query
+    grid = torch.where(allowed, 1, torch.where(earlier, 3, 0))  # (T, T)
+    grid[list(rows)] = torch.where(allowed[rows], 2, grid[rows])  # this step's rows
+    grid[query + 1:] = 0  # not computed yet
+    visible = allowed[query].nonzero().flatten().tolist()
+    return KVCacheExplorerState(
+        step=step, window=window, labels=[vocab[i] for i in ids[:query + 1]], predicted=vocab[ids[query + 1]],
+        query=query, rows=rows, grid=grid, cache_positions=list(record.cache_positions), written=rows,
+        visible=visible, hidden=[p for p in range(query) if p not in visible],
+        tokens_so_far=[s.positions_run_cached for s in trace[:step + 1]],
+        cache_bytes=[s.cache_bytes for s in trace[:step + 1]], full_bytes=[s.cache_bytes for s in full[:step + 1]],
+        positions_run_cached=record.positions_run_cached, positions_run_uncached=record.positions_run_uncached)
+
+
+def kv_cache_explorer(model: TinyDecoder, prompt: torch.Tensor, new_tokens: int = 32,
+                      windows: Sequence[int] = (4, 8, 9, 16), *, vocab: Sequence[str] = REPEAT_VOCAB):
+    """Play or step through greedy decoding with a KV cache; a switch turns the cache into a ring buffer.
+
+    Decodes ``prompt`` once with the full cache and once per window (:func:`~utils.decoder.decode_trace`),
+    then redraws :func:`~utils.plotting.at_scale.kv_cache_explorer_figure` for the chosen step.
+
+    Args:
+        model: a :class:`~utils.decoder.TinyDecoder`.
+        prompt: ``(1, P)`` token ids.
+        new_tokens: the steps to trace. Default: ``32``.
+        windows: the ring-buffer sizes offered. Default: ``(4, 8, 9, 16)``.
+        vocab: the word of each token id. Default: :data:`~utils.tasks.REPEAT_VOCAB`.
+
+    Returns:
+        An ``ipywidgets.VBox`` (see :func:`~utils.widgets.common.wire_explorer`); ``controls`` names
+        ``step``, ``sliding`` and ``window``; ``play`` is the ``Play`` widget that drives ``step``; ``state``
+        is the :class:`KVCacheExplorerState` drawn last.
+    """
+    import ipywidgets as w
+
+    traces = {None: decode_trace(model, prompt, new_tokens)}
+    traces.update({size: decode_trace(model, prompt, new_tokens, window=size) for size in windows})
+    ids = prompt[0].tolist()
+    play = w.Play(value=0, min=0, max=new_tokens - 1, interval=800, description="play")
+    step = w.IntSlider(value=0, min=0, max=new_tokens - 1, description="step")
+    w.link((play, "value"), (step, "value"))  # kernel-side, so that Play also works where tests drive it
+    sliding = w.Checkbox(value=False, description="sliding window (ring buffer)")
+    window = w.Dropdown(options=list(windows), value=max(windows), description="W slots")
+    box = wire_explorer(
+        [w.HBox([play, step]), w.HBox([sliding, window])], {"step": step, "sliding": sliding, "window": window},
+        lambda: kv_cache_explorer_state(ids, traces, step.value, window.value if sliding.value else None,
+                                        vocab=vocab),
+        kv_cache_explorer_figure)
+    box.play = play
+    return box
+
+
 def ch6_quiz() -> Quiz:
-    """Five questions on memory, tiling, windows, the KV cache and the ring-buffer cache."""
+    """Six questions on memory, tiling, the backward pass, windows, the KV cache and the ring-buffer cache."""
     return Quiz([
         Choice(
             "Tiled (FlashAttention-style) attention computes exactly the same output as the naive version. "
@@ -108,8 +227,8 @@ def ch6_quiz() -> Quiz:
             explanation="Same maths, same FLOPs, different order: only one block of scores is alive at a time.",
         ),
         Choice(
-            "You train with tiled_attention from this chapter (a Python loop under autograd). How much memory "
-            "does the backward pass need?",
+            "You train with tiled_attention(..., backward=\"autograd\"): the Python loop under autograd. How much "
+            "memory does the backward pass need?",
             ["O(L), like the forward",
              "O(L·S): autograd saves every block it computed for the backward",
              "None: the loop is not differentiable",
@@ -123,6 +242,24 @@ def ch6_quiz() -> Quiz:
                 "Even the output alone is O(L·Dv).",
             ],
             explanation="Memory-efficient training needs a custom backward (recomputation), not just a tiled forward.",
+        ),
+        Choice(
+            "FlashAttention's forward saves one logsumexp per query row for the backward. Why not save the weights "
+            "P instead?",
+            ["P is an (L, S) matrix: saving it brings back the O(L·S) memory that tiling removed, while the "
+             "logsumexp is L numbers from which each block of P is rebuilt as exp(S - lse)",
+             "The logsumexp is more accurate than P",
+             "P cannot be computed block by block",
+             "The backward does not need P at all"],
+            answer=0,
+            feedback=[
+                "Right: the backward recomputes each block's scores from Q and K and gets its exact weights back "
+                "from one saved number per row, trading a second pass of FLOPs for memory.",
+                "Both are exact up to rounding; the point is their size, not their accuracy.",
+                "The forward computes P one block at a time; it simply never keeps it.",
+                "It does: dV = Pᵀ dO and dS = P ⊙ (dP − D) both use P, rebuilt block by block.",
+            ],
+            explanation="Recompute rather than store: L numbers instead of L × S, at the cost of redoing the scores.",
         ),
         Choice(
             "A model stacks 4 layers of sliding-window attention with window 2 (two keys on each side). How far "
