@@ -201,7 +201,9 @@ def kv_cache_explorer(model: TinyDecoder, prompt: torch.Tensor, new_tokens: int 
         [w.HBox([play, step]), w.HBox([sliding, window])], {"step": step, "sliding": sliding, "window": window},
         lambda: kv_cache_explorer_state(ids, traces, step.value, window.value if sliding.value else None,
                                         vocab=vocab),
-        kv_cache_explorer_figure)
+        kv_cache_explorer_figure,
+        grid={"step": sorted({s for s in (0, 1, 4, 8, new_tokens // 2) if s < new_tokens} | {new_tokens - 1}),
+              "window": tuple(windows)})  # the static edition
     box.play = play
     return box
 
