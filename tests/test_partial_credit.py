@@ -180,7 +180,7 @@ def test_a_batch_with_parts_writes_part_lines_and_is_deterministic(tmp_path):
     said = lines[("ch1.attend", "a batch of 1")]["feedback"]
     assert "forgot to divide the scores by sqrt(d)" in said or "pass (values)" in said, said
     grades = list(csv.reader((tmp_path / "one" / "grades.csv").open(encoding="utf-8")))
-    assert grades[1] == ["bea", "2", "2.5", "1", "5.5", "6"]
+    assert grades[1] == ["bea", "2", "2.5", "1", "5.5", "6", "bea"]  # the last column: the raw student_id
 
 
 def test_one_failing_case_costs_its_whole_part_and_only_that_part():
