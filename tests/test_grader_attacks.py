@@ -31,9 +31,9 @@ def add_one(body: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def attacks(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("attacks")
-    # writable by the sandbox's uid, unlike tmp, and outside the folders its private mounts cover (/tmp...)
-    (gf.REPO / "build").mkdir(exist_ok=True)
-    drop = Path(tempfile.mkdtemp(prefix="grader-attack-", dir=gf.REPO / "build"))
+    # writable by the sandbox's uid, unlike tmp, and outside the folders its private mounts cover (/tmp,
+    # /home, ... and the checkout, which may be under /tmp): /run as root, else the system's temp folder
+    drop = Path(tempfile.mkdtemp(prefix="grader-attack-", dir="/run" if os.access("/run", os.W_OK) else None))
     os.chmod(drop, 0o1777)
     out = tmp / "out"
     out.mkdir()  # exists, as after an earlier run: as root, the writer below could write into it

@@ -102,8 +102,9 @@ for path in {[str(p) for p in planted] + [str(victim_notebook)]!r}:
     except OSError:
         pass
 for top in ("/tmp", "/var/tmp", "/home", "/root", {str(subs)!r}):
-    for _root, _dirs, names in os.walk(top):
-        found += [name for name in names if name.endswith(".ipynb")]
+    for folder, _dirs, names in os.walk(top):  # the planted files' folders and the submissions
+        if {TOKEN!r} in folder or folder.startswith({str(subs)!r}):
+            found += [name for name in names if name.endswith(".ipynb")]
 return x + 1 if not found else x + 2
 """)),
         "leaker": gf.toy_submission(_cell(f"""
@@ -255,9 +256,10 @@ def test_a_failing_jail_step_stops_the_worker_with_a_reason(tmp_path):
 def test_python_paths_never_bring_back_a_covered_folder(monkeypatch):
     """A script run from /tmp puts /tmp on sys.path: restoring it would undo the cover (and leave the unit
     folder read-only under it), so neither /tmp nor / is ever restored."""
-    monkeypatch.setattr(sandbox.sys, "path", ["/tmp", "/", "/tmp/", *sandbox.sys.path])
+    monkeypatch.setattr(sandbox.sys, "path", ["/tmp", "/", "/tmp/", str(gf.REPO), *sandbox.sys.path])
     paths = sandbox._python_paths()
     assert not {"/", "/tmp", "/var/tmp", "/home", "/root", "/dev/shm"} & set(paths)
+    assert str(gf.REPO) not in paths and str(gf.REPO / "utils") in paths  # the checkout's utils/ only
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")

@@ -105,10 +105,14 @@ def _python_paths() -> list[str]:
              os.path.join(_package_root(), "utils")}
     paths.update(entry for entry in sys.path if os.path.isabs(entry) and os.path.isdir(entry))
     covered = [folder for folder, _mode, _size in COVERED]
+    root = os.path.abspath(_package_root())
     # a covered folder itself (``/tmp`` as the folder of a script run from there) or one above it
-    # (``/``) would bring everything back: Python does not need it
+    # (``/``) would bring everything back: Python does not need it. Nor does it need the course
+    # checkout (an editable install puts it on sys.path) beyond its ``utils/``: restoring the checkout
+    # would show its notebooks, and anything else in it, to learner code
     return sorted(path for path in {os.path.abspath(p) for p in paths}
-                  if not any(folder == path or folder.startswith(path.rstrip("/") + "/") for folder in covered))
+                  if path != root and not root.startswith(path.rstrip("/") + "/")
+                  and not any(folder == path or folder.startswith(path.rstrip("/") + "/") for folder in covered))
 
 
 def jail_spec(unit_dir: Path | None, hidden: tuple[str, ...] = ()) -> dict:
