@@ -271,7 +271,8 @@ def test_the_unit_folder_stays_writable_under_a_read_only_path_that_holds_it(tmp
     try:
         unit_dir = top / "unit"
         unit_dir.mkdir()
-        spec = {"cover": [["/tmp", "1777", "8m"]], "keep": [[str(top), False], [str(unit_dir), True]]}
+        spec = {"cover": [["/tmp", "1777", "8m"]], "keep": [[str(top), False], [str(unit_dir), True],
+                                                            *sandbox.jail_spec(None)["keep"]]}  # + Python
         script = (f"open({str(unit_dir / 'written')!r}, 'w').write('ok')\n"
                   f"try:\n    open({str(top / 'denied')!r}, 'w')\nexcept OSError:\n    print('read-only')")
         result = subprocess.run(["unshare", "--mount", sys.executable, "-I", "-S", str(Path(sandbox._JAIL)),

@@ -75,7 +75,8 @@ def render(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> dic
         files[root / chapter_path(rel)] = notebook_text(chapter)
         manifest += [{"id": meta["exercise"], "points": meta.get("points"), "notebook": path.name}
                      for meta in map(exercise_meta, solution["cells"]) if meta is not None]
-    if (root / "utils" / "grading").is_dir():
+    # a linked utils/ (a test course borrowing the package) is not this course's: never write through it
+    if (root / "utils" / "grading").is_dir() and not (root / "utils").is_symlink():
         files[root / "utils" / "grading" / MANIFEST_FILE] = manifest_text(manifest)
     return files
 
