@@ -31,6 +31,7 @@ from utils.grading.gradescope import (
     run_gradescope,
     write_gradescope_bundle,
 )
+from utils.grading.unit import PartRow as GraderPart
 from utils.grading.unit import Row
 
 REPO = gf.REPO
@@ -54,12 +55,27 @@ def check_spec(data: dict, names: list[str], max_scores: list[float]) -> None:
             assert isinstance(test[key], NUMBER) and not isinstance(test[key], bool)
         assert 0 <= test["score"] <= test["max_score"]
         assert test["status"] in ("passed", "failed")
-        assert (test["status"] == "passed") == (test["score"] == test["max_score"])
+        if test["max_score"]:  # a 0-point test (a part's public cases) passes or fails on its own
+            assert (test["status"] == "passed") == (test["score"] == test["max_score"])
         assert isinstance(test["output"], str) and test["output"]
         assert test["visibility"] in GRADESCOPE_VISIBILITIES
-    assert [t["name"] for t in data["tests"]] == names
-    assert [t["max_score"] for t in data["tests"]] == max_scores
+    for test, after in zip(data["tests"], data["tests"][1:] + [None]):
+        if test["name"].endswith(PUBLIC):  # shown at once, worth nothing; the points follow it, held back
+            assert test["max_score"] == 0 and test["visibility"] == "visible", test
+            assert after is not None and after["name"] == test["name"].removesuffix(PUBLIC), (test, after)
+            assert after["visibility"] != "visible", after
+    tests = scored(data)
+    assert [t["name"] for t in tests] == names
+    assert [t["max_score"] for t in tests] == max_scores
     assert math.isclose(data["score"], sum(t["score"] for t in data["tests"]))
+
+
+PUBLIC = " · public cases"
+
+
+def scored(data: dict) -> list[dict]:
+    """The tests that carry points (not a part's public cases alone)."""
+    return [t for t in data["tests"] if not t["name"].endswith(PUBLIC)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -69,8 +85,6 @@ def check_spec(data: dict, names: list[str], max_scores: list[float]) -> None:
 
 def test_each_row_is_one_test_and_each_part_its_own_test():
     from fractions import Fraction
-
-    from utils.grading.unit import PartRow as GraderPart
 
     parted = Row("ann", "ch2.causal_mask", Fraction(3, 2), 3, Status.FAILED, "1.5 of 3", (
         GraderPart("shapes", Fraction(3, 2), Fraction(3, 2), Status.PASSED, "all cases pass"),
@@ -86,6 +100,39 @@ def test_each_row_is_one_test_and_each_part_its_own_test():
     assert data["tests"][3]["output"] == "failed: 2 of 4 hidden cases pass (masking)"
     assert data["tests"][1]["output"] == "timeout: too slow"
     assert data["tests"][1]["status"] == "failed"
+
+
+def hidden_parted_row(status_public=Status.PASSED):
+    from fractions import Fraction
+
+    return Row("ann", "ch2.causal_mask", Fraction(3, 2), 3, Status.FAILED, "1.5 of 3", (
+        GraderPart("shapes", Fraction(3, 2), Fraction(3, 2), Status.PASSED, "all 2 public and 3 hidden cases pass",
+                   3, Status.PASSED, "2 of 2 public cases pass"),
+        GraderPart("fully masked rows", 0, Fraction(3, 2), Status.FAILED, "hidden cases: 2 of 4 pass (masking)",
+                   4, status_public, "1 of 1 public case pass")))
+
+
+def test_a_part_with_hidden_cases_shows_its_public_cases_now_and_its_points_later():
+    """Resubmitting must not turn the hidden cases into an oracle: their verdict waits for the visibility."""
+    data = gradescope_results([hidden_parted_row()], 2.0)
+    check_spec(data, ["ch2.causal_mask · shapes", "ch2.causal_mask · fully masked rows"], [1.5, 1.5])
+    assert [(t["name"], t["score"], t["status"], t["visibility"]) for t in data["tests"]] == [
+        ("ch2.causal_mask · shapes · public cases", 0.0, "passed", "visible"),
+        ("ch2.causal_mask · shapes", 1.5, "passed", "after_published"),
+        ("ch2.causal_mask · fully masked rows · public cases", 0.0, "passed", "visible"),
+        ("ch2.causal_mask · fully masked rows", 0.0, "failed", "after_published")]
+    assert data["tests"][2]["output"] == "passed: 1 of 1 public case pass"
+    assert "hidden" not in data["tests"][2]["output"]
+    one = Row("ann", "ch1.f", 0, 2, Status.FAILED, "hidden cases: 0 of 3 pass", (
+        GraderPart("", 0, 2, Status.FAILED, "hidden cases: 0 of 3 pass", 3, Status.PASSED,
+                   "2 of 2 public cases pass"),))
+    assert [t["name"] for t in gradescope_results([one], 1.0)["tests"]] == ["ch1.f · public cases", "ch1.f"]
+
+
+def test_with_visible_hidden_cases_each_part_is_one_test():
+    data = gradescope_results([hidden_parted_row()], 2.0, hidden_visibility="visible")
+    assert [(t["name"], t["visibility"]) for t in data["tests"]] == [
+        ("ch2.causal_mask · shapes", "visible"), ("ch2.causal_mask · fully masked rows", "visible")]
 
 
 class PartRow:
@@ -218,8 +265,10 @@ def test_an_honest_submission_gets_every_point(bundle, autograder_root):
     data = run_autograder(root, *TOY)
     check_spec(data, TOY_IDS, TOY_MAX)
     assert data["score"] == sum(TOY_MAX) == 6
-    assert all(t["status"] == "passed" and t["visibility"] == "visible" for t in data["tests"])
-    assert data["output"].startswith("6 / 6 points; 3 of 3 tests passed.")
+    assert all(t["status"] == "passed" for t in data["tests"])
+    assert {t["visibility"] for t in scored(data)} == {"hidden"}  # the bundle's visibility for hidden cases
+    n = len(data["tests"])
+    assert data["output"].startswith(f"6 / 6 points; {n} of {n} tests passed.")
 
 
 def test_a_wrong_answer_loses_its_points_with_the_diagnosis(bundle, autograder_root):
@@ -227,7 +276,7 @@ def test_a_wrong_answer_loses_its_points_with_the_diagnosis(bundle, autograder_r
         "def attend(q, k, v):\n    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v\n")})
     data = run_autograder(lay_out(autograder_root, bundle, {"01_toy.ipynb": wrong}), *TOY)
     check_spec(data, TOY_IDS, TOY_MAX)
-    by_name = {t["name"]: t for t in data["tests"]}
+    by_name = {t["name"]: t for t in scored(data)}
     assert by_name["ch1.attend"]["status"] == "failed" and by_name["ch1.attend"]["score"] == 0
     assert "sqrt" in by_name["ch1.attend"]["output"]
     assert data["score"] == 3
@@ -238,7 +287,7 @@ def test_a_broken_submission_scores_zero_with_reasons(bundle, autograder_root):
     data = run_autograder(root, *TOY)
     check_spec(data, TOY_IDS, TOY_MAX)
     assert data["score"] == 0
-    assert all(t["status"] == "failed" and t["output"].startswith(f"{Status.INVALID}:") for t in data["tests"])
+    assert all(t["status"] == "failed" and t["output"].startswith(f"{Status.INVALID}:") for t in scored(data))
     assert "not valid JSON" in data["tests"][0]["output"]
     assert "Not graded: x.txt (not a notebook)." in data["output"]
 
@@ -290,3 +339,4 @@ def test_the_real_course_solutions_get_full_marks(bundle, autograder_root):
     check_spec(data, names, maxima)
     assert data["score"] == sum(points.values())
     assert all(t["status"] == "passed" for t in data["tests"]), [t for t in data["tests"] if t["status"] != "passed"]
+    assert any(t["name"].endswith(PUBLIC) for t in data["tests"])  # the course's exercises run hidden cases

@@ -74,6 +74,20 @@ class PartResult:
             return Status.NOT_ATTEMPTED  # this part's inputs all still raise NotImplementedError
         return Status.ERROR if failing and failing <= {Status.ERROR, Status.NOT_ATTEMPTED} else Status.FAILED
 
+    @property
+    def public_passed(self) -> bool:
+        """Every public case of this part passes (true when it has none)."""
+        return self.public[0] == self.public[1]
+
+    def public_reason(self) -> str:
+        """What the part's public cases alone say: the learner's own check shows the same."""
+        pub_ok, pub_n = self.public
+        if pub_n == 0:
+            return "this part has no public case"
+        if pub_ok < pub_n and self.public_verdict is not None:
+            return self.public_verdict.message
+        return f"{pub_ok} of {_count(pub_n, 'public')} pass"
+
     def reason(self, mode: str = DEFAULT_FEEDBACK) -> str:
         """Why this part earned its points, as much as ``mode`` may say."""
         check_mode(mode)

@@ -19,10 +19,13 @@ The zip holds, at its root (as Gradescope's autograder specification asks):
 ``results.json`` follows the specification: top-level ``score`` (the sum of the tests' scores),
 ``execution_time`` (seconds), ``output`` and ``stdout_visibility``, and ``tests[]``, one per grader row
 (``name``, ``score``, ``max_score``, ``status`` ``passed``/``failed``, ``output``, ``visibility``). A row
-that carries a ``part`` (partial credit by named parts) becomes a test named ``"<exercise> · <part>"``;
-a row whose ``hidden`` attribute is true gets the bundle's hidden visibility (default
-``after_published``), every other row ``visible``. The cases depend on the seed, the exercise and the
-student, whom Gradescope names in ``submission_metadata.json`` (their user ids).
+that carries a ``part`` (partial credit by named parts) becomes a test named ``"<exercise> · <part>"``.
+A part's points depend on its hidden cases, so (unless the bundle's hidden visibility is ``visible``) a
+part that ran hidden cases is two tests: ``"… · public cases"`` (0 points, ``visible``: what the
+learner's own check already says) and the part's points under the hidden visibility (default
+``after_published``), so resubmitting cannot be used to probe the hidden cases before grades are out.
+The cases depend on the seed, the exercise and the student, whom Gradescope names in
+``submission_metadata.json`` (their user ids).
 """
 
 from __future__ import annotations
@@ -113,21 +116,38 @@ def gradescope_test(row: Any, hidden_visibility: str = "after_published") -> dic
     }
 
 
-class _PartEntry:
-    """One named part of a row, shaped like a row for :func:`gradescope_test`."""
+class _Entry:
+    """One Gradescope test, shaped like a row for :func:`gradescope_test`."""
 
-    def __init__(self, row: Any, part: Any) -> None:
-        self.exercise, self.part = row.exercise, part.part
-        self.points, self.max_points = part.points, part.max_points
-        self.status, self.feedback = part.status, part.feedback
+    def __init__(self, exercise: str, part: str | None, points: Any, max_points: Any, status: Any, feedback: str,
+                 hidden: bool) -> None:
+        self.exercise, self.part, self.points, self.max_points = exercise, part, points, max_points
+        self.status, self.feedback, self.hidden = status, feedback, hidden
 
 
-def _entries(row: Any) -> list[Any]:
-    """A row with two or more named parts is one Gradescope test per part (partial credit, each with its
-    reason); a one-part exercise is one test. A part's cases mix public and hidden ones, and its reason is
-    already in the batch's feedback mode (``public``: hidden cases as counts and categories only)."""
+def _entries(row: Any, split_hidden: bool) -> list[Any]:
+    """The tests of one row: one per named part when it has two or more (partial credit, each with its
+    reason), else one. A part's credit depends on its hidden cases too, so with ``split_hidden`` (any hidden
+    visibility but ``visible``) a part that ran hidden cases becomes two tests: its public cases alone
+    (0 points, shown at once: what the learner's own check says), and its points under the hidden
+    visibility. Reasons are already in the batch's feedback mode."""
     parts = getattr(row, "parts", ())
-    return [_PartEntry(row, part) for part in parts] if len(parts) > 1 else [row]
+    if not parts:
+        return [row]
+    named = len(parts) > 1
+    entries = []
+    for part in parts if named else parts[:1]:
+        source = part if named else row
+        name = part.part if named else None
+        if split_hidden and getattr(part, "hidden_cases", 0) and part.public_status is not None:
+            label = f"{name} · public cases" if name else "public cases"
+            entries.append(_Entry(row.exercise, label, 0, 0, part.public_status, part.public_feedback, False))
+            entries.append(_Entry(row.exercise, name, source.points, source.max_points, source.status,
+                                  source.feedback, True))
+        else:
+            entries.append(source if not named else _Entry(row.exercise, name, part.points, part.max_points,
+                                                           part.status, part.feedback, False))
+    return entries
 
 
 def gradescope_results(rows: Sequence[Any], seconds: float, hidden_visibility: str = "after_published",
@@ -145,7 +165,8 @@ def gradescope_results(rows: Sequence[Any], seconds: float, hidden_visibility: s
     0.0
     """
     _check_visibility(hidden_visibility)
-    tests = [gradescope_test(entry, hidden_visibility) for row in rows for entry in _entries(row)]
+    split = hidden_visibility != "visible"
+    tests = [gradescope_test(entry, hidden_visibility) for row in rows for entry in _entries(row, split)]
     score = sum(t["score"] for t in tests)
     maximum = sum(t["max_score"] for t in tests)
     passed = sum(t["status"] == "passed" for t in tests)

@@ -41,13 +41,20 @@ MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "bad_alloc", "ou
 
 @dataclass(frozen=True)
 class PartRow:
-    """One named part of an exercise: its credit and the reason (already in the batch's feedback mode)."""
+    """One named part of an exercise: its credit and the reason (already in the batch's feedback mode).
+
+    ``hidden_cases`` counts the hidden cases it ran; ``public_status`` and ``public_feedback`` say what its
+    public cases alone gave (what the learner's own check shows), so that a report may show those at once
+    and the credit, which the hidden cases decide too, later (Gradescope's hidden visibility)."""
 
     part: str
     points: int | Fraction
     max_points: int | Fraction
     status: Status
     feedback: str
+    hidden_cases: int = 0
+    public_status: Status | None = None
+    public_feedback: str = ""
 
 
 @dataclass(frozen=True)
@@ -82,9 +89,12 @@ def whole_exercise_parts(exercise: Exercise, status: Status, feedback: str) -> t
 
 def graded_row(student: str, exercise_id: str, max_points: int, graded: credit.Graded, mode: str) -> Row:
     """The row of a judged exercise, its parts' reasons in feedback ``mode``."""
+    decided = graded.decided
     parts = tuple(PartRow(p.name, plain_points(p.points), plain_points(p.max_points),
-                          graded.status if graded.decided is not None else p.status, one_line(
-                              graded.decided.message if graded.decided is not None else p.reason(mode)))
+                          graded.status if decided is not None else p.status,
+                          one_line(decided.message if decided is not None else p.reason(mode)),
+                          0 if decided is not None else p.hidden[1],
+                          Status.PASSED if p.public_passed else Status.FAILED, one_line(p.public_reason()))
                   for p in graded.parts)
     return Row(student, exercise_id, plain_points(graded.points), max_points, graded.status,
                one_line(graded.reason(mode)), parts)
