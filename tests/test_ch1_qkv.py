@@ -163,7 +163,7 @@ def test_reference_passes(exercise):
 
 def _check(exercise, fn):
     cases = exercise.cases(0)
-    return judge(exercise, cases, run_cases(fn, cases, exercise.forbidden))
+    return judge(exercise, cases, run_cases(fn, cases, exercise.forbidden, exercise.gradients))
 
 
 @pytest.mark.parametrize(
@@ -422,3 +422,40 @@ def test_named_bug_fails_and_is_named(exercise_id, fn, expected):
 def test_hint_guides_without_the_solution(exercise):
     assert "return (" not in exercise.hint and "transpose(-2, -1)" not in exercise.hint
     assert "x @ w_q" not in exercise.hint and "q @ k" not in exercise.hint
+
+
+def _flattened(x, w_q, w_k, w_v):
+    flat = x.view(-1, x.size(-1))  # (N·L, E), never reshaped back
+    return flat @ w_q, flat @ w_k, flat @ w_v
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "fn", "expected"),
+    [
+        # found in a learner review: these used to get another mistake's diagnosis, or the hint alone
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: tuple(x @ w / w_k.shape[1] ** 0.5 for w in (w_q, w_k, w_v)),
+         ["√D_k times too small", "belongs to the scores"]),  # was "you divided by √E"
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: (torch.matmul(x, w_q) / math.sqrt(w_q.size(-1)), x @ w_k, x @ w_v),
+         ["your Q is √D_k times too small"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: (x * w_q, x * w_k, x * w_v), ["x * w"]),  # was "w @ x"
+        ("ch1.project_qkv", _flattened, ["(N·L, D)", "'The batch dimension'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: tuple((x if x.dim() == 3 else x[None]) @ w
+                                                           for w in (w_q, w_k, w_v)),
+         ["(1, L, D)", "'The batch dimension'"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: (torch.squeeze(x @ w_q), torch.squeeze(x @ w_k),
+                                                       torch.squeeze(x @ w_v)), [".squeeze()"]),
+        ("ch1.project_qkv", lambda x, w_q, w_k, w_v: ((x @ w_q).detach(), (x @ w_k).detach(), (x @ w_v).detach()),
+         ["no gradient reaches"]),  # used to pass: the projections are learned through
+        ("ch1.attention_scores", lambda q, k: (q @ k.mT).detach(), ["no gradient reaches"]),
+        ("ch1.attention_scores", lambda q, k: q @ k.mT / k.size(-2) ** 0.5, ["√S times too small"]),  # was "√D"
+        ("ch1.attention_scores", lambda q, k: q @ q.mT, ["Q Qᵀ"]),
+        ("ch1.attention_scores", lambda q, k: torch.matmul(q, k.mT).squeeze(), [".squeeze()"]),
+    ],
+    ids=["sqrt_dk", "q_only", "x*w", "flattened", "added_batch", "squeezed", "detached", "scores_detached",
+         "sqrt_s", "qq", "scores_squeezed"],
+)
+def test_learner_variants_get_their_diagnosis(exercise_id, fn, expected):
+    verdict = _check(get(exercise_id), fn)
+    assert not verdict.passed
+    for text in expected:
+        assert text in verdict.message, verdict.message

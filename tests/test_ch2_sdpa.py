@@ -394,3 +394,60 @@ def test_quiz():
         assert isinstance(question, Choice) and len(question.feedback) == len(question.options)
     assert quiz.score([q.answer for q in quiz.questions]) == len(quiz.questions)
     assert quiz.widget is not None
+
+
+def _recipe(*, scale=None, guard="any", prepare=None, softmax=None, none_check=True, out_guard=False):
+    """A learner's attention, written independently of the Mistake functions, with one thing changed."""
+    def learner(q, k, v, mask=None):
+        d = q.shape[-1]
+        scores = q @ k.mT / (math.sqrt(d) if scale is None else scale(q))
+        if mask is not None or not none_check:
+            mask = mask if prepare is None else prepare(mask)
+            scores = scores.masked_fill(~mask, float("-inf")) if softmax is None else scores
+        weights = scores.softmax(-1) if softmax is None else softmax(scores, mask)
+        if mask is not None and guard:
+            rows = mask.any(-1, keepdim=True) if guard == "any" else mask.all(-1, keepdim=True)
+            weights = torch.where(rows, weights, 0.0)
+        if out_guard:
+            return torch.nan_to_num(weights @ v), weights
+        return weights @ v, weights
+    return learner
+
+
+def _exp_eps(scores, mask):  # exp, times the mask, divided by the sum plus an epsilon
+    e = torch.exp(scores) * (1.0 if mask is None else mask)
+    return e / (e.sum(-1, keepdim=True) + 1e-9)
+
+
+def _exp_over_sum(scores, mask):  # -inf fill, then exp / sum without the row max
+    e = torch.exp(scores if mask is None else scores.masked_fill(~mask, float("-inf")))
+    return e / e.sum(-1, keepdim=True)
+
+
+@pytest.mark.parametrize(("learner", "expected"), [
+    # found in a learner review: each used to get another mistake's diagnosis, or the hint alone
+    (_recipe(softmax=_exp_eps, guard=None), "you multiply exp(scores) by the mask"),  # was "(~mask) * -inf"
+    (_recipe(softmax=_exp_over_sum), "hand-written softmax"),  # was "(~mask) * -inf"
+    (_recipe(guard="all"), "not `~mask.all(-1, keepdim=True)`"),  # was "masking after the softmax"
+    (_recipe(guard=None, out_guard=True), "your weights still hold NaN"),
+    (_recipe(none_check=False), "mask may be None"),
+    (_recipe(prepare=lambda m: m[:, None]), "you add a dim to the mask"),
+    (_recipe(scale=lambda q: torch.sqrt(q.size(-1))), "torch.sqrt takes a tensor"),
+    (_recipe(scale=lambda q: q.size(2) ** 0.5), "sqrt(q.shape[2])"),
+    (_recipe(scale=lambda q: q.size(-2) ** 0.5), "the number of queries"),
+    (_recipe(prepare=lambda m: m.logical_not(), guard=None), "section 5"),
+], ids=["exp_times_mask_eps", "exp_over_sum", "guard_all", "guard_output", "no_none_check", "mask_unsqueezed",
+        "torch_sqrt", "shape_2", "shape_minus_2", "inverted_points_to_myth"])
+def test_learner_variants_get_their_diagnosis(learner, expected):
+    verdict = run_public_check(ex.SDPA, learner, quiet=True)
+    assert not verdict.passed and expected in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize(("learner", "expected"), [
+    (lambda lengths, max_len: (torch.arange(max_len) < lengths[:, None]).unsqueeze(1).unsqueeze(-1), "(N, 1, S, 1)"),
+    (lambda lengths, max_len: (lengths.unsqueeze(1) > torch.arange(max_len)).view(1, 1, *lengths.shape, max_len),
+     "(1, 1, N, S)"),
+], ids=["query_axis", "dims_in_front"])
+def test_padding_variants_get_their_diagnosis(learner, expected):
+    verdict = run_public_check(ex.PADDING, learner, quiet=True)
+    assert not verdict.passed and expected in verdict.message, verdict.message

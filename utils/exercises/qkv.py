@@ -114,6 +114,26 @@ _PROJECT_MISTAKES = [
             "your Q, K, V are 4 = √16 times too small: you divided by √E with the notebook's global E = 16. "
             "A function should use only its arguments (the check's E varies), and the projection needs no "
             "scaling at all: the weights already carry it."),
+    Mistake("scaled_by_sqrt_dk", wrong._scaled_by_sqrt_dk,
+            "your Q, K, V are √D_k times too small: you divided by √D_k. That is chapter 2's scale, and it "
+            "belongs to the scores Q Kᵀ, not to the projections: here Q = X W_Q is a plain product."),
+    Mistake("scaled_q_only", wrong._scaled_q_only,
+            "your K and V are right but your Q is √D_k times too small: you folded chapter 2's 1/√D_k into the "
+            "queries. This exercise asks for the plain projections, Q = X W_Q; the scale comes with the scores."),
+    Mistake("elementwise", wrong._elementwise_projection,
+            "you wrote x * w, an entry-by-entry product (it only runs when the shapes happen to broadcast). A "
+            "projection is a matrix product, x @ w: (..., L, E) @ (E, D) -> (..., L, D)."),
+    Mistake("flattened_batch", wrong._flattened_batch,
+            "your Q has shape (N·L, D): you flattened the batch to (N·L, E) and did not reshape back. No "
+            "flattening is needed: `@` applies the same w to every sentence of (N, L, E) and keeps N and L "
+            "(see 'The batch dimension' above)."),
+    Mistake("added_batch_dim", wrong._added_batch_dim,
+            "for an unbatched x (L, E) you return (1, L, D): you added a batch dim with unsqueeze(0) and did "
+            "not remove it. `@` handles (L, E) and (N, L, E) alike, so leave x as it is "
+            "(see 'The batch dimension' above)."),
+    Mistake("squeezed", wrong._squeezed,
+            "you called .squeeze(), which drops every dim of size 1, so a batch of one sentence (1, L, E), or "
+            "D = 1, loses a dim. Return the products as they are: (..., L, D)."),
     Mistake("chunked", wrong._chunked,
             "you split a fused projection with chunk(3), which cuts it into three equal parts, but D_v may "
             "differ from D_k: split at the weights' own widths (or project with each weight separately)."),
@@ -171,6 +191,16 @@ _SCORES_MISTAKES = [
             "(..., D, D). Each score is a dot product over D, so it is the keys that need the transpose."),
     Mistake("scaled", wrong._scaled,
             "you divided by √D. This exercise asks for the raw scores Q Kᵀ; the scaling comes in chapter 2."),
+    Mistake("scaled_by_sqrt_s", wrong._scaled_by_sqrt_s,
+            "your scores are √S times too small: you divided by the square root of the number of keys "
+            "S = k.shape[-2]. This exercise asks for the raw scores Q Kᵀ, with no scaling (chapter 2 divides "
+            "by √D, the size of each query and key, not by √S)."),
+    Mistake("query_with_itself", wrong._query_with_itself,
+            "your scores are Q Qᵀ: you multiplied q by its own transpose. Each score is a query against a key: "
+            "q @ k.transpose(-2, -1), shape (..., L, S)."),
+    Mistake("squeezed", wrong._squeezed_scores,
+            "you called .squeeze(), which drops every dim of size 1, so a batch of 1, one query or one key "
+            "loses a dim. Return q @ k.transpose(-2, -1) as it is: (..., L, S)."),
     Mistake("divided_by_d", wrong._divided_by_d,
             "your scores are D times too small: you divided by D, or averaged the products over D instead of "
             "summing them. A score is the plain dot product, a sum over D, with no scaling in this exercise."),
@@ -224,6 +254,7 @@ PROJECT_QKV = Exercise(
     make_cases=_project_cases,
     make_edge_cases=edges.project_edges,
     parts=edges.PROJECT_PARTS,
+    gradients=True,  # the weights are learned through it: a right output that cuts the gradient fails
     points=2,
     mistakes=_PROJECT_MISTAKES,
     hint="each of Q, K, V is x times its own weight, in that order. x is (..., L, E) and each weight is "
@@ -237,6 +268,7 @@ ATTENTION_SCORES = Exercise(
     make_cases=_scores_cases,
     make_edge_cases=edges.scores_edges,
     parts=edges.SCORES_PARTS,
+    gradients=True,  # trained through in every later chapter
     points=2,
     mistakes=_SCORES_MISTAKES,
     hint="scores[..., i, j] is the dot product of query i with key j, summed over D. As a matrix product "

@@ -13,6 +13,7 @@ from utils import attention
 from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import sdpa as edges
+from utils.exercises.edges import sdpa_inputs as inputs
 from utils.exercises.mistakes import sdpa as wrong
 
 __all__ = [
@@ -46,67 +47,13 @@ def scaled_dot_product_attention_reference(q: torch.Tensor, k: torch.Tensor, v: 
 _MYTH_1E9 = "see the myth check \"-1e9 is a safe way to mask\" in section 6"
 _MYTH_1E4 = "see the myth check \"-1e4 is negative enough\" in section 6"
 _MYTH_INF = "see the myth check \"Use -inf and you are done\" in section 6"
+_SCALE = "section 2 measures why"
+_STEPS = "the four steps of section 1"
 
 
 # --------------------------------------------------------------------------------------------------
 # The cases
 # --------------------------------------------------------------------------------------------------
-
-
-def _mixed_mask(gen: torch.Generator, shape: tuple[int, ...]) -> torch.Tensor:
-    """A random bool mask (..., L, S), S >= 2, with at least one True and one False in every row."""
-    mask = torch.rand(shape, generator=gen) < 0.6
-    *_, S = shape
-    keep = torch.randint(0, S, (*shape[:-1], 1), generator=gen)
-    block = (keep + 1 + torch.randint(0, S - 1, keep.shape, generator=gen)) % S  # another column
-    columns = torch.arange(S)
-    return (mask | (columns == keep)) & (columns != block)
-
-
-def _set_scores(scores: torch.Tensor) -> dict[str, torch.Tensor]:
-    """q and k whose scaled scores q @ k^T / sqrt(D) are exactly ``scores`` (..., L, S), with D = 16.
-
-    Key j is 4·e_j (so S <= 16) and query i carries its scores in its first S entries: the products are
-    exact in float32 whatever the order of the operations, so any correct solution matches the reference."""
-    *batch, L, S = scores.shape
-    q = torch.zeros(*batch, L, 16)
-    q[..., :S] = scores
-    k = torch.zeros(*batch, S, 16)
-    k[..., range(S), range(S)] = 4.0  # sqrt(16)
-    return {"q": q, "k": k}
-
-
-def _large_score_cases(gen: torch.Generator, N: int, L: int, S: int) -> list[Case]:
-    """Scores of order 1e4, where a finite fill such as -1e4 is no wall (the -1e4 myth check)."""
-    mask = _mixed_mask(gen, (N, L, S))
-    moderate = torch.randint(-96, 97, (N, L, S), generator=gen) / 8  # in [-12, 12], exact
-    v = torch.randn(N, S, 3, generator=gen)
-    # (a) every masked key scores about 2.5e4 above the allowed ones: adding -1e4 leaves it on top
-    above = torch.where(mask, moderate, 25000 + moderate)
-    # (b) every allowed key scores about -2.5e4: replacing the masked scores by -1e4 puts them on top
-    below = torch.where(mask, moderate / 4 - 25000, moderate)
-    return [{**_set_scores(above), "v": v, "mask": mask}, {**_set_scores(below), "v": v.flip(0), "mask": mask}]
-
-
-def _float16_case(gen: torch.Generator) -> Case:
-    """A float16 case whose every correct answer is exact in float16 (so any order of operations matches).
-
-    The keys of an example are one vector repeated, so each query scores its keys equally and its weights
-    are 1/n over its n allowed keys, n = 1 or 2; q, k and v are small multiples of 1/4."""
-    N, L, S, D = 2, 3, 4, 4
-    quarter = lambda *shape: (torch.randint(-8, 9, shape, generator=gen) / 4).half()  # noqa: E731
-    patterns = torch.tensor([[1, 1, 0, 0], [0, 1, 0, 0], [1, 0, 1, 0], [0, 0, 1, 1], [0, 0, 0, 1], [0, 1, 1, 0]])
-    mask = patterns[torch.randperm(N * L, generator=gen)].view(N, L, S).bool()  # 2 or 1 allowed keys a row
-    return {"q": quarter(N, L, D), "k": quarter(N, 1, D).expand(N, S, D).clone(), "v": quarter(N, S, 5), "mask": mask}
-
-
-def _fully_masked_case(gen: torch.Generator, N: int, L: int, S: int, D: int) -> Case:
-    """Heads, and queries that may see no key at all: an empty sentence, and one more fully-masked row."""
-    mask = _mixed_mask(gen, (N, 1, L, S))
-    mask[-1] = False  # an empty (all-padding) sentence: all its queries see nothing
-    mask[0, 0, torch.randint(0, L, (1,), generator=gen)] = False  # one query of the first sentence too
-    return {"q": torch.randn(N, 2, L, D, generator=gen), "k": torch.randn(N, 2, S, D, generator=gen),
-            "v": torch.randn(N, 2, S, 3, generator=gen), "mask": mask}
 
 
 def _sdpa_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
@@ -119,19 +66,19 @@ def _sdpa_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     D = rng.choice([16, 32])  # never 8, the notebook's own D
     return [
         # heads (N, H, L, D) first, with a padding-style mask (N, 1, 1, S): separates the dims
-        {**qkv((N, 2), L, S, D, 4), "mask": _mixed_mask(gen, (N, 1, 1, S))},
+        {**qkv((N, 2), L, S, D, 4), "mask": inputs.mixed_mask(gen, (N, 1, 1, S))},
         # no mask, self-attention shapes, a large D so that a wrong scale shows
         {**qkv((N,), L, L, D, rng.randint(2, 6)), "mask": None},
         # cross-attention L != S, one mask per example (N, L, S)
-        {**qkv((N,), L, S, D, D + 1), "mask": _mixed_mask(gen, (N, L, S))},
+        {**qkv((N,), L, S, D, D + 1), "mask": inputs.mixed_mask(gen, (N, L, S))},
         # scores of order 1e4 (a masked key far above the rest; allowed keys far below -1e4)
-        *_large_score_cases(gen, N, L, rng.randint(4, 6)),
+        *inputs.large_score_cases(gen, N, L, rng.randint(4, 6)),
         # float16, where -1e9 does not fit
-        _float16_case(gen),
+        inputs.float16_case(gen),
         # queries whose keys are all masked must get zero weights and a zero output
-        _fully_masked_case(gen, N, L, S, D),
+        inputs.fully_masked_case(gen, N, L, S, D),
         # batch 1, one query, a shared (L, S) mask
-        {**qkv((1,), 1, S, 4, 3), "mask": _mixed_mask(gen, (1, S))},
+        {**qkv((1,), 1, S, 4, 3), "mask": inputs.mixed_mask(gen, (1, S))},
         # one key only: every weight is 1
         {**qkv((N,), L, 1, rng.randint(2, 5), 2), "mask": None},
         # float64, no batch dimension, a causal mask with S > L so every row has a blocked key
@@ -148,7 +95,15 @@ SDPA = Exercise(
     gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=3,
     mistakes=(
-        # masking: listed first, so that they win a tie with a mistake that fails the same cases
+        # a hand-written softmax first: it fails only the large-score cases, where other mistakes tie with it
+        Mistake("softmax_overflow", wrong._sdpa_softmax_overflow,
+                "your hand-written softmax gives NaN for large scores: exp(s) / exp(s).sum() overflows (exp of a "
+                "score near 1e4 is inf) or underflows to 0/0. Use scores.softmax(-1), which subtracts the row "
+                "max first"),
+        Mistake("exp_times_mask", wrong._sdpa_exp_times_mask,
+                "you multiply exp(scores) by the mask: exp of a large blocked score is inf, and inf · 0 = NaN. Fill "
+                "the blocked scores with float('-inf') before a softmax (scores.softmax(-1))"),
+        # masking: listed next, so that they win a tie with a mistake that fails the same cases
         Mistake("finite_fill", wrong._sdpa_finfo_min,
                 "a query whose keys are all masked gets uniform weights (the mean of v) from your finite fill "
                 "(torch.finfo(dtype).min, or a large negative number added); it must get zero weights and a zero "
@@ -162,6 +117,12 @@ SDPA = Exercise(
         Mistake("add_minus_1e4", wrong._sdpa_add_minus_1e4,
                 "you add -1e4 to the blocked scores: a blocked key whose score is more than about 1e4 above the "
                 f"allowed ones still wins; fill with float('-inf') instead ({_MYTH_1E4})"),
+        Mistake("guard_all", wrong._sdpa_guard_all,
+                "you zero every row that has a blocked key: the guard must find the rows where *no* key is "
+                "allowed, `~mask.any(-1, keepdim=True)`, not `~mask.all(-1, keepdim=True)`"),
+        Mistake("guard_output_only", wrong._sdpa_guard_output_only,
+                "your output is right but your weights still hold NaN for a query whose keys are all masked: "
+                f"set those rows of the weights to 0 after the softmax, then mix the values with them ({_MYTH_INF})"),
         Mistake("times_minus_inf", wrong._sdpa_times_minus_inf,
                 "`(~mask) * float('-inf')` puts 0 · (-inf) = NaN on every allowed key: put -inf only where the "
                 "mask is False, with `scores.masked_fill(~mask, float('-inf'))` or torch.where"),
@@ -181,17 +142,24 @@ SDPA = Exercise(
                 "block a key, since exp(0) = 1. Fill the blocked scores with float('-inf')"),
         Mistake("inverted_mask", wrong._sdpa_inverted_mask,
                 "your mask works the wrong way round: True means *may attend*, so fill the scores where the mask "
-                "is False (`~mask`)"),
+                "is False (`~mask`); True = blocked is nn.MultiheadAttention's reading (myth check \"A boolean "
+                "mask is a boolean mask\" in section 5)"),
         Mistake("ignores_mask", wrong._sdpa_ignores_mask,
                 "your output ignores the mask: when `mask is not None`, fill the scores where it is False before "
                 "the softmax"),
+        Mistake("no_none_check", wrong._sdpa_no_none_check,
+                "mask may be None (the default, and some cases pass no mask), and `~None` raises: mask only "
+                "`if mask is not None:`"),
+        Mistake("mask_unsqueezed", wrong._sdpa_mask_unsqueezed,
+                "you add a dim to the mask (mask.unsqueeze(1), as tutorials do for masks without a head dim): "
+                "here the mask already broadcasts to (..., L, S), so use it as it is"),
         Mistake("if_mask", wrong._sdpa_if_mask,
                 "`if mask:` asks a whole tensor for one True/False and raises; test `if mask is not None:`"),
         Mistake("one_minus_mask", wrong._sdpa_one_minus_mask,
                 "`1 - mask` does not work on a bool tensor: invert it with `~mask` (or mask.logical_not())"),
         # scaling
         Mistake("no_scale", wrong._sdpa_no_scale,
-                "your weights are too peaked: you forgot to divide the scores by sqrt(D), D = q.shape[-1]"),
+                f"your weights are too peaked: you forgot to divide the scores by sqrt(D), D = q.shape[-1] ({_SCALE})"),
         Mistake("divide_by_d", wrong._sdpa_divide_by_d,
                 "your weights are too flat: the scores are divided by D, not sqrt(D) (scaling both q and k by "
                 "1/sqrt(D) does that too); divide the scores once, by math.sqrt(q.shape[-1])"),
@@ -204,6 +172,18 @@ SDPA = Exercise(
                 "you scale by sqrt(q.shape[1]), which is L (or H with heads); D is the last dim, q.shape[-1]"),
         Mistake("sqrt_num_keys", wrong._sdpa_sqrt_num_keys,
                 "you scale by sqrt(S), the number of keys; D is the size of each query and key, q.shape[-1]"),
+        Mistake("torch_sqrt_int", wrong._sdpa_torch_sqrt_int,
+                "torch.sqrt takes a tensor, and q.shape[-1] is a Python int: use math.sqrt(q.shape[-1]) (or "
+                "q.shape[-1] ** 0.5)"),
+        Mistake("sqrt_dim_2", wrong._sdpa_sqrt_dim_2,
+                "you scale by sqrt(q.shape[2]), which is D only for 3-D inputs (L for (N, H, L, D)); count from "
+                "the end: q.shape[-1]"),
+        Mistake("sqrt_num_queries", wrong._sdpa_sqrt_num_queries,
+                "you scale by sqrt(L), the number of queries q.shape[-2]; D is the size of each query and key, "
+                "q.shape[-1]"),
+        Mistake("scale_output", wrong._sdpa_scale_output,
+                "you divide the output by sqrt(D) instead of the scores: the scale must act before the softmax, "
+                f"on q @ kᵀ, to keep the softmax out of saturation ({_SCALE})"),
         Mistake("fixed_d_8", wrong._sdpa_fixed_d_8,
                 "you scale by 1/sqrt(8) whatever the input (the notebook's D = 8?); take D from the input, "
                 "q.shape[-1]"),
@@ -222,9 +202,12 @@ SDPA = Exercise(
                 "whatever the batch dims: dim=-1"),
         Mistake("softmax_no_dim", wrong._sdpa_softmax_no_dim,
                 "F.softmax without dim= picks a dim for you (the batch dim for 3-D inputs): pass dim=-1"),
+        Mistake("softmax_dim_3", wrong._sdpa_softmax_dim_3,
+                "your softmax runs over dim 3, which is the keys only for 4-D inputs (N, H, L, S); count from the "
+                "end: dim=-1"),
         Mistake("softmax_over_queries", wrong._sdpa_softmax_over_queries,
                 "your weights sum to 1 down each column, over the queries: take the softmax over the keys, the "
-                "last dim, dim=-1 (S)"),
+                f"last dim, dim=-1 (S): step 3 of {_STEPS}"),
         Mistake("log_softmax", wrong._sdpa_log_softmax,
                 "your weights are log-probabilities (log_softmax): the weights are the softmax itself"),
         Mistake("sigmoid", wrong._sdpa_sigmoid,
@@ -352,6 +335,12 @@ PADDING = Exercise(
                 "real when j < length"),
         Mistake("key_axis_first", wrong._padding_key_axis_first,
                 "the key axis must be last: (N, 1, 1, S), so that it lines up with the scores (N, H, L, S)"),
+        Mistake("query_axis", wrong._padding_query_axis,
+                "your mask is (N, 1, S, 1): its positions run along the query axis. The padding mask marks keys, "
+                "the last axis: (N, 1, 1, S), e.g. real[:, None, None, :]"),
+        Mistake("dims_in_front", wrong._padding_dims_in_front,
+                "your mask is (1, 1, N, S): the new dims went in front of the batch. Insert them after it: "
+                "(N, 1, 1, S), e.g. real[:, None, None, :]"),
         Mistake("three_dims", wrong._padding_three_dims,
                 "return (N, 1, 1, S): one broadcasting dim for the heads H and one for the queries L; (N, 1, S) "
                 "would line the batch up with the heads"),

@@ -98,6 +98,34 @@ def _scaled_by_notebook_e(x, w_q, w_k, w_v):  # the notebook's global E = 16 (no
     return x @ w_q / 4.0, x @ w_k / 4.0, x @ w_v / 4.0
 
 
+def _scaled_by_sqrt_dk(x, w_q, w_k, w_v):  # chapter 2's 1/sqrt(D_k), applied to the projections
+    scale = math.sqrt(w_q.shape[-1])
+    return x @ w_q / scale, x @ w_k / scale, x @ w_v / scale
+
+
+def _scaled_q_only(x, w_q, w_k, w_v):  # the scale folded into the queries, as some libraries do
+    return x @ w_q / math.sqrt(w_q.shape[-1]), x @ w_k, x @ w_v
+
+
+def _elementwise_projection(x, w_q, w_k, w_v):  # `*` for `@`
+    return x * w_q, x * w_k, x * w_v
+
+
+def _flattened_batch(x, w_q, w_k, w_v):  # (N, L, E) -> (N·L, E), never reshaped back
+    flat = x.reshape(-1, x.shape[-1])
+    return flat @ w_q, flat @ w_k, flat @ w_v
+
+
+def _added_batch_dim(x, w_q, w_k, w_v):  # (L, E) -> (1, L, E), never squeezed back
+    if x.dim() == 2:
+        x = x.unsqueeze(0)
+    return x @ w_q, x @ w_k, x @ w_v
+
+
+def _squeezed(x, w_q, w_k, w_v):  # .squeeze() drops every dim of size 1, the batch of 1 included
+    return tuple((x @ w).squeeze() for w in (w_q, w_k, w_v))
+
+
 def _chunked(x, w_q, w_k, w_v):  # fused projection split into three equal parts: wrong when D_v != D_k
     return tuple((x @ torch.cat([w_q, w_k, w_v], dim=-1)).chunk(3, dim=-1))
 
@@ -141,6 +169,18 @@ def _scaled(q, k):
 
 def _divided_by_d(q, k):  # also the broadcast product averaged over D instead of summed
     return q @ k.transpose(-2, -1) / q.shape[-1]
+
+
+def _scaled_by_sqrt_s(q, k):  # the number of keys S instead of D (and no scaling belongs here anyway)
+    return q @ k.transpose(-2, -1) / math.sqrt(k.shape[-2])
+
+
+def _query_with_itself(q, k):  # a copy-paste slip: Q Qᵀ
+    return q @ q.transpose(-2, -1)
+
+
+def _squeezed_scores(q, k):
+    return (q @ k.transpose(-2, -1)).squeeze()
 
 
 def _dot_T(q, k):

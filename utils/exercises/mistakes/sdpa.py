@@ -75,6 +75,44 @@ def _sdpa_fill_zero(q, k, v, mask=None):
     return _sdpa_variant(q, k, v, mask, fill=0.0, guard=False)
 
 
+def _sdpa_guard_all(q, k, v, mask=None):  # `all` for `any` in the guard: zeroes every row with a blocked key
+    out, weights = _sdpa_variant(q, k, v, mask, guard=False)
+    if mask is not None:
+        weights = weights.masked_fill(~mask.all(-1, keepdim=True), 0.0)
+    return weights @ v, weights
+
+
+def _sdpa_guard_output_only(q, k, v, mask=None):  # the output is zeroed, the NaN weights are returned
+    out, weights = _sdpa_variant(q, k, v, mask, guard=False)
+    return out.nan_to_num(0.0), weights
+
+
+def _sdpa_no_none_check(q, k, v, mask=None):  # masks unconditionally: raises for mask=None
+    return _sdpa_variant(q, k, v, ~~mask)
+
+
+def _sdpa_mask_unsqueezed(q, k, v, mask=None):  # the Annotated Transformer's mask.unsqueeze(1)
+    return _sdpa_variant(q, k, v, None if mask is None else mask.unsqueeze(1))
+
+
+def _manual_softmax(scores, mask, times_mask):
+    """exp / sum written by hand, without subtracting the row max first."""
+    if mask is not None and not times_mask:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    exp = scores.exp()
+    if mask is not None and times_mask:
+        exp = exp * mask
+    return _fully_masked_to_zero(exp / exp.sum(-1, keepdim=True), mask)
+
+
+def _sdpa_softmax_overflow(q, k, v, mask=None):
+    return _sdpa_from_scores(q, k, v, mask, lambda s, m: _manual_softmax(s, m, times_mask=False))
+
+
+def _sdpa_exp_times_mask(q, k, v, mask=None):
+    return _sdpa_from_scores(q, k, v, mask, lambda s, m: _manual_softmax(s, m, times_mask=True))
+
+
 def _sdpa_mask_after_softmax(q, k, v, mask=None):
     return _sdpa_from_scores(q, k, v, mask, lambda s, m: s.softmax(-1) if m is None else s.softmax(-1) * m)
 
@@ -136,6 +174,23 @@ def _sdpa_sqrt_num_keys(q, k, v, mask=None):
     return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(k.shape[-2]))
 
 
+def _sdpa_torch_sqrt_int(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=1 / torch.sqrt(q.shape[-1]))  # raises: sqrt of an int
+
+
+def _sdpa_sqrt_dim_2(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(q.shape[2]))
+
+
+def _sdpa_sqrt_num_queries(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(q.shape[-2]))
+
+
+def _sdpa_scale_output(q, k, v, mask=None):  # the unscaled weights, and the output divided instead
+    out, weights = _sdpa_variant(q, k, v, mask, scale=1.0)
+    return out / math.sqrt(q.shape[-1]), weights
+
+
 def _sdpa_fixed_d_8(q, k, v, mask=None):
     return _sdpa_variant(q, k, v, mask, scale=1 / math.sqrt(8))
 
@@ -166,6 +221,10 @@ def _sdpa_softmax_dim_1(q, k, v, mask=None):
 def _sdpa_softmax_no_dim(q, k, v, mask=None):
     ndim = q.dim()
     return _sdpa_variant(q, k, v, mask, dim=0 if ndim in (0, 1, 3) else 1)  # F.softmax's legacy choice
+
+
+def _sdpa_softmax_dim_3(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, dim=3)
 
 
 def _sdpa_softmax_over_queries(q, k, v, mask=None):
@@ -298,6 +357,14 @@ def _padding_drops_last(lengths, max_len):
 
 def _padding_key_axis_first(lengths, max_len):
     return (torch.arange(max_len) < lengths[:, None])[:, :, None, None]  # (N, S, 1, 1)
+
+
+def _padding_query_axis(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None])[:, None, :, None]  # (N, 1, S, 1)
+
+
+def _padding_dims_in_front(lengths, max_len):
+    return (torch.arange(max_len) < lengths[:, None])[None, None]  # (1, 1, N, S)
 
 
 def _padding_three_dims(lengths, max_len):
