@@ -234,6 +234,81 @@ def test_float_cast_in_split_and_merge_fails_on_dtype():
         assert not verdict.passed and "dtype" in verdict.message
 
 
+def _split_stacked_on_dim0(x, num_heads):
+    return torch.stack(x.chunk(num_heads, dim=-1), dim=0)
+
+
+def _split_keys_last(x, num_heads):
+    N, L, E = x.shape
+    return x.view(N, L, num_heads, E // num_heads).permute(0, 2, 3, 1)
+
+
+def _split_detached(x, num_heads):
+    N, L, E = x.shape
+    return x.detach().view(N, L, num_heads, E // num_heads).transpose(1, 2)
+
+
+def _merge_not_reshaped(x):
+    return x.transpose(1, 2)
+
+
+@pytest.mark.parametrize("exercise,fn,words", [
+    ("ch3.split_heads", _split_stacked_on_dim0, "(H, N, L, D)"),
+    ("ch3.split_heads", _split_keys_last, "(N, H, D, L)"),
+    ("ch3.split_heads", _split_detached, "no gradient reaches `x`"),
+    ("ch3.merge_heads", _merge_not_reshaped, "still (N, L, H, D)"),
+], ids=["stacked_dim0", "keys_last", "detached", "not_reshaped"])
+def test_split_and_merge_mistakes_found_in_review_get_their_diagnosis(exercise, fn, words):
+    verdict = run_public_check(get(exercise), fn, quiet=True)
+    assert not verdict.passed and words in verdict.message, verdict.message
+
+
+def _review_mha(*, mask_axes=False, guard="fill", scale_weights=False, fill=float("-inf")):
+    """A learner's multi-head attention (no course helpers) with one thing a learner review got wrong."""
+
+    def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):
+        N, L, E = x.shape
+        H, D = num_heads, E // num_heads
+        q, k, v = ((x @ w).view(N, L, H, D).transpose(1, 2) for w in (w_q, w_k, w_v))
+        scores = q @ k.transpose(-2, -1)
+        scores = scores if scale_weights else scores / math.sqrt(D)
+        if mask is not None:
+            mask = mask[None, None] if mask_axes else mask
+            scores = scores.masked_fill(~mask, fill)
+        weights = torch.softmax(scores, dim=-1)
+        weights = weights / math.sqrt(D) if scale_weights else weights
+        if mask is not None:
+            if guard == "multiply":
+                weights = weights * mask.any(dim=-1, keepdim=True)
+            elif guard == "no_keepdim":
+                weights = weights.masked_fill(~mask.any(dim=-1), 0.0)
+            elif guard == "all":
+                weights = weights.masked_fill(~mask.all(dim=-1, keepdim=True), 0.0)
+            else:
+                weights = weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)
+        return (weights @ v).transpose(1, 2).reshape(N, L, E) @ w_o
+
+    return multi_head_attention
+
+
+@pytest.mark.parametrize("options,words", [
+    ({"mask_axes": True}, "added axes to the mask"),
+    ({"guard": "multiply"}, "NaN * 0 is still NaN"),
+    ({"guard": "no_keepdim"}, "without keepdim=True"),
+    ({"guard": "all"}, "(mask.all)"),
+    ({"scale_weights": True}, "divided the weights by sqrt(D) after the softmax"),
+], ids=["mask_axes", "guard_multiply", "guard_no_keepdim", "guard_all", "scale_weights"])
+def test_mha_mistakes_found_in_review_get_their_diagnosis(options, words):
+    verdict = run_public_check(get("ch3.multi_head_attention"), _review_mha(**options), quiet=True)
+    assert not verdict.passed and words in verdict.message, verdict.message
+
+
+def test_guarded_minus_1e9_is_told_only_about_float16():
+    """With the guard, -1e9 fails only on float16: the diagnosis must not claim a uniform average."""
+    verdict = run_public_check(get("ch3.multi_head_attention"), _review_mha(fill=-1e9), quiet=True)
+    assert not verdict.passed and "float16" in verdict.message and "average" not in verdict.message
+
+
 def test_forbidden_torch_builtins_are_refused():
     ex = get("ch3.multi_head_attention")
 

@@ -389,3 +389,21 @@ def test_add_keeps_the_dtype_of_x():
     assert any(c["x"].dtype == torch.float64 for c in ADD.cases(0))
     verdict = run_public_check(ADD, lambda x, pe: (x + pe[: x.size(1)]).float(), quiet=True)
     assert not verdict.passed and "dtype" in verdict.message
+
+
+def test_mistakes_found_in_review_get_their_diagnosis():
+    def padded_table(length, d_model):  # an odd d_model rounded up, built, and cut back
+        E = d_model + d_model % 2
+        angle = torch.arange(length, dtype=torch.float64)[:, None] * 10000.0 ** (
+            -torch.arange(0, E, 2, dtype=torch.float64) / E)
+        return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)[:, :d_model].float()
+
+    def row_vector_shift(k, d_model):  # built so that pe[p] @ M == pe[p + k]
+        return _shift(k, d_model).T.contiguous()
+
+    for exercise, fn, words in [(SINUSOIDAL, padded_table, "d_model + 1"),
+                                (SHIFT, row_vector_shift, "pe[p] @ M"),
+                                (ADD, lambda x, pe: x + pe[: x.size(-1)], "x.size(-1)"),
+                                (ADD, lambda x, pe: x + pe[: x.shape[2]], "model dimension E")]:
+        verdict = run_public_check(exercise, fn, quiet=True)
+        assert not verdict.passed and words in verdict.message, verdict.message

@@ -124,36 +124,10 @@ def _random_case(gen: torch.Generator, N: int, L: int, H: int, D: int, mask: str
     return case
 
 
-def _float16_case(gen: torch.Generator) -> dict:
-    """float16, where -1e9 cannot be stored. Small integers (x) and quarters (weights) with D = 4 make
-    the projections and scores exact, so every correct order of operations gives the same output."""
-    N, L, H, D = 2, 5, 2, 4
-    E = H * D
-    case = {"x": torch.randint(-2, 3, (N, L, E), generator=gen).half()}
-    for name in ("w_q", "w_k", "w_v", "w_o"):
-        case[name] = torch.randint(-1, 2, (E, E), generator=gen).half() / 4
-    return {**case, "num_heads": H, "mask": causal_mask(L)}
-
-
-def _large_score_case(gen: torch.Generator) -> dict:
-    """Scores of order 1e4, exact in float32 (integers, D = 4): in row 0 of both heads the one allowed
-    key scores -2e4 and a masked key +2e4, so -1e4 as a fill (or added) lets the masked keys win."""
-    N, L, H, D = 1, 4, 2, 4
-    E = H * D
-    x = torch.zeros(N, L, E)
-    x[0, :, :L] = 100 * torch.eye(L)  # token i's query and key are rows i of W_Q and W_K, times 100
-    w_q = torch.randint(-2, 3, (E, E), generator=gen).float()
-    w_k = torch.randint(-2, 3, (E, E), generator=gen).float()
-    w_q[0] = torch.randint(0, 2, (E,), generator=gen).float() * 2 - 1  # +-1: |block|^2 = 4 per head
-    w_k[0], w_k[1] = -w_q[0], w_q[0]  # row 0: key 0 (allowed) 1e4 * (-4) / 2, key 1 (masked) +2e4
-    w_v, w_o = (torch.randn(E, E, generator=gen) / math.sqrt(E) for _ in range(2))
-    return {"x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "num_heads": H, "mask": causal_mask(L)}
-
-
 def _mha_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
     # Cases that tell mistakes apart come first: H > 1, L > 1 and D != H, then the chapters' rules
     # (float16, large scores, fully masked rows), then the edge shapes L == 1, H == 1, D == 1.
-    cases = [_random_case(gen, 2, 5, 3, 2, "padding"), _float16_case(gen), _large_score_case(gen),
+    cases = [_random_case(gen, 2, 5, 3, 2, "padding"), edges.float16_case(gen), edges.large_score_case(gen),
              _random_case(gen, 2, 4, 2, 3, "left_padding_causal")]
     for (N, L, H, D), kind in zip(_shapes(rng)[1:], ["none", "causal", "none", "causal", "padding"]):
         cases.append(_random_case(gen, N, L, H, D, kind))
@@ -173,7 +147,8 @@ _FINITE_FILL = (
 _NAN_ROW = (
     "your output is NaN on the query rows whose keys are all masked (softmax of a row of -inf is 0/0). "
     "Such a row must output zeros: e.g. weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0) after "
-    f"the softmax — see {_MYTH_ALL_MASKED}."
+    "the softmax (multiplying the weights by mask.any(...) is not enough: NaN * 0 is still NaN) — see "
+    f"{_MYTH_ALL_MASKED}."
 )
 _INVERTED = (
     "your mask is inverted: here True means *may attend* (like F.scaled_dot_product_attention, unlike "
@@ -194,7 +169,14 @@ _LARGE_SCORES_SOFTMAX = (
     "which subtracts the row maximum first."
 )
 
+_GUARD = "the guard `weights.masked_fill(~mask.any(dim=-1, keepdim=True), 0.0)` of Exercise 3's task"
+
 MULTI_HEAD_MISTAKES = [
+    _mistake("mask_rank_raised",  # first: on (N, 1, 1, S) masks its output is the unmerged one below
+             "you added axes to the mask (mask[None, None] or a double unsqueeze): it is already "
+             "broadcastable to (N, H, L, S) — (L, S) or (N, 1, 1, S) — and extra leading axes make the "
+             "scores 6-D, so the merge scrambles tokens and heads. Use the mask as given.",
+             masking="rank_raised"),
     _mistake("merge_no_transpose",
              "the heads are merged in the wrong order: you reshaped (N, H, L, D) straight to (N, L, E); "
              "transpose(1, 2) before the reshape so that each token gets its own heads' outputs — see "
@@ -236,10 +218,16 @@ MULTI_HEAD_MISTAKES = [
              "D = E // num_heads the features of one head.", scale="heads"),
     _mistake("no_scale",
              "your scores are not scaled: divide q @ k^T by sqrt(D), with D = E // num_heads.", scale="none"),
+    _mistake("scale_after_softmax",
+             "you divided the weights by sqrt(D) after the softmax, so their rows no longer sum to 1: "
+             "scale the scores q @ k^T by 1/sqrt(D) before the softmax.", scale="none", scale_weights=True),
     _mistake("scale_by_head_dim",
              "your scores are divided by D (or q and k each by sqrt(D)); divide q @ k^T once by sqrt(D).",
              scale="dim"),
     _mistake("finite_fill", _FINITE_FILL, fill=-1e9, masking="additive", guard=False),
+    _mistake("fill_minus_1e9_guarded",
+             f"you filled with -1e9: float16 cannot store it (largest finite value 65504), so masked_fill "
+             f"raises on a float16 input. Use float('-inf') — see {_MYTH_1E9}.", fill=-1e9),
     _mistake("fill_minus_1e9",
              f"you filled with -1e9: float16 cannot store it (largest finite value 65504), so masked_fill "
              f"raises, and on a row with no allowed key it gives a uniform average. Use float('-inf') — see "
@@ -253,6 +241,14 @@ MULTI_HEAD_MISTAKES = [
              f"wins. Use masked_fill(~mask, float('-inf')) — see {_MYTH_1E4}.",
              fill=-1e4, masking="additive", guard=False),
     _mistake("no_fully_masked_guard", _NAN_ROW, guard=False),
+    _mistake("guard_multiplied", _NAN_ROW, guard_kind="multiply"),  # the same NaN as no guard at all
+    _mistake("guard_without_keepdim",
+             "mask.any(dim=-1) without keepdim=True drops the key axis, so it lines up with the wrong axis "
+             "(it zeroes key columns, or fails to broadcast): use mask.any(dim=-1, keepdim=True), one "
+             f"value per query row, (..., L, 1) — see {_GUARD}.", guard_kind="no_keepdim"),
+    _mistake("guard_all",
+             "you zeroed every query row that has a blocked key (mask.all): zero only the rows with *no* "
+             f"allowed key, ~mask.any(dim=-1, keepdim=True) — see {_GUARD}.", guard_kind="all"),
     _mistake("inverted_mask", _INVERTED, masking="invert", guard=False),
     _mistake("inverted_mask_guarded", _INVERTED, masking="invert"),
     _mistake("mask_ignored",
@@ -296,6 +292,7 @@ SPLIT_HEADS = Exercise(
     reference=split_heads_reference,
     make_cases=_split_cases,
     make_edge_cases=edges.split_edges,
+    gradients=True,  # the module trains through it: a detached split would pass on values alone
     points=1,
     mistakes=[
         Mistake("missing_transpose", wrong._split_missing_transpose,
@@ -321,6 +318,12 @@ SPLIT_HEADS = Exercise(
         Mistake("batch_axis_moved", wrong._split_batch_first,
                 "you transposed axes 0 and 2, moving the batch axis; keep N first and swap the tokens and "
                 "heads axes: .transpose(1, 2)."),
+        Mistake("heads_axis_first", wrong._split_heads_axis_first,  # before batch_mixed: equal when N == H
+                "your heads axis is in front of the batch axis, (H, N, L, D) (torch.stack(..., dim=0)?): "
+                "keep N first, (N, H, L, D), e.g. torch.stack(x.chunk(num_heads, dim=-1), dim=1)."),
+        Mistake("keys_last", wrong._split_keys_last,
+                "your output is (N, H, D, L): after view(N, L, H, D), swap only the tokens and heads axes, "
+                ".transpose(1, 2) (permute(0, 2, 1, 3)), so each head is a (L, D) block."),
         Mistake("batch_mixed", wrong._split_batch_mixed,
                 "your reshape mixes tokens of different samples when N > 1: keep the batch axis in place and "
                 "split only the last axis, view(N, L, H, D)."),
@@ -334,6 +337,7 @@ MERGE_HEADS = Exercise(
     reference=merge_heads_reference,
     make_cases=_merge_cases,
     make_edge_cases=edges.merge_edges,
+    gradients=True,  # the module trains through it: a detached merge would pass on values alone
     points=1,
     mistakes=[
         Mistake("view_after_transpose", wrong._merge_view,
@@ -361,6 +365,9 @@ MERGE_HEADS = Exercise(
                 "features: (N, L, H * D)."),
         Mistake("wrong_unpack", wrong._merge_wrong_unpack,
                 "the input is (N, H, L, D): unpack it as N, H, L, D = x.shape."),
+        Mistake("no_reshape", wrong._merge_no_reshape,
+                "your output is still (N, L, H, D): after transpose(1, 2), reshape(N, L, H * D) to put each "
+                "token's heads side by side."),
         Mistake("token_axis_flattened", wrong._merge_flat,
                 "you flattened the tokens into the features, giving (N, L * H * D); keep L: "
                 "reshape(N, L, H * D)."),

@@ -149,6 +149,12 @@ SINUSOIDAL = Exercise(
             "moved one place: drop the last (cosine) column instead, so that the table ends with a sine",
         ),
         Mistake(
+            "odd_padded_frequencies", wrong._odd_padded_frequencies,
+            "With an odd d_model you built the table for d_model + 1 columns and cut the last one: that "
+            "table's frequencies divide by d_model + 1. The exponent is 2i / d_model with the d_model you "
+            f"were given: compute ceil(d_model / 2) angles for it ({_ODD_MYTH})",
+        ),
+        Mistake(
             "float64_table", wrong._float64_table,
             "Your table is float64: return it as float32, as the docstring says (computing in float64 "
             "is fine, then cast with .float())",
@@ -224,6 +230,11 @@ ADD = Exercise(
             "unsqueeze_middle", wrong._unsqueeze_middle,
             "pe[:L].unsqueeze(1) has shape (L, 1, E), which lines L up with the batch axis of x: an (L, E) "
             "slice already broadcasts over N (or unsqueeze(0) for (1, L, E))",
+        ),
+        Mistake(  # before "whole_table": when E >= max_len the two give the same sum
+            "feature_size", wrong._feature_size,
+            "You sliced the table with x.size(-1) (or x.size(2)), which is the model dimension E: slice it "
+            f"with the length L = x.size(1) ({_BATCH_BUG})",
         ),
         Mistake(
             "whole_table", wrong._whole_table,
@@ -314,8 +325,10 @@ SHIFT = Exercise(
         ),
         Mistake(
             "transposed", wrong._transposed,
-            "Your matrix shifts by -k: each pair is (sin, cos), not (cos, sin), so the block is "
-            f"[[cos, sin], [-sin, cos]] (the transpose of the textbook rotation; {_ROTATION})",
+            "Your matrix shifts by -k (it is the transpose of M_k): each pair is (sin, cos), not (cos, sin), "
+            "so the block is [[cos, sin], [-sin, cos]] (the transpose of the textbook rotation; "
+            f"{_ROTATION}). Also check that M acts on a column, M @ pe[p] (not pe[p] @ M), and that you "
+            "used k, not -k",
         ),
         Mistake(
             "missing_minus", wrong._missing_minus,

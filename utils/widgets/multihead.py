@@ -113,8 +113,8 @@ def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
         return head_token_figure(state.weights, state.tokens, state.head, state.token)
 
     return wire_explorer([w.HBox([heads, which, query]), info], {"heads": heads, "head": which, "query": query},
-                         compute, draw,  # the static edition's states:
-                         grid={"head": (1, 2, 3, 4, 6, 12), "query": (4, 5)})
+                         compute, draw,  # the static edition's states: every head of H = 6 (the Try it),
+                         grid={"head": (1, 2, 3, 4, 5, 6, 12), "query": (2, 4, 5)})  # and its three query tokens
 
 
 def ch3_quiz() -> Quiz:

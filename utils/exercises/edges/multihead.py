@@ -1,5 +1,6 @@
 """Chapter 3's hidden edge cases and parts: masks (including queries that see no key), float16,
-bfloat16, a batch of 1, one head."""
+bfloat16, a batch of 1, one head; and the two rule cases the public cases of ``ch3.multi_head_attention``
+start with (float16, scores of order 1e4)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,32 @@ MHA_PARTS = (
     Part("without a mask", 1, lambda case: case.get("mask") is None),
     Part("with a mask", 1),
 )
+
+
+def float16_case(gen: torch.Generator) -> dict:
+    """float16, where -1e9 cannot be stored. Small integers (x) and quarters (weights) with D = 4 make
+    the projections and scores exact, so every correct order of operations gives the same output."""
+    N, L, H, D = 2, 5, 2, 4
+    E = H * D
+    case = {"x": torch.randint(-2, 3, (N, L, E), generator=gen).half()}
+    for name in ("w_q", "w_k", "w_v", "w_o"):
+        case[name] = torch.randint(-1, 2, (E, E), generator=gen).half() / 4
+    return {**case, "num_heads": H, "mask": causal_mask(L)}
+
+
+def large_score_case(gen: torch.Generator) -> dict:
+    """Scores of order 1e4, exact in float32 (integers, D = 4): in row 0 of both heads the one allowed
+    key scores -2e4 and a masked key +2e4, so -1e4 as a fill (or added) lets the masked keys win."""
+    N, L, H, D = 1, 4, 2, 4
+    E = H * D
+    x = torch.zeros(N, L, E)
+    x[0, :, :L] = 100 * torch.eye(L)  # token i's query and key are rows i of W_Q and W_K, times 100
+    w_q = torch.randint(-2, 3, (E, E), generator=gen).float()
+    w_k = torch.randint(-2, 3, (E, E), generator=gen).float()
+    w_q[0] = torch.randint(0, 2, (E,), generator=gen).float() * 2 - 1  # +-1: |block|^2 = 4 per head
+    w_k[0], w_k[1] = -w_q[0], w_q[0]  # row 0: key 0 (allowed) 1e4 * (-4) / 2, key 1 (masked) +2e4
+    w_v, w_o = (torch.randn(E, E, generator=gen) / math.sqrt(E) for _ in range(2))
+    return {"x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "num_heads": H, "mask": causal_mask(L)}
 
 
 def split_edges(rng: random.Random, gen: torch.Generator) -> list[Case]:

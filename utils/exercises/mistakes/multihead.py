@@ -56,6 +56,15 @@ def _split_batch_first(x, num_heads):
     return x.view(N, L, num_heads, E // num_heads).transpose(0, 2)
 
 
+def _split_heads_axis_first(x, num_heads):
+    return torch.stack(x.chunk(num_heads, dim=-1), dim=0)  # (H, N, L, D)
+
+
+def _split_keys_last(x, num_heads):
+    N, L, E = x.shape
+    return x.view(N, L, num_heads, E // num_heads).permute(0, 2, 3, 1)  # (N, H, D, L)
+
+
 def _split_batch_mixed(x, num_heads):
     N, L, E = x.shape
     D = E // num_heads
@@ -103,6 +112,10 @@ def _merge_flat(x):
     return x.transpose(1, 2).reshape(x.shape[0], -1)
 
 
+def _merge_no_reshape(x):
+    return x.transpose(1, 2)  # (N, L, H, D)
+
+
 def _merge_last_axes(x):
     N, H, L, D = x.shape
     return x.transpose(2, 3).reshape(N, L, H * D)
@@ -116,10 +129,12 @@ def _merge_last_axes(x):
 def _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, split="right", merge="right", project="x@w",
               out="x@w", scale="head", fill=float("-inf"), masking="fill", guard=True, softmax_dim=-1,
               swap_kv=False, k_transpose="last", causal=False, manual_softmax=False, softmax_dtype=None,
-              return_weights=False):
+              return_weights=False, guard_kind="fill", scale_weights=False):
     """One configurable implementation, written as a learner would; each mistake changes one thing.
 
     ``guard`` zeroes the weights of query rows with no allowed key (the rule); without it they are NaN.
+    ``guard_kind`` is how: ``"fill"`` (right), ``"multiply"`` (NaN * 0 stays NaN), ``"all"`` (the rows
+    with a blocked key) or ``"no_keepdim"`` (``mask.any(dim=-1)``, which lines up with the keys).
     """
     N, L, E = x.shape
     H = 1 if split == "one_head" else num_heads
@@ -150,7 +165,9 @@ def _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, split="right", mer
             allowed = mask.transpose(-2, -1)
         elif masking == "unsqueeze":
             allowed = mask.unsqueeze(1)
-        if masking in ("fill", "invert", "queries", "unsqueeze"):
+        elif masking == "rank_raised":
+            allowed = mask[None, None]  # (1, 1, ...): an (N, 1, 1, S) mask becomes 6-D
+        if masking in ("fill", "invert", "queries", "unsqueeze", "rank_raised"):
             scores = scores.masked_fill(~allowed, fill)
         elif masking == "additive":
             scores = scores + (~allowed).to(scores.dtype) * fill
@@ -165,8 +182,17 @@ def _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, split="right", mer
         weights = torch.softmax(scores, dim=softmax_dim, dtype=softmax_dtype)  # (N, H, L, L)
     if mask is not None and masking == "after_softmax":
         weights = weights * allowed
+    if scale_weights:
+        weights = weights / math.sqrt(D)  # the weights divided, not the scores
     if mask is not None and guard:
-        weights = weights.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)
+        if guard_kind == "multiply":
+            weights = weights * allowed.any(dim=-1, keepdim=True)
+        elif guard_kind == "all":
+            weights = weights.masked_fill(~allowed.all(dim=-1, keepdim=True), 0.0)
+        elif guard_kind == "no_keepdim":
+            weights = weights.masked_fill(~allowed.any(dim=-1), 0.0)
+        else:
+            weights = weights.masked_fill(~allowed.any(dim=-1, keepdim=True), 0.0)
     heads = weights @ v  # (N, H, L, D)
     if merge == "no_transpose":
         merged = heads.reshape(N, L, E)

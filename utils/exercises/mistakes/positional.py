@@ -134,6 +134,11 @@ def _odd_padded_drop_first(length: int, d_model: int) -> torch.Tensor:
     return table[:, 1:] if d_model % 2 else table
 
 
+def _odd_padded_frequencies(length: int, d_model: int) -> torch.Tensor:
+    # rounds E up, builds that table (its frequencies divide by d_model + 1), then drops the extra cosine
+    return _sinusoidal_table(length, d_model + d_model % 2, dtype=torch.float32)[:, :d_model]
+
+
 def _float64_table(length: int, d_model: int) -> torch.Tensor:
     return _sinusoidal_table(length, d_model, dtype=F64)  # the .float() forgotten
 
@@ -161,6 +166,10 @@ def _sequence_first(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
 
 def _unsqueeze_middle(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
     return x + pe[: x.size(1)].unsqueeze(1)  # (N, L, E) + (L, 1, E)
+
+
+def _feature_size(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
+    return x + pe[: x.size(-1)]  # slices the rows with E: right only when E == L, or the whole table
 
 
 def _whole_table(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
