@@ -130,7 +130,13 @@ def _learner_feed_forward(bug=None):
     """Feed-forward code as a learner writes it, with one named bug."""
 
     def feed_forward(x, w1, b1, w2, b2):
-        hidden = torch.relu(x @ w1 + b1)
+        if bug == "einsum":
+            hidden = F.relu(torch.einsum("ble,ef->blf", x, w1) + b1)
+            return torch.einsum("blf,fe->ble", hidden, w2) + b2
+        activation = {"silu": F.silu, "tanh": torch.tanh, "gelu_tanh": lambda h: F.gelu(h, approximate="tanh")}
+        if bug == "relu_x":  # the ReLU moved onto the input
+            activation["relu_x"], x = (lambda h: h), torch.relu(x)
+        hidden = activation.get(bug, torch.relu)(x @ w1 + b1)
         return hidden @ w2 if bug == "no_b2" else hidden @ w2 + b2
 
     return feed_forward
@@ -144,31 +150,41 @@ def _learner_layer(norm_first, bug=None):
         D = E // num_heads
 
         def attention(h):
+            project = (lambda t, w: F.linear(t, w)) if bug == "F.linear" else torch.matmul
             if bug == "view_no_transpose":
-                q, k, v = (torch.matmul(h, w).view(N, L, num_heads, D) for w in (w_q, w_k, w_v))
+                q, k, v = (project(h, w).view(N, L, num_heads, D) for w in (w_q, w_k, w_v))
             else:
-                q, k, v = (torch.matmul(h, w).view(N, L, num_heads, D).transpose(1, 2) for w in (w_q, w_k, w_v))
-            scale = {"sqrt_E": math.sqrt(E), "sqrt_H": math.sqrt(num_heads)}.get(bug, math.sqrt(D))
-            out = torch.softmax(q @ k.transpose(-2, -1) / scale, dim=-1) @ v
+                q, k, v = (project(h, w).view(N, L, num_heads, D).transpose(1, 2) for w in (w_q, w_k, w_v))
+            scale = {"sqrt_E": math.sqrt(E), "sqrt_H": math.sqrt(num_heads),
+                     "sqrt_L": math.sqrt(k.size(-2))}.get(bug, math.sqrt(D))
+            if bug == "k_q":
+                scores = k @ q.transpose(-2, -1)
+            else:
+                scores = q @ (k.transpose(1, 2) if bug == "transpose_1_2" else k.transpose(-2, -1))
+            out = torch.softmax(scores / scale, dim=1 if bug == "softmax_dim_1" else -1) @ v
             merged = out.reshape(N, L, E) if bug == "view_no_transpose" else out.transpose(1, 2).reshape(N, L, E)
-            return merged if bug == "no_w_o" else merged @ w_o
+            return merged if bug == "no_w_o" else project(merged, w_o)
 
         def norm(h, weight, bias):
             if bug == "std_plus_eps":
                 mean, std = h.mean(-1, keepdim=True), h.std(-1, keepdim=True, unbiased=False)
                 return (h - mean) / (std + 1e-5) * weight + bias
-            return F.layer_norm(h, (E,), weight, bias, eps=1e-12 if bug == "eps_1e-12" else 1e-5)
+            if bug == "norm_dim_1":
+                mean, var = h.mean(1, keepdim=True), h.var(1, keepdim=True, unbiased=False)
+                return (h - mean) / torch.sqrt(var + 1e-5) * weight + bias
+            return F.layer_norm(h, (E,), weight, bias, eps={"eps_1e-12": 1e-12, "eps_1e-6": 1e-6}.get(bug, 1e-5))
 
         def ffn(h):
             hidden = torch.relu(h @ w1 + b1)
             return hidden @ w2 if bug == "no_b2" else hidden @ w2 + b2
 
         if not norm_first:
-            x = norm(x + attention(x), ln1_weight, ln1_bias)
-            return norm(x + ffn(x), ln2_weight, ln2_bias)
-        h = norm(x, ln1_weight, ln1_bias)
-        x = (h if bug == "residual_from_norm_attn" else x) + attention(h)
-        h = norm(x, ln2_weight, ln2_bias)
+            total = x + attention(x)
+            x = norm(total, ln1_weight, ln1_bias)
+            return norm((total if bug == "residual_from_sum" else x) + ffn(x), ln2_weight, ln2_bias)
+        h = x if bug == "no_norm1" else norm(x, ln1_weight, ln1_bias)
+        x = (h if bug == "residual_from_norm_attn" else 0 if bug == "no_attn_residual" else x) + attention(h)
+        h = x if bug == "no_norm2" else norm(x, ln2_weight, ln2_bias)
         out = (h if bug == "residual_from_norm_ffn" else x) + ffn(h)
         return F.layer_norm(out, (E,)) if bug == "final_norm" else out
 
@@ -186,6 +202,13 @@ def test_feed_forward_without_b2_is_named():
     assert not verdict.passed and "left out b2" in verdict.message
 
 
+@pytest.mark.parametrize("bug,words", [("relu_x", "applied the ReLU to x"), ("einsum", "only for a 3-D x"),
+                                       ("silu", "SiLU"), ("tanh", "used tanh"), ("gelu_tanh", "its tanh form")])
+def test_feed_forward_learner_bugs_found_in_review_are_named(bug, words):
+    verdict = run_public_check(ex.FEED_FORWARD, _learner_feed_forward(bug), quiet=True)
+    assert not verdict.passed and words in verdict.message and "Hint:" not in verdict.message, verdict.message
+
+
 # (bug, exercises it applies to, words the diagnosis must contain): issue 14's named ch5 bugs
 _NAMED_BUGS = [
     ("no_b2", (False, True), "leaves out b2"),
@@ -198,6 +221,18 @@ _NAMED_BUGS = [
     ("final_norm", (True,), "no LayerNorm after the last residual"),
     ("residual_from_norm_attn", (True,), "around the attention sublayer your residual starts from norm1(x)"),
     ("residual_from_norm_ffn", (True,), "around the feed-forward sublayer your residual starts from norm2(x)"),
+    # found in the learner review of chapter 5: each fell back to the generic hint before
+    ("F.linear", (False, True), "multiplied by the transposed weights"),
+    ("k_q", (False, True), "queries and keys swapped"),
+    ("transpose_1_2", (False, True), "k.transpose(1, 2) swaps the heads and the tokens"),
+    ("sqrt_L", (False, True), "divided the scores by sqrt(L)"),
+    ("softmax_dim_1", (False, True), "softmax runs over the heads"),
+    ("norm_dim_1", (False, True), "mean and variance over the tokens"),
+    ("eps_1e-6", (False, True), "uses eps = 1e-6"),
+    ("residual_from_sum", (False,), "second residual adds the un-normalised sum"),
+    ("no_norm1", (True,), "attention reads the un-normalised x"),
+    ("no_norm2", (True,), "feed-forward reads the un-normalised stream"),
+    ("no_attn_residual", (True,), "attention sublayer has no residual"),
 ]
 
 

@@ -63,11 +63,40 @@ def test_unknown_words_are_named_with_their_nearest_known_words():
         split_sentence(None)
 
 
+@pytest.mark.parametrize("text, words, unknown", [
+    ("the king met the girl, because she left!", ["the", "king", "met", "the", "girl", ",", "because", "she",
+                                                  "left", "!"], {",": ["."], "!": ["."]}),
+    ("  THE King   met\tthe girl\u00a0because she left.  ", ["the", "king", "met", "the", "girl", "because", "she",
+                                                            "left", "."], {}),
+    ("the king's girl left", ["the", "king's", "girl", "left"], {"king's": ["king", "kids"]}),
+    ("the king\u2014met", ["the", "king", "\u2014", "met"], {"\u2014": []}),
+    ("the\u200bking left", ["the", "\u200b", "king", "left"], {"\u200b": []}),
+    ("...", [".", ".", "."], {}),
+])
+def test_punctuation_case_and_spaces_are_split_and_named_never_dropped(text, words, unknown):
+    assert split_sentence(text) == (words, unknown)
+    state = sentence_state(_model(), text)
+    assert state.words == words
+    if unknown:
+        assert state.maps is None
+        for word in unknown:  # named, and an invisible character spelled out
+            assert (f"'{word}'" if word.isprintable() else ascii(word)) in state.message
+    else:
+        assert state.maps is not None and state.maps.shape[-1] == len(words)
+
+
+def test_caption_counts_words_from_one():
+    state = sentence_state(_model(), SENTENCE)
+    assert state.pronoun_pos == 7 and "At 'she' (word 8)" in state.message
+    twice = sentence_state(_model(), "the girl met the girl because she left .")
+    assert "'girl' (word 2), 'girl' (word 5)" in twice.message and twice.correct is None
+
+
 @pytest.mark.parametrize("text, expected", [
     ("", "1 to"),
     (" ".join(["the"] * (MAX_WORDS + 1)), f"has {MAX_WORDS + 1}"),
     ("the king met the girl .", "No pronoun"),
-    ("the king met the boy because he left .", "'king', 'boy'"),
+    ("the king met the boy because he left .", "'king' (word 2), 'boy' (word 5)"),
     ("the cup fell because she left .", "none"),
 ])
 def test_sentences_the_model_cannot_score_say_why(text, expected):

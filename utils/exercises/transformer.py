@@ -24,39 +24,20 @@ from utils.exercises.edges import transformer as edges
 from utils.exercises.mistakes import transformer as wrong
 from utils.layers import TransformerEncoderLayer
 
-__all__ = [
-    "ENCODER_POST_LN",
-    "ENCODER_PRE_LN",
-    "EXERCISES",
-    "FEED_FORWARD",
-    "encoder_layer_post_ln_reference",
-    "encoder_layer_pre_ln_reference",
-    "feed_forward_reference",
-    "layer_from_tensors",
-]
+__all__ = ["ENCODER_POST_LN", "ENCODER_PRE_LN", "EXERCISES", "FEED_FORWARD", "encoder_layer_post_ln_reference",
+           "encoder_layer_pre_ln_reference", "feed_forward_reference", "layer_from_tensors"]
 
-# The bare package "utils" is caught statically in the learner's source and, through the globals check,
-# in what the learner's function reaches (that check skips functions defined inside utils, so the wrong
-# answers in utils.exercises.mistakes.transformer may call course helpers). The ready-made layers are also
-# named one by one, so that they are patched out at run time. Not the smaller helpers the reference layer itself calls
-# (utils.layers.FeedForward, utils.attention.scaled_dot_product_attention): patching them would break the
-# reference while forbid() is active.
-_NO_UTILS = (
-    "utils",
-    "utils.layers.TransformerEncoderLayer",
-    "utils.attention.MultiHeadAttention",
-)
-_NO_TORCH_LAYERS = (
-    "torch.nn.functional.scaled_dot_product_attention",
-    "torch.nn.functional.multi_head_attention_forward",
-    "torch.nn.MultiheadAttention",
-    "torch.nn.TransformerEncoderLayer",
-)
+# "utils" is caught statically in the learner's source and, through the globals check, in what their function
+# reaches (that check skips functions defined in utils, so the wrong answers may call course helpers). The ready-made
+# layers are also named, so that they are patched out at run time; not the helpers the reference layer calls
+# (utils.layers.FeedForward, utils.attention.scaled_dot_product_attention): that would break it under forbid().
+_NO_UTILS = ("utils", "utils.layers.TransformerEncoderLayer", "utils.attention.MultiHeadAttention")
+_NO_TORCH_LAYERS = ("torch.nn.functional.scaled_dot_product_attention",
+                    "torch.nn.functional.multi_head_attention_forward", "torch.nn.MultiheadAttention",
+                    "torch.nn.TransformerEncoderLayer")
 
 
-# --------------------------------------------------------------------------------------------------
-# ch5.feed_forward
-# --------------------------------------------------------------------------------------------------
+# -------------------- ch5.feed_forward --------------------------------------------------------------------------------
 
 
 def feed_forward_reference(x, w1, b1, w2, b2):
@@ -129,6 +110,21 @@ FEED_FORWARD = Exercise(
         Mistake("float16", wrong._ff_float16,
                 "you computed in float16 and cast back: float16 keeps about 3 decimal digits, so the result "
                 "is off by about 1e-3; compute in the inputs' dtype."),
+        Mistake("bfloat16", wrong._ff_bfloat16,
+                "you computed in bfloat16 and cast back: bfloat16 keeps about 2 decimal digits, so the result "
+                "is off by about 1e-2; compute in the inputs' dtype."),
+        Mistake("relu_on_input", wrong._ff_relu_on_input,
+                f"you applied the ReLU to x, before the first linear map: it acts on the hidden layer, "
+                f"relu(x @ w1 + b1), of width F ({_SEE_FFN})."),
+        Mistake("three_dims_only", wrong._ff_einsum_3d,
+                "your function works only for a 3-D x (N, L, E); x may have any number of leading "
+                "dimensions, (L, E) or (N, L, E): use x @ w1, which broadcasts, or an einsum with '...'."),
+        Mistake("silu", wrong._ff(F.silu),
+                f"you used SiLU (as LLaMA's feed-forward does); this block is the paper's, with ReLU ({_SEE_FFN})."),
+        Mistake("gelu_tanh", wrong._ff(lambda h: F.gelu(h, approximate="tanh")),
+                f"you used GELU (its tanh form, as GPT-2 does); this block is the paper's, with ReLU ({_SEE_FFN})."),
+        Mistake("tanh", wrong._ff(torch.tanh),
+                f"you used tanh: the activation is ReLU, max(0, h), which is 0 for every negative h ({_SEE_FFN})."),
     ),
     forbidden=("utils", "utils.layers.FeedForward"),
     hint="the ReLU acts on the hidden layer, of width F, between the two linear maps; each map adds its own "
@@ -136,9 +132,7 @@ FEED_FORWARD = Exercise(
 )
 
 
-# --------------------------------------------------------------------------------------------------
-# ch5.encoder_layer_post_ln and ch5.encoder_layer_pre_ln
-# --------------------------------------------------------------------------------------------------
+# -------------------- ch5.encoder_layer_post_ln and ch5.encoder_layer_pre_ln ------------------------------------------
 
 
 def layer_from_tensors(*, w_q, w_k, w_v, w_o, w1, b1, w2, b2, ln1_weight, ln1_bias, ln2_weight, ln2_bias,
@@ -189,7 +183,6 @@ def encoder_layer_post_ln_reference(x, num_heads, **tensors):
 def encoder_layer_pre_ln_reference(x, num_heads, **tensors):
     """x (N, L, E) -> (N, L, E): the pre-LN reference layer holding ``tensors`` (see :func:`layer_from_tensors`)."""
     return _encoder_layer(x, num_heads, tensors, norm_first=True)
-
 
 
 def _encoder_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
@@ -294,6 +287,29 @@ _COMMON = (
      "you swapped the two LayerNorms: ln1 goes with the attention sublayer, ln2 with the feed-forward."),
     ("norm1_twice", {"norm1_twice": True},
      "you used ln1's weight and bias for both LayerNorms: the feed-forward sublayer has its own, ln2."),
+    ("projections_transposed", {"projections_transposed": True},
+     "you multiplied by the transposed weights (x @ w_q.T, or F.linear(x, w_q), as nn.Linear stores them); "
+     "these weights are (in, out): h @ w_q, h @ w_k, h @ w_v and merged @ w_o."),
+    ("scores_transposed", {"scores_transposed": True},
+     "your scores are k @ q.T, queries and keys swapped: the query of row i meets every key, "
+     f"q @ k.transpose(-2, -1) ({_CH3})."),
+    ("k_transpose_12", {"k_transpose_12": True},
+     "k.transpose(1, 2) swaps the heads and the tokens of the (N, H, L, D) keys (it was right for 3-D "
+     "(N, L, D) in chapter 2): transpose the last two dimensions, k.transpose(-2, -1)."),
+    ("scale_sqrt_L", {"scale": "sqrt_L"},
+     "you divided the scores by sqrt(L), the number of tokens: the scale is sqrt(D), the head dimension, "
+     "k.shape[-1], not k.shape[-2]."),
+    ("softmax_over_heads", {"softmax_dim": 1},
+     "your softmax runs over the heads (dim=1 of (N, H, L, L)): each query's weights over the keys must sum "
+     "to 1, so use softmax(dim=-1)."),
+    ("ffn_b1_after_relu", {"b1_after_relu": True},
+     "your feed-forward sublayer adds b1 after the ReLU: it is exercise 1's block, relu(h @ w1 + b1) @ w2 + b2."),
+    ("norm_over_tokens", {"norm": "over_tokens"},
+     "your LayerNorm takes the mean and variance over the tokens (dim=1): each token is normalised over its "
+     "own E features, dim=-1, as F.layer_norm(h, (E,), weight, bias) does."),
+    ("norm_eps_1e6", {"norm": "eps_1e-6"},
+     "your LayerNorm uses eps = 1e-6: use 1e-5, F.layer_norm's default; it matters on the small input of the "
+     "last case."),
 )
 
 _POST_ONLY = (
@@ -318,6 +334,9 @@ _POST_ONLY = (
     ("no_norm2", {"wiring": "no_norm2"},
      f"your layer ends without its second LayerNorm: in post-LN every sum is normalised, norm2(x + ffn(x)) "
      f"({_SECTION2})."),
+    ("ffn_residual_from_sum", {"wiring": "ffn_residual_from_sum"},
+     "your second residual adds the un-normalised sum x + attention(x): it adds the feed-forward's own "
+     "input, x1 = norm1(x + attention(x)), so the output is norm2(x1 + ffn(x1))."),
 )
 
 _PRE_ONLY = (
@@ -351,6 +370,14 @@ _PRE_ONLY = (
      "your feed-forward sublayer has no residual: add its output to the stream, x = x + ffn(norm2(x))."),
     ("skip_ffn", {"wiring": "skip_ffn"},
      "your layer stops after the attention sublayer: add the feed-forward sublayer, x = x + ffn(norm2(x))."),
+    ("no_norm1", {"wiring": "no_norm1"},
+     f"your attention reads the un-normalised x: in pre-LN each sublayer reads a normalised copy, "
+     f"x = x + attention(norm1(x)) ({_SECTION2})."),
+    ("no_norm2", {"wiring": "no_norm2"},
+     f"your feed-forward reads the un-normalised stream: in pre-LN it reads norm2 of it, "
+     f"x = x + ffn(norm2(x)) ({_SECTION2})."),
+    ("no_residual_attn", {"wiring": "no_residual_attn"},
+     "your attention sublayer has no residual: add its output to the stream, x = x + attention(norm1(x))."),
 )
 
 

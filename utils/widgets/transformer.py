@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 import torch
@@ -93,32 +94,41 @@ def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
 
 
 MAX_WORDS = 24
-"""The longest sentence :func:`sentence_state` runs (the training sentences have at most 12 words)."""
+"""The longest sentence :func:`sentence_state` runs (the training sentences have at most 11 words)."""
 
 _KNOWN = tuple(word for word in VOCAB if word != "<pad>")
+# a word (with inner apostrophes or hyphens: "king's" stays one word), or any other single character that
+# is not a space: punctuation is split off and kept, never dropped ("left!" -> "left", "!")
+_WORD = re.compile(r"<pad>|\w+(?:['\u2019-]\w+)*|[^\w\s]")
+_PUNCTUATION = set(",;:!?\u2026")
 
 
 def split_sentence(text: str) -> tuple[list[str], dict[str, list[str]]]:
     """Split ``text`` into words of the pronoun task, and name every word outside its vocabulary.
 
-    Lower-case; a full stop becomes a word of its own (``"left."`` -> ``"left", "."``).
+    Lower-case; any run of spaces separates words; punctuation becomes a word of its own
+    (``"left."`` -> ``"left", "."``; ``"girl,"`` -> ``"girl", ","``), so that it is named, not dropped.
 
     Returns:
         ``(words, unknown)``: ``unknown`` maps each word not in :data:`~utils.tasks.VOCAB` (in the order
-        they appear) to up to three nearest known words (``difflib``; empty when none is close).
+        they appear) to up to three nearest known words (``difflib``; ``"."`` for other punctuation;
+        empty when none is close).
 
     >>> split_sentence("The king saw the dragon because he left.")
     (['the', 'king', 'saw', 'the', 'dragon', 'because', 'he', 'left', '.'], {'dragon': []})
     >>> split_sentence("the quen left")[1]
     {'quen': ['queen', 'quiet']}
+    >>> split_sentence("she left!")
+    (['she', 'left', '!'], {'!': ['.']})
     """
     if not isinstance(text, str):
         raise TypeError(f"text: expected a str, got {type(text).__name__}")
-    words = text.lower().replace(".", " . ").split()
+    words = _WORD.findall(text.lower())
     unknown: dict[str, list[str]] = {}
     for word in words:
         if word not in _KNOWN and word not in unknown:
-            unknown[word] = difflib.get_close_matches(word, _KNOWN, n=3, cutoff=0.6)
+            near = ["."] if word in _PUNCTUATION else difflib.get_close_matches(word, _KNOWN, n=3, cutoff=0.6)
+            unknown[word] = near
     return words, unknown
 
 
@@ -144,7 +154,8 @@ def _unknown_message(unknown: dict[str, list[str]]) -> str:
     parts = []
     for word, near in unknown.items():
         hint = f"nearest known: {', '.join(near)}" if near else "no known word is close"
-        parts.append(f"'{word}' ({hint})")
+        shown = word if word.isprintable() else ascii(word)  # an invisible character is spelled out
+        parts.append(f"'{shown}' ({hint})" if shown == word else f"{shown} ({hint})")
     return "Not in the task's vocabulary: " + "; ".join(parts) + ". The model only knows: " + " ".join(_KNOWN)
 
 
@@ -198,9 +209,9 @@ def sentence_state(model, text: str, layer: int = 0, head: int = 0) -> SentenceS
     best = int(probabilities.argmax())
     predicted, confidence = NOUNS[best], float(probabilities[best])
     agreeing = [i for i, word in enumerate(words) if word in AGREEMENT[words[pronoun]]]
-    said = f"At '{words[pronoun]}' (word {pronoun}) the model says '{predicted}' ({confidence:.0%})"
+    said = f"At '{words[pronoun]}' (word {pronoun + 1}) the model says '{predicted}' ({confidence:.0%})"
     if len(agreeing) != 1:
-        nouns = ", ".join(f"'{words[i]}'" for i in agreeing) or "none"
+        nouns = ", ".join(f"'{words[i]}' (word {i + 1})" for i in agreeing) or "none"
         message = (f"{said}. Nouns that agree with '{words[pronoun]}': {nouns}, so there is no single referent "
                    "to score it against.")
         return SentenceState(words, unknown, maps, pronoun, predicted, confidence, None, None, None, layer, head,

@@ -61,6 +61,19 @@ def _ff_float16(x, w1, b1, w2, b2):
     return _feed_forward(x.half(), w1.half(), b1.half(), w2.half(), b2.half()).float()
 
 
+def _ff_bfloat16(x, w1, b1, w2, b2):
+    return _feed_forward(*(t.bfloat16() for t in (x, w1, b1, w2, b2))).float()
+
+
+def _ff_relu_on_input(x, w1, b1, w2, b2):
+    return (torch.relu(x) @ w1 + b1) @ w2 + b2
+
+
+def _ff_einsum_3d(x, w1, b1, w2, b2):  # written for (N, L, E) only: raises for the (L, E) and (E,) inputs
+    hidden = torch.relu(torch.einsum("nle,ef->nlf", x, w1) + b1)  # (N, L, F)
+    return torch.einsum("nlf,fe->nle", hidden, w2) + b2  # (N, L, E)
+
+
 # --------------------------------------------------------------------------------------------------
 # ch5.encoder_layer_post_ln and ch5.encoder_layer_pre_ln
 # --------------------------------------------------------------------------------------------------
@@ -86,11 +99,20 @@ def _attention(x, w_q, w_k, w_v, w_o, num_heads, bug):
     H = 1 if bug.get("one_head") else num_heads
     D = E / H if bug.get("float_head_dim") else E // H
     split = bug.get("split", "transpose")
+    if bug.get("projections_transposed"):  # x @ W.T everywhere: the nn.Linear / F.linear convention
+        w_q, w_k, w_v, w_o = w_q.T, w_k.T, w_v.T, w_o.T
     q, k, v = (_split(x @ w, N, L, H, D, split) for w in (w_q, w_k, w_v))  # (N, H, L, D)
-    scores = q @ (k if bug.get("k_not_transposed") else k.transpose(-2, -1))  # (N, H, L, L)
+    if bug.get("scores_transposed"):  # k @ q.T: the (L, L) scores with queries and keys swapped
+        q, k = k, q
+    if bug.get("k_transpose_12"):  # transpose(1, 2), right for (N, L, D) keys, swaps H and L here
+        k_t = k.transpose(1, 2)
+    else:
+        k_t = k if bug.get("k_not_transposed") else k.transpose(-2, -1)
+    scores = q @ k_t  # (N, H, L, L)
     scale = bug.get("scale", "sqrt_D")
     scores = {"sqrt_D": scores / math.sqrt(D), "sqrt_E": scores / math.sqrt(E), "D": scores / D,
-              "sqrt_H": scores / math.sqrt(num_heads), "times_sqrt_D": scores * math.sqrt(D), None: scores}[scale]
+              "sqrt_H": scores / math.sqrt(num_heads), "times_sqrt_D": scores * math.sqrt(D),
+              "sqrt_L": scores / math.sqrt(L), None: scores}[scale]
     if bug.get("float16"):
         weights = scores.half().softmax(dim=-1).float()
     else:
@@ -114,6 +136,11 @@ def _layer_norm(h, weight, bias, bug):
         return F.layer_norm(h, h.shape, weight, bias)
     if kind == "eps_0":  # no eps, or a negligible one such as BERT's 1e-12
         return F.layer_norm(h, (E,), weight, bias, eps=0.0)
+    if kind == "eps_1e-6":  # another library's default
+        return F.layer_norm(h, (E,), weight, bias, eps=1e-6)
+    if kind == "over_tokens":  # the statistics over L (dim=-2) instead of E
+        mean, var = h.mean(dim=-2, keepdim=True), h.var(dim=-2, keepdim=True, unbiased=False)
+        return (h - mean) / torch.sqrt(var + 1e-5) * weight + bias
     mean = h.mean(dim=-1, keepdim=True)
     if kind == "unbiased":
         return (h - mean) / torch.sqrt(h.var(dim=-1, keepdim=True) + 1e-5) * weight + bias
@@ -139,6 +166,8 @@ def _wrong_layer(norm_first: bool, **bug):
 
         def ffn(h):
             activation = {"relu": torch.relu, "gelu": F.gelu, "none": lambda t: t}[bug.get("activation", "relu")]
+            if bug.get("b1_after_relu"):
+                return (activation(h @ w1) + b1) @ w2 + b2
             out = activation(h @ w1 + b1) @ w2
             return out if bug.get("no_b2") else out + b2
 
@@ -158,6 +187,8 @@ def _wrong_layer(norm_first: bool, **bug):
             return x + norm2(ffn(x))
         if not norm_first_here:  # post-LN: norm(x + sublayer(x))
             x1 = norm1((0.0 if wiring in ("no_residual_attn", "no_residual") else x) + attn(x))
+            if wiring == "ffn_residual_from_sum":  # the second residual adds x + attn(x), before norm1
+                return norm2(x + attn(x) + ffn(x1))
             if wiring == "ffn_residual_from_x":
                 return norm2(x + ffn(x1))
             if wiring == "ffn_on_x":
@@ -166,11 +197,13 @@ def _wrong_layer(norm_first: bool, **bug):
                 return x1 + ffn(x1)
             return norm2((0.0 if wiring in ("no_residual_ffn", "no_residual") else x1) + ffn(x1))
         # pre-LN: x + sublayer(norm(x))
-        h = norm1(x)
+        h = x if wiring == "no_norm1" else norm1(x)
         if wiring == "no_residual":
             return ffn(norm2(attn(h)))
         x1 = (h if wiring in ("residual_from_norm", "residual_from_norm_attn") else x) + attn(h)
-        h2 = norm2(x if wiring == "ffn_from_x" else x1)
+        if wiring == "no_residual_attn":
+            x1 = attn(h)
+        h2 = x1 if wiring == "no_norm2" else norm2(x if wiring == "ffn_from_x" else x1)
         if wiring == "no_residual_ffn":
             return ffn(h2)
         if wiring == "skip_ffn":
