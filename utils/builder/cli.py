@@ -35,7 +35,9 @@ def _report_translations(root: Path) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.build", description=DESCRIPTION)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="exit 1 if solutions' stamps, chapters/ or a translation are out of date")
+    mode.add_argument(
+        "--check", action="store_true", help="exit 1 if solutions' stamps, chapters/ or a translation are out of date"
+    )
     mode.add_argument(
         "--execute", nargs="+", metavar="PATH", help="execute these solution notebooks in place, then build"
     )

@@ -28,7 +28,10 @@ from utils.builder.strip import exercise_meta
 from utils.grading.manifest import MANIFEST_FILE, manifest_text
 from utils.paths import REPO_ROOT
 
-__all__ = ["GENERATED_DIRS", "NOTEBOOK_GLOB", "build", "generation_state", "notebook_text", "outdated", "read_source_notebook", "render"]
+__all__ = [
+    "GENERATED_DIRS", "NOTEBOOK_GLOB", "build", "generation_state", "notebook_text", "outdated", "read_source_notebook",
+    "render",
+]
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 """The chapters of the course: every ``solutions/NN_*.ipynb`` (the one list; nothing else enumerates them)."""
