@@ -178,3 +178,31 @@ def test_translations_use_the_glossary_and_keep_formulas_code_links_numbers(po):
 def test_glossary_check_catches_a_wrong_term():
     assert glossary_problems("Each token has a key.", "每个标记都有一个键。", GLOSSARY) == ["'token' must be 词元"]
     assert glossary_problems("see `tokens` and $key$", "见", GLOSSARY) == []
+
+
+def test_build_guards_and_removes_generated_translations(course):
+    from utils.builder.course import build
+    from utils.builder.errors import BuildError
+
+    build(course, log=lambda _: None)
+    zh = course / "solutions" / "zh" / f"{STEM}.ipynb"
+    chapter = course / "chapters" / "zh" / f"{STEM}.ipynb"
+    assert zh.is_file() and chapter.is_file()
+    assert build(course, log=lambda _: None) == []  # nothing to do the second time
+    nb = nbformat.read(zh, as_version=4)
+    nb.cells[2].source += "\n\nmy own note"
+    nbformat.write(nb, zh)
+    with pytest.raises(BuildError, match="solutions/zh/01_queries_keys_values.ipynb: was edited"):
+        build(course, log=lambda _: None)
+    build(course, force=True, log=lambda _: None)
+    (course / CATALOGUE_DIR / f"{STEM}.po").unlink()
+    build(course, log=lambda _: None)
+    assert not zh.exists() and not chapter.exists()
+
+
+def test_generated_solutions_are_not_executed(course):
+    from utils.builder.errors import BuildError
+    from utils.builder.execution import execute
+
+    with pytest.raises(BuildError, match="is generated"):
+        execute([course / "solutions" / "zh" / f"{STEM}.ipynb"], course)

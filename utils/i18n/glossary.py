@@ -21,6 +21,7 @@ _TABLE = re.compile(r"<!-- glossary -->\n(.*?)\n<!-- /glossary -->", re.DOTALL)
 _MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.DOTALL)
 _CODE = re.compile(r"`[^`\n]+`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
+_TEXT = re.compile(r"\\text\{[^{}]*\}")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
@@ -76,17 +77,27 @@ def glossary_problems(english: str, chinese: str, terms: list[Term]) -> list[str
     return problems
 
 
+def _text_free(formula: str) -> str:
+    """A formula with the words inside its ``\\text{...}`` emptied: those words are prose, and translated."""
+    return _TEXT.sub(r"\\text{}", formula)
+
+
 def kept_problems(english: str, chinese: str) -> list[str]:
-    """What ``chinese`` changed or dropped that a translation keeps exactly: formulas, code spans, link
-    targets (each must appear), and every number of the English prose.
+    r"""What ``chinese`` changed or dropped that a translation keeps exactly: formulas, code spans, link
+    targets (each must appear; words in a formula's ``\text{}`` may be translated), and every number
+    of the English prose.
 
     >>> kept_problems("`x @ w` has 3 rows, $a_1$", "`x @ w` 有三行，$a_1$")
     ['number 3 is missing']
+    >>> kept_problems("$A \\text{ (per row)}$, $b$", "$A \\text{（逐行）}$, $c$")
+    ["formula '$b$' is missing"]
     """
     problems = []
     for kind, pattern in (("formula", _MATH), ("code span", _CODE), ("link", _LINK)):
-        for item in sorted(set(pattern.findall(english)) - set(pattern.findall(chinese))):
-            problems.append(f"{kind} {item!r} is missing")
+        kept = {_text_free(item) for item in pattern.findall(chinese)}
+        for item in sorted(set(pattern.findall(english))):
+            if _text_free(item) not in kept:
+                problems.append(f"{kind} {item!r} is missing")
     numbers = set(_NUMBER.findall(prose(english))) - set(_NUMBER.findall(prose(chinese)))
     problems += [f"number {n} is missing" for n in sorted(numbers)]
     return problems
