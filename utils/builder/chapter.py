@@ -41,12 +41,18 @@ _CELL_METADATA_KEPT = ("tags", "course", "editable", "deletable", "jupyter", "sl
 
 
 def chapter_path(solution: str | Path) -> str:
-    """``solutions/NN_name.ipynb`` -> ``chapters/NN_name.ipynb`` (relative paths).
+    """``solutions/NN_name.ipynb`` -> ``chapters/NN_name.ipynb`` (relative paths); a translation's
+    ``solutions/zh/NN_name.ipynb`` -> ``chapters/zh/NN_name.ipynb``.
 
     >>> chapter_path("solutions/01_queries_keys_values.ipynb")
     'chapters/01_queries_keys_values.ipynb'
+    >>> chapter_path("solutions/zh/01_queries_keys_values.ipynb")
+    'chapters/zh/01_queries_keys_values.ipynb'
     """
-    return f"chapters/{Path(solution).name}"
+    path = Path(solution)
+    if path.parent.parent.name == "solutions" and not path.parent.parent.parent.name:
+        return f"chapters/{path.parent.name}/{path.name}"
+    return f"chapters/{path.name}"
 
 
 def digest(cells: Sequence[Mapping]) -> str:

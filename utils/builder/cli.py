@@ -20,10 +20,24 @@ __all__ = ["main"]
 DESCRIPTION = "Build the student notebooks: solutions/NN_*.ipynb -> chapters/NN_*.ipynb."
 
 
+def _report_translations(root: Path) -> int:
+    """Print every English cell without a current translation, and the notebooks with no catalogue yet."""
+    from utils.i18n.notebooks import translation_status
+
+    untranslated, without = translation_status(root)
+    for problem in untranslated:
+        print(f"untranslated: {problem}")
+    if without:
+        print(f"not yet translated: {' '.join(stem[:2] for stem in without)} (no catalogue in i18n/zh_CN/)")
+    return len(untranslated)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.build", description=DESCRIPTION)
     mode = parser.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true", help="exit 1 if solutions' stamps or chapters/ are out of date")
+    mode.add_argument(
+        "--check", action="store_true", help="exit 1 if solutions' stamps, chapters/ or a translation are out of date"
+    )
     mode.add_argument(
         "--execute", nargs="+", metavar="PATH", help="execute these solution notebooks in place, then build"
     )
@@ -41,10 +55,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             stale = outdated(root)
             for path in stale:
                 print(f"out of date: {path.relative_to(root)}")
+            untranslated = _report_translations(root)
             if stale:
                 print("run `python -m utils.build` (make chapters) and commit the result", file=sys.stderr)
+            if untranslated:
+                print("translate these in i18n/zh_CN/ (see CONTRIBUTING, Translations)", file=sys.stderr)
+            if stale or untranslated:
                 return 1
-            print("chapters/ and the solutions' stamps are up to date")
+            print("chapters/, the solutions' stamps and the translations are up to date")
             return 0
         if args.nbgrader:
             from utils.builder.nbgrader import export_nbgrader
@@ -57,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         changed = build(root, force=args.force)
         if not changed:
             print("chapters/ is up to date")
+        _report_translations(root)  # a warning here; --check fails on it
         return 0
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -1,5 +1,8 @@
 """Step 5 of a build: the whole course. Renders every ``solutions/NN_*.ipynb`` and writes what changed.
 
+A solution that has a translation catalogue (``i18n/zh_CN/<stem>.po``) also gets its Chinese solution
+``solutions/zh/<stem>.ipynb`` and chapter ``chapters/zh/<stem>.ipynb`` (:mod:`utils.i18n.notebooks`).
+
 When the course root holds the ``utils/grading`` package (the course's own checkout, not a scratch
 course in a test), the build also writes the grader's exercise list, ``utils/grading/exercises.json``
 (:mod:`utils.grading.manifest`): package data, so that a pip-installed grader knows the exercises.
@@ -25,10 +28,15 @@ from utils.builder.strip import exercise_meta
 from utils.grading.manifest import MANIFEST_FILE, manifest_text
 from utils.paths import REPO_ROOT
 
-__all__ = ["NOTEBOOK_GLOB", "build", "generation_state", "notebook_text", "outdated", "read_source_notebook", "render"]
+__all__ = [
+    "GENERATED_DIRS", "NOTEBOOK_GLOB", "build", "generation_state", "notebook_text", "outdated", "read_source_notebook",
+    "render",
+]
 
 NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
 """The chapters of the course: every ``solutions/NN_*.ipynb`` (the one list; nothing else enumerates them)."""
+GENERATED_DIRS = ("chapters", "chapters/zh", "solutions/zh")
+"""The folders of generated notebooks: never hand-edited, guarded against overwriting a learner's edits."""
 
 
 def notebook_text(nb: nbformat.NotebookNode) -> str:
@@ -60,11 +68,13 @@ def render(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> dic
     files: dict[Path, str] = {}
     owner: dict[str, str] = {}
     manifest: list[dict] = []
+    stamped: dict[str, nbformat.NotebookNode] = {}
     for path in sorted((root / "solutions").glob(NOTEBOOK_GLOB)):
         rel = path.relative_to(root).as_posix()
         solution = read_source_notebook(path, rel)
         if stamp(solution, config, rel):
             files[path] = notebook_text(solution)
+        stamped[rel] = solution
         chapter, ids = render_chapter(solution, config, rel, registry)
         for exercise_id in ids:
             if exercise_id in owner:
@@ -75,6 +85,9 @@ def render(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> dic
         files[root / chapter_path(rel)] = notebook_text(chapter)
         manifest += [{"id": meta["exercise"], "points": meta.get("points"), "notebook": path.name}
                      for meta in map(exercise_meta, solution["cells"]) if meta is not None]
+    from utils.i18n.notebooks import render_translations  # Babel is needed only where catalogues are built
+
+    files.update({p: notebook_text(nb) for p, nb in render_translations(root, config, stamped, registry).items()})
     # a linked utils/ (a test course borrowing the package) is not this course's: never write through it
     if (root / "utils" / "grading").is_dir() and not (root / "utils").is_symlink():
         files[root / "utils" / "grading" / MANIFEST_FILE] = manifest_text(manifest)
@@ -82,11 +95,12 @@ def render(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> dic
 
 
 def _generated_orphans(root: Path, expected: Mapping[Path, str]) -> list[Path]:
-    """Generated chapter notebooks whose solution no longer exists."""
+    """Generated notebooks (chapters, translations) whose source no longer exists."""
     orphans = []
-    for path in sorted((root / "chapters").glob("*.ipynb")):
-        if path not in expected and generation_state(path) != "foreign":
-            orphans.append(path)
+    for folder in GENERATED_DIRS:
+        for path in sorted((root / folder).glob("*.ipynb")):
+            if path not in expected and generation_state(path) != "foreign":
+                orphans.append(path)
     return orphans
 
 
@@ -124,7 +138,7 @@ def build(
     changes = [p for p, text in expected.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if not force:
         for path in changes:
-            if path.parent == root / "chapters" and path.exists():
+            if path.parent in {root / folder for folder in GENERATED_DIRS} and path.exists():
                 state = generation_state(path)
                 if state != "clean":
                     what = (
@@ -136,8 +150,8 @@ def build(
                         f"{what}; refusing to overwrite it so no work is lost. Move your work elsewhere, "
                         "or pass --force to overwrite it",
                     )
-    (root / "chapters").mkdir(exist_ok=True)
     for path in changes:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(expected[path], encoding="utf-8")
         log(f"wrote {path.relative_to(root)}")
     orphans = _generated_orphans(root, expected)

@@ -29,6 +29,8 @@ def execute(paths: Sequence[str | Path], root: str | Path = REPO_ROOT, log=print
             raise BuildError(given, None, f"is not inside the course at {root}") from exc
         if not rel.startswith("solutions/"):
             raise BuildError(rel, None, "only solution notebooks are executed (chapters/ is generated from them)")
+        if rel.startswith("solutions/zh/"):
+            raise BuildError(rel, None, "is generated (outputs copied from the English solution): execute that one")
         nb = read_source_notebook(path, rel)
         if stamp(nb, config, rel):
             path.write_text(notebook_text(nb), encoding="utf-8")

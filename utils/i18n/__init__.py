@@ -1,0 +1,13 @@
+"""The Chinese edition's machinery: gettext catalogues keyed by cell id, and the notebooks made from them.
+
+=====================  ==========================================================================
+``catalog``            one ``i18n/zh_CN/<stem>.po`` per solution notebook: read, write, update
+``notebooks``          English solution + catalogue -> ``solutions/zh/<stem>.ipynb``; the sync check
+``glossary``           ``i18n/zh_CN/GLOSSARY.md``: one Chinese term per concept, and its check
+``cli``                ``python -m utils.i18n update | check``
+=====================  ==========================================================================
+
+English is the source. The builder (:mod:`utils.builder.course`) generates ``solutions/zh/`` and
+``chapters/zh/`` for every notebook that has a catalogue; ``python -m utils.build --check`` fails when
+an English markdown cell of such a notebook lacks a current translation.
+"""

@@ -1,0 +1,77 @@
+"""The command line of the translations: ``python -m utils.i18n update [STEM ...] | check``.
+
+``update`` brings every catalogue (or the named ones) in step with its English notebook; a notebook
+without a catalogue gets one only when named (``python -m utils.i18n update 02_scaled_dot_product_attention``).
+``check`` lists the cells that lack a current translation and exits 1 if there is one.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from utils.builder.course import NOTEBOOK_GLOB, read_source_notebook
+from utils.builder.errors import BuildError
+from utils.i18n.catalog import (
+    catalogue_path,
+    catalogue_text,
+    markdown_entries,
+    new_catalogue,
+    read_catalogue,
+    update_catalogue,
+)
+from utils.i18n.notebooks import translation_status
+from utils.paths import REPO_ROOT
+
+__all__ = ["main", "update"]
+
+
+def update(root: str | Path = REPO_ROOT, stems: Sequence[str] = (), log=print) -> list[Path]:
+    """Update the catalogues of ``stems`` (default: every notebook that has one); return those written.
+
+    A file is written only when its text changes, so an update with nothing to do writes nothing.
+    """
+    root = Path(root)
+    solutions = {p.stem: p for p in sorted((root / "solutions").glob(NOTEBOOK_GLOB))}
+    unknown = [stem for stem in stems if stem not in solutions]
+    if unknown:
+        raise BuildError(f"solutions/{unknown[0]}.ipynb", None, f"no such notebook; there are {sorted(solutions)}")
+    chosen = list(stems) or [stem for stem in solutions if catalogue_path(root, stem).is_file()]
+    written = []
+    for stem in chosen:
+        rel = f"solutions/{stem}.ipynb"
+        po = catalogue_path(root, stem)
+        old = read_catalogue(po) if po.is_file() else new_catalogue(stem)
+        text = catalogue_text(update_catalogue(old, markdown_entries(read_source_notebook(solutions[stem], rel))))
+        if not po.is_file() or po.read_text(encoding="utf-8") != text:
+            po.parent.mkdir(parents=True, exist_ok=True)
+            po.write_text(text, encoding="utf-8")
+            written.append(po)
+            log(f"wrote {po.relative_to(root)}")
+    return written
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m utils.i18n", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    up = commands.add_parser("update", help="update the catalogues from the English notebooks")
+    up.add_argument("stems", nargs="*", metavar="STEM", help="notebook stems (default: those with a catalogue)")
+    commands.add_parser("check", help="exit 1 if an English cell lacks a current translation")
+    parser.add_argument("--root", default=str(REPO_ROOT), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    root = Path(args.root)
+    try:
+        if args.command == "update":
+            if not update(root, args.stems):
+                print("the catalogues are up to date")
+            return 0
+        untranslated, without = translation_status(root)
+        for problem in untranslated:
+            print(f"untranslated: {problem}")
+        if without:
+            print(f"not yet translated: {' '.join(stem[:2] for stem in without)} (no catalogue in i18n/zh_CN/)")
+        return 1 if untranslated else 0
+    except BuildError as exc:
+        print(f"error: {exc}")
+        return 2

@@ -1,0 +1,103 @@
+"""The glossary ``i18n/zh_CN/GLOSSARY.md``: one Chinese term per concept, and the check that a
+translation uses it.
+
+The table between ``<!-- glossary -->`` and ``<!-- /glossary -->`` has the columns English (forms,
+comma-separated), 中文 (the term) and note. :func:`glossary_problems` finds every form that occurs in an
+English cell as a whole word (any case; code spans, formulas and link targets are ignored, since they
+are kept as they are) and reports the cell when its Chinese lacks the term. :func:`kept_problems`
+checks what a translation must keep exactly: formulas, code spans, link targets and the numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["GLOSSARY_FILE", "Term", "glossary_problems", "kept_problems", "load_glossary", "prose"]
+
+GLOSSARY_FILE = Path("i18n") / "zh_CN" / "GLOSSARY.md"
+_TABLE = re.compile(r"<!-- glossary -->\n(.*?)\n<!-- /glossary -->", re.DOTALL)
+_MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.DOTALL)
+_CODE = re.compile(r"`[^`\n]+`")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_TEXT = re.compile(r"\\text\{[^{}]*\}")
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Term:
+    """One row: the English forms and the Chinese term."""
+
+    english: tuple[str, ...]
+    chinese: str
+
+    def pattern(self) -> re.Pattern:
+        forms = "|".join(re.escape(form) for form in sorted(self.english, key=len, reverse=True))
+        return re.compile(rf"(?<![\w-])(?:{forms})(?![\w-])", re.IGNORECASE)
+
+
+def load_glossary(path: str | Path) -> list[Term]:
+    """The terms of the glossary table at ``path`` (``ValueError`` naming the line when a row is malformed)."""
+    text = Path(path).read_text(encoding="utf-8")
+    match = _TABLE.search(text)
+    if match is None:
+        raise ValueError(f"{path}: no table between <!-- glossary --> and <!-- /glossary -->")
+    terms = []
+    for line in match[1].splitlines()[2:]:  # after the header and the |---| line
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 3 or not cells[0] or not cells[1]:
+            raise ValueError(f"{path}: glossary row {line!r} needs | English | 中文 | note |")
+        terms.append(Term(tuple(form.strip() for form in cells[0].split(",")), cells[1]))
+    return terms
+
+
+def prose(markdown: str) -> str:
+    """``markdown`` without its formulas, code spans and link targets.
+
+    >>> prose("a `key` in $k_j$ and [b](https://x.org/keys) keys")
+    'a   in   and [b]  keys'
+    """
+    return _LINK.sub("] ", _CODE.sub(" ", _MATH.sub(" ", markdown)))
+
+
+def glossary_problems(english: str, chinese: str, terms: list[Term]) -> list[str]:
+    """The glossary terms that ``english`` uses and ``chinese`` lacks, one line each.
+
+    >>> terms = [Term(("key", "keys"), "键")]
+    >>> glossary_problems("Two keys.", "两个钥匙。", terms), glossary_problems("`keys`", "x", terms)
+    (["'keys' must be 键"], [])
+    """
+    text = prose(english)
+    problems = []
+    for term in terms:
+        found = term.pattern().search(text)
+        if found and term.chinese not in chinese:
+            problems.append(f"{found[0]!r} must be {term.chinese}")
+    return problems
+
+
+def _text_free(formula: str) -> str:
+    """A formula with the words inside its ``\\text{...}`` emptied: those words are prose, and translated."""
+    return _TEXT.sub(r"\\text{}", formula)
+
+
+def kept_problems(english: str, chinese: str) -> list[str]:
+    r"""What ``chinese`` changed or dropped that a translation keeps exactly: formulas, code spans, link
+    targets (each must appear; words in a formula's ``\text{}`` may be translated), and every number
+    of the English prose.
+
+    >>> kept_problems("`x @ w` has 3 rows, $a_1$", "`x @ w` 有三行，$a_1$")
+    ['number 3 is missing']
+    >>> kept_problems("$A \\text{ (per row)}$, $b$", "$A \\text{（逐行）}$, $c$")
+    ["formula '$b$' is missing"]
+    """
+    problems = []
+    for kind, pattern in (("formula", _MATH), ("code span", _CODE), ("link", _LINK)):
+        kept = {_text_free(item) for item in pattern.findall(chinese)}
+        for item in sorted(set(pattern.findall(english))):
+            if _text_free(item) not in kept:
+                problems.append(f"{kind} {item!r} is missing")
+    numbers = set(_NUMBER.findall(prose(english))) - set(_NUMBER.findall(prose(chinese)))
+    problems += [f"number {n} is missing" for n in sorted(numbers)]
+    return problems
