@@ -69,9 +69,10 @@ quick: setup lint
 lint: setup
 	$(BIN)/ruff check utils tests solutions chapters
 
-# The browser, Binder and Colab tests have targets of their own (below).
+# The browser, Binder and Colab tests have targets of their own (below). The slow tests run first and
+# each test is handed out on its own, except those sharing a module-scoped fixture (conftest.py).
 unit: setup
-	$(PYTEST) -n $(JOBS) -m "not browser" --ignore=tests/test_binder_env.py --ignore=tests/test_colab_sim.py
+	$(PYTEST) -n $(JOBS) --dist loadgroup --no-loadscope-reorder -m "not browser" --ignore=tests/test_binder_env.py --ignore=tests/test_colab_sim.py
 
 doctest: setup
 	$(PYTEST) -q -p no:cacheprovider --doctest-modules utils -o testpaths=utils
@@ -89,9 +90,11 @@ nbval-chapters: setup
 binder-test: setup
 	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile tests/test_binder_env.py tests/test_colab_sim.py
 
-# Real JupyterLab in headless Chromium (/usr/bin/chromium), and the offline HTML edition.
+# Real JupyterLab in headless Chromium (/usr/bin/chromium), and the offline HTML edition. loadgroup: the
+# edition's tests share one worker and one build (executing its chapters 2 at a time; the cache in
+# build/html-cache then serves `make html`), while the other worker runs the chapters in JupyterLab.
 browser: setup $(NODE_STAMP)
-	$(PYTEST) -q -p no:cacheprovider -m browser tests/browser tests/test_html.py
+	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadgroup -m browser tests/test_html.py tests/browser
 
 # --- course content -------------------------------------------------------------------------------
 chapters: setup

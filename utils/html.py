@@ -24,7 +24,8 @@ in headless Chromium in under :data:`OPEN_BUDGET_S`.
 
 Executing is the slow part, so each executed chapter and its grids are cached in
 ``build/html-cache/``, keyed by the notebook and the ``utils`` code it runs; ``--execute`` ignores
-the cache.
+the cache. The chapters not in the cache are executed ``--jobs`` at a time (default 2, one kernel
+per core of a 2-core machine), in separate processes, longest-running first.
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
 import shutil
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -55,8 +58,8 @@ from utils.htmlbook.explorers import ExplorerReport, precompute_explorers
 from utils.paths import REPO_ROOT
 from utils.widgets.grid import GRID_ENV
 
-__all__ = ["HTML_CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "executed_with_grids", "main",
-           "render_notebook"]
+__all__ = ["DEFAULT_JOBS", "HTML_CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "execute_chapters",
+           "executed_with_grids", "main", "render_notebook"]
 
 HTML_CACHE = REPO_ROOT / "build" / "html-cache"
 SIZE_BUDGET_BYTES = 32 * 2**20
@@ -65,6 +68,8 @@ OPEN_BUDGET_S = 3.0
 """A chapter page opens offline in headless Chromium within this many seconds: from the start of the
 navigation until its text and figures are in and every explorer answers (``explorer.js`` marks it)."""
 TEMPLATES = Path(__file__).resolve().parent / "htmlbook" / "templates"
+DEFAULT_JOBS = 2
+"""Chapters executed at the same time when the cache lacks them (``--jobs``)."""
 
 
 def _cache_key(path: Path, root: Path) -> str:
@@ -78,6 +83,10 @@ def _cache_key(path: Path, root: Path) -> str:
     return digest.hexdigest()[:16]
 
 
+def _cache_folder(path: Path, root: Path, cache: Path) -> Path:
+    return cache / f"{path.stem}-{_cache_key(path, root)}"
+
+
 def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTML_CACHE, execute: bool = False,
                         log=print) -> tuple[nbformat.NotebookNode, Path]:
     """The notebook at ``path`` executed with every explorer's grid rendered, and the grids' folder.
@@ -87,7 +96,7 @@ def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTM
     """
     from utils.notebook_run import deterministic_env, execute_notebook
 
-    folder = cache / f"{path.stem}-{_cache_key(path, root)}"
+    folder = _cache_folder(path, root, cache)
     executed = folder / "executed.ipynb"
     if executed.is_file() and not execute:
         return nbformat.read(executed, as_version=4), folder / "grids"
@@ -101,6 +110,40 @@ def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTM
     log(f"executed {path.name} with its explorers' grids: {result.wall_s:.1f} s")
     nbformat.write(result.notebook, executed)
     return result.notebook, grids
+
+
+def _execute_into_cache(path: Path, root: Path, cache: Path, execute: bool) -> list[str]:
+    """Run in a worker process: execute ``path`` into the cache; return the lines it would have logged
+    (the notebook itself travels back through the cache, not through a pipe)."""
+    lines: list[str] = []
+    executed_with_grids(path, root=root, cache=cache, execute=execute, log=lines.append)
+    return lines
+
+
+def execute_chapters(paths: Sequence[Path], *, root: Path = REPO_ROOT, cache: Path = HTML_CACHE,
+                     execute: bool = False, jobs: int = DEFAULT_JOBS, log=print) -> None:
+    """Make sure every notebook of ``paths`` is executed, with its grids, in ``cache``.
+
+    Those missing from the cache (all of them with ``execute``) run ``jobs`` at a time, each in its own
+    process and kernel, with exactly the environment :func:`executed_with_grids` gives one run alone.
+    The later chapters train models and run longest, so they start first: two long ones do not end up
+    one after the other while the other worker idles.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    missing = [p for p in paths if execute or not (_cache_folder(p, root, cache) / "executed.ipynb").is_file()]
+    missing.sort(key=lambda p: p.name, reverse=True)
+    if jobs == 1 or len(missing) < 2:
+        for path in missing:
+            executed_with_grids(path, root=root, cache=cache, execute=execute, log=log)
+        return
+    # spawn: a fresh interpreter per worker (forking a parent that has imported torch or zmq is unsafe)
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(missing)), mp_context=context) as pool:
+        futures = [pool.submit(_execute_into_cache, path, root, cache, execute) for path in missing]
+        for future in futures:
+            for line in future.result():  # re-raises a worker's error (CellExecutionError names the cell)
+                log(line)
 
 
 def render_notebook(nb: nbformat.NotebookNode, stem: str, rows, *, grids: Path | None = None,
@@ -135,9 +178,12 @@ def build_html(
     node_modules: str | Path = NODE_MODULES,
     cache: str | Path = HTML_CACHE,
     execute: bool = False,
+    jobs: int = DEFAULT_JOBS,
     log=print,
 ) -> list[Path]:
     """Write the HTML edition into ``out``; return the pages written (index last).
+
+    The chapters missing from ``cache`` are executed first, ``jobs`` at a time (:func:`execute_chapters`).
 
     Raises:
         ValueError: the README's chapter table does not list the solution notebooks, in order.
@@ -155,9 +201,10 @@ def build_html(
     copy_assets(out, Path(node_modules))
     for stale in [*out.glob(NOTEBOOK_GLOB.replace(".ipynb", ".html")), out / "explorers"]:
         shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
+    execute_chapters(solutions, root=root, cache=cache, execute=execute, jobs=jobs, log=log)
     pages, reports = [], {}
     for path in solutions:
-        nb, grids = executed_with_grids(path, root=root, cache=cache, execute=execute, log=log)
+        nb, grids = executed_with_grids(path, root=root, cache=cache, log=log)  # from the cache now
         _, body, report = render_notebook(nb, path.stem, rows, grids=grids, out=out)
         for model_id, why in report.kept:
             log(f"warning: {path.name}: explorer {model_id} keeps its saved state only: {why}")
@@ -180,9 +227,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", default=str(REPO_ROOT / "build" / "html"), help="output folder (default: build/html)")
     parser.add_argument("--execute", action="store_true",
                         help="execute the notebooks again, ignoring the cache in build/html-cache")
+    parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
+                        help=f"chapters executed at the same time (default: {DEFAULT_JOBS})")
     args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     try:
-        build_html(args.out, execute=args.execute)
+        build_html(args.out, execute=args.execute, jobs=args.jobs)
     except MissingAssets as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
