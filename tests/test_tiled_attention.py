@@ -52,6 +52,21 @@ def test_matches_sdpa_outputs_and_gradients(dtype, block_size, kind):
         assert_close(a.grad, b.grad, **tol)
 
 
+@pytest.mark.parametrize("backward", ["autograd", "recompute"])
+@pytest.mark.parametrize("leaf", ["query", "key", "value"])
+def test_one_input_requiring_grad_gets_sdpa_gradient(backward, leaf):
+    """Only one of Q, K, V requires grad: autograd must still keep every block of weights it needs (the
+    forward reuses one score buffer only when nothing is recorded), with several blocks to overwrite it."""
+    q, k, v = _qkv(1, 2, 40, 30, 8, torch.float32)
+    inputs = {"query": q, "key": k, "value": v}
+    inputs[leaf] = inputs[leaf].clone().requires_grad_(True)
+    grad_out = torch.randn(1, 2, 40, 8, generator=torch.Generator().manual_seed(3))
+    (ours,) = torch.autograd.grad(tiled_attention(*inputs.values(), block_size=7, backward=backward),
+                                  inputs[leaf], grad_out)
+    (theirs,) = torch.autograd.grad(F.scaled_dot_product_attention(*inputs.values()), inputs[leaf], grad_out)
+    assert_close(ours, theirs, **TOL[torch.float32])
+
+
 def test_no_batch_dims_cross_attention_and_scale():
     q, k, v = torch.randn(5, 8), torch.randn(11, 8), torch.randn(11, 3)  # (L, D), (S, D), (S, Dv)
     assert_close(tiled_attention(q, k, v, block_size=4, scale=0.3),
