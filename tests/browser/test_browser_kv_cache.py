@@ -92,7 +92,7 @@ def _shows(page, output, tmp_path, predicted: Predicted, step: int, window: int 
 def _paused_at(page, output) -> int:
     """The step Play stopped at: the slider holds still while the kernel stays idle for two seconds (the
     kernel links Play to the slider and redraws, and may lag behind the browser's timer)."""
-    deadline, settled, last = time.monotonic() + WAIT_S, 0, None
+    deadline, settled, last = time.monotonic() + 3 * WAIT_S, 0, None
     while settled < 10:
         assert time.monotonic() < deadline, f"the step slider did not stop moving after a pause (at {last})"
         page.wait_for_timeout(200)
@@ -135,14 +135,14 @@ def test_kv_cache_explorer_in_lab(lab, lab_page, tmp_path):
         assert state.hidden == list(range(8)) and len(set(state.cache_bytes)) == 1  # the memory line is flat
         assert state.full_bytes[-1] > state.full_bytes[0]
 
-        # Play until the step has moved two notches, pause, and check whatever step it stopped at.
+        # Play for 2.5 s (the timer ticks every 0.8 s, in the browser), pause, and check the step it stopped at,
+        # whichever that is: each tick is a redraw in the kernel, so a short run keeps the backlog small.
         play = output.locator(".widget-play button").first
         play.click()
-        page.wait_for_function("el => +el.querySelector('.widget-slider .widget-readout').innerText >= 5",
-                               arg=output.element_handle(), timeout=WAIT_S * 1000)
+        page.wait_for_timeout(2500)
         play.click()
         last = _paused_at(page, output)
-        assert 5 <= last < NEW_TOKENS - 1, f"Play paused at step {last}"
+        assert last > 3, f"Play did not move the step slider from 3 (it shows {last})"
         _shows(page, output, tmp_path, predicted, last, 4)
         assert predicted.state(last, 4).cache_positions == sorted(range(last + 5, last + 9), key=lambda p: p % 4)
 
