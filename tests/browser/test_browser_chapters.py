@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_support import keep_artifact
+from browser_support import CELL_ERRORS, RUN_ALL, keep_artifact, open_notebook
 
 from utils.build import NOTEBOOK_GLOB
 
@@ -35,62 +35,6 @@ RUN_TIMEOUT_MS = 180_000
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-KERNEL_READY = """() => {
-  const app = window.jupyterapp;
-  const widget = app && app.shell.currentWidget;
-  const ctx = widget && widget.sessionContext;
-  const kernel = ctx && ctx.session && ctx.session.kernel;
-  return !!(ctx && ctx.isReady && kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle'
-            && widget.content && widget.content.widgets.length > 0);
-}"""
-
-RUN_ALL = """async (timeoutMs) => {
-  // Run all, then wait until every code cell has run (or one raised where it should not) and the
-  // kernel is idle, twice in a row: the command can resolve before the queue is done.
-  const app = window.jupyterapp;
-  const panel = app.shell.currentWidget;
-  app.commands.execute('notebook:run-all-cells');
-  const sleep = ms => new Promise(r => setTimeout(r, ms));
-  const done = () => {
-    let allRan = true, failed = false;
-    panel.content.widgets.forEach(cell => {
-      const json = cell.model.toJSON();
-      if (json.cell_type !== 'code' || !json.source.trim()) return;
-      if (json.execution_count === null) allRan = false;
-      const tags = (json.metadata && json.metadata.tags) || [];
-      if (!tags.includes('raises-exception')
-          && (json.outputs || []).some(o => o.output_type === 'error')) failed = true;
-    });
-    return (allRan || failed) && panel.sessionContext.session.kernel.status === 'idle';
-  };
-  const deadline = Date.now() + timeoutMs;
-  let stable = 0;
-  await sleep(500);
-  while (Date.now() < deadline) {
-    stable = done() ? stable + 1 : 0;
-    if (stable >= 3) return true;
-    await sleep(200);
-  }
-  return false;
-}"""
-
-CELL_ERRORS = """() => {
-  const nb = window.jupyterapp.shell.currentWidget.content;
-  const found = [];
-  nb.widgets.forEach((cell, index) => {
-    const json = cell.model.toJSON();
-    if (json.cell_type !== 'code') return;
-    const tags = (json.metadata && json.metadata.tags) || [];
-    for (const output of json.outputs || []) {
-      if (output.output_type === 'error' && !tags.includes('raises-exception'))
-        found.push(`cell ${index}: ${output.ename}: ${output.evalue}`);
-    }
-    if (json.execution_count === null && json.source.trim()) found.push(`cell ${index} did not run`);
-  });
-  return found;
-}"""
-
-
 def explorer_cells(path: Path) -> list[int]:
     nb = nbformat.read(path, as_version=4)
     return [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code" and EXPLORER_CALL.search(cell.source)]
@@ -100,17 +44,6 @@ def test_every_solution_has_an_explorer():
     assert SOLUTIONS
     for path in SOLUTIONS:
         assert explorer_cells(path), f"{path.name} has no explorer cell (a call of a *_explorer function)"
-
-
-def open_notebook(page, lab, rel: str) -> None:
-    # A workspace of its own, so no tab of an earlier test is restored next to it.
-    page.goto(lab.url(f"lab/workspaces/{Path(rel).stem}/tree/{rel}"))
-    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell.currentWidget", timeout=60_000)
-    # A kernel-select dialog can only appear if the notebook's kernel is unknown; accept the default.
-    accept = page.locator(".jp-Dialog-button.jp-mod-accept")
-    if accept.count():
-        accept.first.click()
-    page.wait_for_function(KERNEL_READY, timeout=90_000, polling=200)
 
 
 def figure_and_labels(output) -> tuple[list[str], list[str]]:

@@ -8,11 +8,9 @@ in test_browser_chapters.py), so it takes seconds, not a whole chapter.
 
 from __future__ import annotations
 
-import nbformat
 import pytest
 import torch
-from browser_support import keep_artifact
-from test_browser_chapters import CELL_ERRORS, RUN_ALL, open_notebook
+from browser_support import figure_src, keep_screenshot, run_cells
 
 from utils.layers import TinyEncoderClassifier
 from utils.tasks import NOUNS, VOCAB
@@ -30,29 +28,10 @@ def _model():
     return TinyEncoderClassifier(len(VOCAB), 16, 2, 2, 32, len(NOUNS), norm_first=True).eval()
 
 
-def _run(page, lab, name: str, cells: list[str]):
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, lab.root / name)
-    open_notebook(page, lab, name)
-    assert page.evaluate(RUN_ALL, 120_000), "the notebook did not finish"
-    errors = page.evaluate(CELL_ERRORS)
-    assert not errors, "; ".join(errors)
-    panel = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
-    output = page.locator(f"[id='{panel}'] .jp-Cell").last.locator(".jp-OutputArea-output").first
-    output.locator(".widget-output img").first.wait_for(state="visible", timeout=30_000)
-    return output
-
-
 def _caption_becomes(page, output, text: str) -> None:
     page.wait_for_function(
         "([el, text]) => [...el.querySelectorAll('.widget-html-content')].some(c => c.innerText.trim() === text)",
         arg=[output.element_handle(), text], timeout=30_000)
-
-
-def _image(output) -> str:
-    return output.locator(".widget-output img").first.get_attribute("src")
 
 
 def _image_changes(page, output, before: str) -> None:
@@ -62,23 +41,14 @@ def _image_changes(page, output, before: str) -> None:
                            arg=[output.element_handle(), before], timeout=30_000)
 
 
-def _shot(output, tmp_path, name):
-    path = tmp_path / name
-    try:
-        output.screenshot(path=str(path))
-    finally:
-        if path.exists():
-            keep_artifact(path)
-
-
 def test_mask_polarity_explorer_in_lab(lab, lab_page, tmp_path):
     page = lab_page
-    output = _run(page, lab, "browser_mask_polarity.ipynb", [
+    output = run_cells(page, lab, "browser_mask_polarity.ipynb", [
         "import torch\ntorch.set_num_threads(1)\nfrom utils.widgets.sdpa import mask_polarity_explorer",
         "mask_polarity_explorer()"])
     try:
         _caption_becomes(page, output, mask_polarity_state("both", "sdpa", False, pad=2).summary)
-        first = _image(output)
+        first = figure_src(output)
         output.locator(".widget-toggle-button", has_text="nn.MultiheadAttention").click()
         want = mask_polarity_state("both", "mha", False, pad=2)
         assert "NOT the weights you meant" in want.summary
@@ -95,14 +65,14 @@ def test_mask_polarity_explorer_in_lab(lab, lab_page, tmp_path):
         _caption_becomes(page, output, want.summary)
         assert page.errors == []
     except BaseException:
-        _shot(output, tmp_path, "lab-mask-polarity.png")
+        keep_screenshot(output, tmp_path, "lab-mask-polarity.png")
         raise
 
 
 def test_sentence_explorer_in_lab(lab, lab_page, tmp_path):
     page = lab_page
     first = "the king met the girl because she left ."
-    output = _run(page, lab, "browser_sentence.ipynb", [
+    output = run_cells(page, lab, "browser_sentence.ipynb", [
         "import torch\ntorch.set_num_threads(1)\nfrom utils.layers import TinyEncoderClassifier\n"
         "from utils.tasks import NOUNS, VOCAB\nfrom utils.widgets.transformer import sentence_explorer\n" + MODEL,
         f"sentence_explorer(model, [{first!r}])"])
@@ -120,11 +90,11 @@ def test_sentence_explorer_in_lab(lab, lab_page, tmp_path):
         box.fill(typed)
         box.press("Enter")
         _caption_becomes(page, output, sentence_state(model, typed).message)
-        before = _image(output)
+        before = figure_src(output)
         output.locator(".widget-dropdown select").first.select_option(label="Layer 2, Head 2")
         _image_changes(page, output, before)
         _caption_becomes(page, output, sentence_state(model, typed, 1, 1).message)
         assert page.errors == []
     except BaseException:
-        _shot(output, tmp_path, "lab-sentence.png")
+        keep_screenshot(output, tmp_path, "lab-sentence.png")
         raise
