@@ -127,7 +127,7 @@ def _random_case(gen: torch.Generator, N: int, L: int, H: int, D: int, mask: str
 def _mha_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
     # Cases that tell mistakes apart come first: H > 1, L > 1 and D != H, then the chapters' rules
     # (float16, large scores, fully masked rows), then the edge shapes L == 1, H == 1, D == 1.
-    cases = [_random_case(gen, 2, 5, 3, 2, "padding"), edges.float16_case(gen), edges.large_score_case(gen),
+    cases = [_random_case(gen, 2, 5, 3, 2, "padding"), edges.mha_float16_case(gen), edges.large_score_case(gen),
              _random_case(gen, 2, 4, 2, 3, "left_padding_causal")]
     for (N, L, H, D), kind in zip(_shapes(rng)[1:], ["none", "causal", "none", "causal", "padding"]):
         cases.append(_random_case(gen, N, L, H, D, kind))

@@ -74,7 +74,7 @@ def _sdpa_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
         # scores of order 1e4 (a masked key far above the rest; allowed keys far below -1e4)
         *inputs.large_score_cases(gen, N, L, rng.randint(4, 6)),
         # float16, where -1e9 does not fit
-        inputs.float16_case(gen),
+        inputs.sdpa_float16_case(gen),
         # queries whose keys are all masked must get zero weights and a zero output
         inputs.fully_masked_case(gen, N, L, S, D),
         # batch 1, one query, a shared (L, S) mask

@@ -20,7 +20,7 @@ MHA_PARTS = (
 )
 
 
-def float16_case(gen: torch.Generator) -> dict:
+def mha_float16_case(gen: torch.Generator) -> dict:
     """float16, where -1e9 cannot be stored. Small integers (x) and quarters (weights) with D = 4 make
     the projections and scores exact, so every correct order of operations gives the same output."""
     N, L, H, D = 2, 5, 2, 4

@@ -46,7 +46,7 @@ def large_score_cases(gen: torch.Generator, N: int, L: int, S: int) -> list[Case
     return [{**set_scores(above), "v": v, "mask": mask}, {**set_scores(below), "v": v.flip(0), "mask": mask}]
 
 
-def float16_case(gen: torch.Generator) -> Case:
+def sdpa_float16_case(gen: torch.Generator) -> Case:
     """A float16 case whose every correct answer is exact in float16 (so any order of operations matches).
 
     The keys of an example are one vector repeated, so each query scores its keys equally and its weights
