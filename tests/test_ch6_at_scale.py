@@ -13,7 +13,7 @@ from widget_support import assert_same_state, png
 from utils import at_scale
 from utils.decoder import TinyDecoder
 from utils.exercises import check
-from utils.exercises.at_scale import CACHE, EXERCISES, ONLINE, WINDOW
+from utils.exercises.at_scale import BLOCK_GRAD, CACHE, EXERCISES, ONLINE, WINDOW
 from utils.plotting import at_scale as plots
 from utils.tiled_attention import online_softmax_update
 from utils.widgets import at_scale as widgets
@@ -119,6 +119,16 @@ def _causal_first_row(q_new, k_new, v_new, k_cache, v_cache):
     return scores.softmax(-1) @ v, k, v
 
 
+def _block_delta_einsum(grad_out, out, weights, value):  # a right answer, written another way
+    delta = torch.einsum("...ld,...ld->...l", grad_out, out)[..., None]  # (..., L, 1)
+    return weights * (torch.einsum("...ld,...bd->...lb", grad_out, value) - delta)
+
+
+def _block_delta_from_block(grad_out, out, weights, value):
+    grad_weights = grad_out @ value.mT  # (..., L, B)
+    return weights * (grad_weights - (weights * grad_weights).sum(-1, keepdim=True))
+
+
 def _cache_einsum(q_new, k_new, v_new, k_cache, v_cache):
     k, v = torch.cat((k_cache, k_new), 2), torch.cat((v_cache, v_new), 2)
     weights = torch.softmax(torch.einsum("nhqd,nhkd->nhqk", q_new, k) / q_new.size(-1) ** 0.5, dim=-1)
@@ -132,6 +142,7 @@ NAMED_BUGS = [
     ("online_softmax_update", _clamp_minus_1e9, ["-1e9", "myth check"]),
     ("online_softmax_update", _shift_minus_1e9, ["-1e9", "float16"]),
     ("online_softmax_update", _tensor_softmax, ["softmax", "implement it yourself"]),
+    ("block_score_grad", _block_delta_from_block, ["needs the whole row", "rowsum(dO ⊙ O)", "section 3"]),
     ("sliding_window_mask", _window_lt, ["use <=, not <"]),
     ("sliding_window_mask", _window_half, ["*each* side", "don't halve it"]),
     ("sliding_window_mask", _window_past, ["only looks back", "both sides"]),
@@ -150,6 +161,7 @@ def test_named_bug_fails_with_its_diagnosis(name, fn, words, capsys):
 
 
 @pytest.mark.parametrize(("name", "fn"), [("online_softmax_update", _nan_to_num_terms),
+                                          ("block_score_grad", _block_delta_einsum),
                                           ("sliding_window_mask", _window_triu_tril),
                                           ("attend_with_cache", _cache_einsum)])
 def test_correct_alternatives_pass(name, fn, capsys):
@@ -173,7 +185,8 @@ def test_online_cases_hold_the_fully_masked_trap(seed):
 
 def test_points_and_ids():
     assert [(e.id, e.points) for e in EXERCISES] == [
-        ("ch6.online_softmax_update", 2), ("ch6.sliding_window_mask", 1), ("ch6.attend_with_cache", 3)]
+        ("ch6.online_softmax_update", 2), ("ch6.block_score_grad", 2), ("ch6.sliding_window_mask", 1),
+        ("ch6.attend_with_cache", 3)]
     assert all(len(e.mistakes) >= 2 for e in EXERCISES)
 
 
@@ -187,6 +200,49 @@ def test_online_reference_matches_utils_and_softmax(seed):
     for start in range(0, 11, 4):
         m, s = ONLINE.reference(m, s, x[:, start:start + 4])
     assert_close(m + s.log(), torch.logsumexp(x, dim=-1))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("is_causal", [False, True])
+@pytest.mark.parametrize(("L", "S", "block"), [(7, 7, 3), (5, 12, 4), (9, 6, 6)])
+def test_block_grad_reference_rebuilds_sdpas_gradients(seed, is_causal, L, S, block):
+    """dS block by block (blocks that do and do not divide S, L != S, causal) is autograd's gradient of the
+    scores, and dQ = dS K·scale, dK = dSᵀ Q·scale, dV = Pᵀ dO are SDPA's gradients."""
+    gen = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(2, 3, L, 8, generator=gen), torch.randn(2, 3, S, 8, generator=gen)  # (N, H, L|S, D)
+    v, grad_out = torch.randn(2, 3, S, 5, generator=gen), torch.randn(2, 3, L, 5, generator=gen)
+    scale = 8 ** -0.5
+    scores = (q @ k.mT * scale).requires_grad_()  # (N, H, L, S)
+    keep = torch.ones(L, S, dtype=torch.bool).tril(S - L)  # bottom-right causal: no row is empty when S >= L
+    weights = torch.softmax(scores.masked_fill(~keep, NEG_INF) if is_causal and S >= L else scores, dim=-1)
+    out = weights @ v  # (N, H, L, Dv)
+    out.backward(grad_out)
+    grad_scores = torch.cat([BLOCK_GRAD.reference(grad_out, out.detach(), weights.detach()[..., j:j + block],
+                                                  v[..., j:j + block, :]) for j in range(0, S, block)], dim=-1)
+    assert_close(grad_scores, scores.grad)
+    ours = grad_scores @ k * scale, grad_scores.mT @ q * scale, weights.detach().mT @ grad_out
+    q, k, v = (t.requires_grad_() for t in (q, k, v))
+    mask = keep if is_causal and S >= L else None
+    theirs = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, attn_mask=mask), (q, k, v), grad_out)
+    for mine, reference in zip(ours, theirs):
+        assert_close(mine, reference)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 5])
+def test_block_grad_cases_hold_their_traps(seed):
+    """Every seed has a block inside its rows (weights summing to less than 1: D from the block's own weights
+    is wrong there), a square block (L = B = Dv: a wrong axis still broadcasts), and a query that sees no
+    key, whose gradient is zero, not NaN."""
+    cases = BLOCK_GRAD.cases(seed)
+    partial = [c for c in cases if (c["weights"].sum(-1) < 0.99).any()]
+    assert partial and all(_differs(_block_delta_from_block, BLOCK_GRAD.reference, c) for c in partial[:1])
+    assert any(c["grad_out"].shape[-2] == c["weights"].shape[-1] == c["value"].shape[-1] for c in cases)
+    empty = [c for c in cases if (c["weights"].abs().sum(-1) == 0).any()]
+    assert empty
+    for case in empty:
+        grad = BLOCK_GRAD.reference(**case)
+        rows = (case["weights"].abs().sum(-1) == 0) & (case["out"].abs().sum(-1) == 0)
+        assert rows.any() and not grad.isnan().any() and (grad[rows] == 0).all()
 
 
 def test_window_reference_matches_utils():
@@ -214,9 +270,10 @@ def test_attend_with_cache_prefill_equals_causal_attention():
 
 def test_check_accepts_references(capsys):
     check.online_softmax_update(ONLINE.reference)
+    check.block_score_grad(BLOCK_GRAD.reference)
     check.sliding_window_mask(WINDOW.reference)
     check.attend_with_cache(CACHE.reference)
-    assert capsys.readouterr().out.count("✅") == 3
+    assert capsys.readouterr().out.count("✅") == 4
 
 
 def test_global_tokens_and_receptive_field():
@@ -288,6 +345,22 @@ def test_memory_figure_ticks_every_measured_length():
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["256", "512", "1024", "2048"]
     assert all(len(line.get_xdata()) == 4 for line in ax.get_lines())
+    plt.close(fig)
+
+
+def test_backward_memory_figure_draws_the_three_backwards():
+    rows = [{"impl": impl, "length": n, "peak_mib": n * n / 1e4 if impl == "tiled_autograd" else n / 100,
+             "predicted_mib": None, "skipped": False, "mode": "backward"}
+            for n in (512, 1024, 2048) for impl in ("sdpa", "tiled", "tiled_autograd")]
+    fig = plots.memory_scaling_figure(rows, heads=8)
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert labels[:3] == ["tiled loop under autograd", "SDPA's fused backward",
+                          "tiled_attention's recomputing backward"]
+    assert all(len(line.get_xdata()) == 3 for line in ax.get_lines())
+    assert ax.get_title().startswith("Autograd through the tiled loop grows as L²") and "H=8" in ax.get_title()
+    assert "gradients" in ax.get_ylabel() and ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["512", "1024", "2048"]
     plt.close(fig)
 
 

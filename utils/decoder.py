@@ -25,7 +25,7 @@ from utils.at_scale import attend_with_cache
 from utils.attention import MultiHeadAttention, merge_heads, split_heads
 from utils.kv_cache import KVCache, RingKVCache, causal_window_mask
 from utils.layers import FeedForward
-from utils.training import History
+from utils.training import History, adam_loop
 
 __all__ = ["TinyDecoder", "train_decoder", "continuation_accuracy", "DecodeStep", "decode_trace"]
 
@@ -189,8 +189,8 @@ def train_decoder(model: TinyDecoder, data: torch.Tensor, *, steps: int, batch_s
     targets after the first ``skip`` (those a model cannot know, such as :func:`~utils.tasks.repeat_task`'s
     first pattern). Each step attends within a window drawn from ``windows`` (``None``: every position), as
     sliding-window models are trained, so that the model learns to use only what a ring buffer of that many
-    slots keeps. Deterministic: batches and windows come from a generator seeded with ``seed``. The model is
-    left in eval mode.
+    slots keeps. Deterministic: batches and windows come from a generator seeded with ``seed``. A loss that
+    becomes NaN or infinite stops training (:func:`~utils.training.adam_loop`). The model is left in eval mode.
 
     Args:
         model: a :class:`TinyDecoder`.
@@ -226,28 +226,15 @@ def train_decoder(model: TinyDecoder, data: torch.Tensor, *, steps: int, batch_s
     for window in windows:
         if window is not None:
             check_positive_int("windows", window)
-    gen = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    history = History()
-    bar = range(steps)
-    if progress:
-        from tqdm.auto import tqdm
 
-        bar = tqdm(bar, desc=desc, leave=True)
-    model.train()
-    for step in bar:
+    def step_loss(gen: torch.Generator) -> torch.Tensor:
         batch = data[torch.randint(len(data), (batch_size,), generator=gen)]  # (B, T)
         window = windows[int(torch.randint(len(windows), (), generator=gen))]
         logits = model(batch[:, :-1], window=window)  # (B, T - 1, V): predicts tokens 1..T-1
-        loss = F.cross_entropy(logits[:, skip:].flatten(0, 1), batch[:, 1 + skip:].flatten())
-        history.loss.append(loss.item())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        if progress and step % 10 == 0:
-            bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
-    model.eval()
-    return history
+        return F.cross_entropy(logits[:, skip:].flatten(0, 1), batch[:, 1 + skip:].flatten())
+
+    return adam_loop(model, step_loss, steps=steps, lr=lr, seed=seed, progress=progress, desc=desc,
+                     postfix_every=10)
 
 
 def continuation_accuracy(generated: torch.Tensor, expected: torch.Tensor, prompt_len: int) -> float:

@@ -85,7 +85,8 @@ class KVCache:
         """Attend from the L new queries to the cached keys and the new ones, then keep the new keys and values.
 
         The new tokens sit at positions ``seen .. seen + L - 1``; new query ``i`` sees every cached key and the
-        new keys ``0..i`` (:func:`~utils.at_scale.attend_with_cache`).
+        new keys ``0..i`` (:func:`~utils.at_scale.attend_with_cache`). A :class:`RingKVCache` sees only those
+        within its window, and keeps only the last W (see there).
 
         Args:
             query, key: ``(N, H, L, D)``.
@@ -95,6 +96,9 @@ class KVCache:
             ``(N, H, L, Dv)``.
         """
         _check_new(query, key, value, self.k)
+        return self._attend(query, key, value)
+
+    def _attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
         L = query.shape[-2]
         output, self.k, self.v = attend_with_cache(query, key, value, self.k, self.v)  # k, v: (N, H, T + L, D)
         self.positions = torch.arange(self.seen + L)  # (T + L,)
@@ -128,19 +132,10 @@ class RingKVCache(KVCache):
         super().__init__()
         self.window = check_positive_int("window", window)
 
-    def attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    def _attend(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
         """Attend from the L new queries to the held keys and the new ones within the window, then write the
-        new keys and values into their slots (the last W of them, when ``L > W``).
-
-        Args:
-            query, key: ``(N, H, L, D)``.
-            value: ``(N, H, L, Dv)``.
-
-        Returns:
-            ``(N, H, L, Dv)``.
-        """
-        _check_new(query, key, value, self.k)
-        N, H, L, D = query.shape
+        new keys and values into their slots (the last W of them, when ``L > W``)."""
+        N, H, L, D = query.shape  # (N, H, L, D); value (N, H, L, Dv)
         new_positions = torch.arange(self.seen, self.seen + L)  # (L,)
         filled = min(self.seen, self.window)  # slots in use
         if self.k is None:

@@ -1,6 +1,7 @@
 """A small, seeded training loop and the measurements chapter 5 makes on a trained model.
 
-* :func:`train` — Adam, optional linear warm-up, a tqdm progress bar, deterministic on the CPU.
+* :func:`train` — Adam, optional linear warm-up, a tqdm progress bar, deterministic on the CPU; its loop,
+  :func:`adam_loop`, also trains chapter 6's decoder.
 * :func:`accuracy` — accuracy on the labelled positions of held-out data.
 * :func:`grad_norms_per_layer` — the gradient norm of each encoder layer's parameters on one batch.
 * :func:`largest_rise` — how far a loss curve climbs back above its best value (a spike).
@@ -17,7 +18,7 @@ Shape letters: N batch, L length, C classes, H heads.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -29,8 +30,8 @@ from utils._checks import check_positive_int
 from utils.attention import padding_mask
 from utils.tasks import IGNORE, VOCAB, PronounData
 
-__all__ = ["History", "train", "accuracy", "predict", "grad_norms_per_layer", "head_ablation", "batch_loss",
-           "heads_switched_off", "all_heads", "largest_rise", "head_name",
+__all__ = ["History", "train", "adam_loop", "accuracy", "predict", "grad_norms_per_layer", "head_ablation",
+           "batch_loss", "heads_switched_off", "all_heads", "largest_rise", "head_name",
            "ablation_configurations", "ablation_study", "accuracy_by_pronoun", "referent_attention"]
 
 
@@ -129,6 +130,50 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
             raise TypeError(f"{name}: expected an int, got {value!r} ({type(value).__name__})")
     if warmup < 0:
         raise ValueError(f"warmup: expected a non-negative int, got {warmup}")
+
+    def step_loss(gen: torch.Generator) -> torch.Tensor:
+        return batch_loss(model, data[torch.randint(len(data), (batch_size,), generator=gen)])
+
+    def evaluate(step: int, history: History) -> None:
+        if eval_data is not None and ((step + 1) % eval_every == 0 or step + 1 == steps):
+            history.eval_steps.append(step + 1)
+            history.eval_accuracy.append(accuracy(model, eval_data))
+
+    return adam_loop(model, step_loss, steps=steps, lr=lr, warmup=warmup, seed=seed, after_step=evaluate,
+                     progress=progress, desc=desc, postfix_every=20)
+
+
+def adam_loop(model: nn.Module, step_loss: Callable[[torch.Generator], torch.Tensor], *, steps: int, lr: float,
+              warmup: int = 0, seed: int = 0, after_step: Callable[[int, History], None] | None = None,
+              progress: bool = True, desc: str = "training", postfix_every: int = 20) -> History:
+    """The seeded Adam loop that :func:`train` and :func:`utils.decoder.train_decoder` share.
+
+    Each step calls ``step_loss(gen)``, which draws its batch from ``gen`` (a generator seeded with
+    ``seed``) and returns the scalar loss, then takes one Adam step (after a linear warm-up of ``warmup``
+    steps, if any) and calls ``after_step(step, history)``. A loss that is NaN or infinite is recorded and
+    stops training. The model is put in train mode for the loop and left in eval mode.
+
+    Args:
+        model: the module whose parameters Adam updates.
+        step_loss: maps the batch generator to this step's loss, a scalar tensor.
+        steps: the number of optimiser steps, a positive int.
+        lr: the peak learning rate.
+        warmup: steps of linear warm-up from 0 to ``lr``; ``0`` means none. Default: ``0``.
+        seed: seed of ``gen``. Default: ``0``.
+        after_step: called after each optimiser step, e.g. to evaluate. Default: ``None``.
+        progress: show a tqdm progress bar. Default: ``True``.
+        desc: the progress bar's label. Default: ``"training"``.
+        postfix_every: show the loss on the bar every this many steps. Default: ``20``.
+
+    Returns:
+        A :class:`History` with one loss per step taken.
+
+    >>> model = nn.Linear(2, 1)
+    >>> history = adam_loop(model, lambda gen: model(torch.randn(4, 2, generator=gen)).pow(2).mean(), steps=3,
+    ...                     lr=1e-2, progress=False)
+    >>> len(history.loss), model.training
+    (3, False)
+    """
     gen = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -141,8 +186,7 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
         bar = tqdm(bar, desc=desc, leave=True)
     model.train()
     for step in bar:
-        batch = data[torch.randint(len(data), (batch_size,), generator=gen)]
-        loss = batch_loss(model, batch)
+        loss = step_loss(gen)
         history.loss.append(loss.item())
         if not math.isfinite(history.loss[-1]):
             break
@@ -150,10 +194,9 @@ def train(model: nn.Module, data: PronounData, *, steps: int, batch_size: int = 
         loss.backward()
         optimizer.step()
         schedule.step()
-        if eval_data is not None and ((step + 1) % eval_every == 0 or step + 1 == steps):
-            history.eval_steps.append(step + 1)
-            history.eval_accuracy.append(accuracy(model, eval_data))
-        if progress and step % 20 == 0:
+        if after_step is not None:
+            after_step(step, history)
+        if progress and step % postfix_every == 0:
             bar.set_postfix(loss=f"{history.loss[-1]:.3f}")
     model.eval()
     return history

@@ -335,13 +335,11 @@ def _run_memory(args: argparse.Namespace) -> list[dict]:
                             mode=args.mode, paired=args.paired,
                             progress=(lambda text: print(f"  running {text}", file=sys.stderr, flush=True)))
     print(format_memory_table(rows))
-    if args.plot and not backward:
+    if args.plot:
         # imported here, not at the top: the measuring child process imports this module and stays lean
         from utils.plotting.at_scale import memory_scaling_figure
 
         save_plot(memory_scaling_figure(rows, heads=args.heads), Path(args.plot))
-    elif args.plot:
-        print("no plot in backward mode (memory_scaling_figure draws the forward rows)")
     return rows
 
 

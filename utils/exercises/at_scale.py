@@ -1,6 +1,8 @@
-"""Exercises of chapter 6: the online-softmax update, the sliding-window mask, one decoding step with a
-KV cache. See :mod:`utils.exercises.definition` for the contract. Masks: True = may attend. The wrong answers
-themselves are in :mod:`utils.exercises.mistakes.at_scale`.
+"""Exercises of chapter 6: the online-softmax update, the gradient of one block of scores (the tiled
+backward), the sliding-window mask, one decoding step with a KV cache. See :mod:`utils.exercises.definition`
+for the contract. Masks: True = may attend. The wrong answers themselves are in
+:mod:`utils.exercises.mistakes.at_scale`; the block-gradient cases, public and hidden, in
+:mod:`utils.exercises.edges.at_scale`.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ from utils.exercises.edges import at_scale as edges
 from utils.exercises.mistakes import at_scale as wrong
 
 __all__ = [
+    "BLOCK_GRAD",
     "CACHE",
     "EXERCISES",
     "ONLINE",
     "WINDOW",
     "attend_with_cache_reference",
+    "block_score_grad_reference",
     "online_softmax_update_reference",
     "sliding_window_mask_reference",
 ]
@@ -160,6 +164,64 @@ ONLINE = Exercise(
     hint="the new max is the elementwise larger of the old max and each row's block max; the old sum was "
          "measured relative to the old max, so rescale it before adding the block's terms, which are measured "
          "relative to the new max; a row whose new max is still -inf must come out as max -inf, sum 0",
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# ch6.block_score_grad
+# --------------------------------------------------------------------------------------------------
+
+
+def block_score_grad_reference(grad_out, out, weights, value):
+    delta = (grad_out * out).sum(dim=-1, keepdim=True)  # (..., L, 1): D = rowsum(dO * O), the whole row's
+    return weights * (grad_out @ value.transpose(-2, -1) - delta)  # (..., L, B): P * (dP - D)
+
+
+_BACKWARD = "— see 'The backward pass without the L × L matrix' in section 3"
+
+BLOCK_GRAD = Exercise(
+    id="ch6.block_score_grad",
+    reference=block_score_grad_reference,
+    make_cases=edges.block_grad_cases,
+    make_edge_cases=edges.block_grad_edges,
+    points=2,
+    mistakes=(
+        Mistake("block_delta", wrong._grad_block_delta,
+                "your D is sum_j P_j dP_j over this block's B keys only: a block holds part of each row (its "
+                "weights do not sum to 1), and D needs the whole row. The output already sums over every key: "
+                f"D = rowsum(dO ⊙ O) {_BACKWARD}"),
+        Mistake("no_delta", wrong._grad_no_delta,
+                "you left out − D: every weight of a row depends on every score of that row (the softmax's "
+                f"Jacobian p_j(δ_jk − p_k)), so dS = P ⊙ (dP − D), not P ⊙ dP {_BACKWARD}"),
+        Mistake("plus_delta", wrong._grad_plus_delta,
+                f"the sign of D: dS = P ⊙ (dP − D), with a minus {_BACKWARD}"),
+        Mistake("no_weights", wrong._grad_no_weights,
+                "multiply by P: dS = P ⊙ (dP − D), so a masked key (P = 0) gets no gradient; you returned dP − D"),
+        Mistake("delta_wrong_axis", wrong._grad_delta_wrong_axis,
+                "D has one number per query row: sum dO ⊙ O over the last dim, Dv (dim=-1), not over the L rows "
+                "(dim=-2)"),
+        Mistake("delta_no_keepdim", wrong._grad_delta_no_keepdim,
+                "D (..., L) must broadcast along the B keys: keep its last dim, (..., L, 1) (keepdim=True or "
+                "[..., None]); without it, D's L numbers line up with the keys instead of the queries"),
+        Mistake("delta_from_value", wrong._grad_delta_from_value,
+                f"D = rowsum(dO ⊙ O), with the output O (out), not the values V {_BACKWARD}"),
+        Mistake("delta_matrix", wrong._grad_delta_matrix,
+                "D is one number per query row, rowsum(dO ⊙ O), shape (..., L, 1): dO Oᵀ is an (L, L) matrix, "
+                "the very thing the backward avoids; multiply elementwise, then sum over Dv"),
+        Mistake("product_of_sums", wrong._grad_product_of_sums,
+                "multiply first, then sum: D = rowsum(dO ⊙ O) = Σ_d dO_d O_d, not rowsum(dO) · rowsum(O)"),
+        Mistake("delta_mean", wrong._grad_delta_mean,
+                "D is a sum over Dv, not a mean: D = dO · O, the dot product of the two rows"),
+        Mistake("no_transpose", wrong._grad_no_transpose,
+                "dP = dO Vᵀ: (..., L, Dv) @ (..., Dv, B) needs the values' last two dims swapped"),
+        Mistake("scaled", wrong._grad_scaled,
+                "dS is the gradient of the scores S themselves, already scaled: the 1/sqrt(D) comes in later, in "
+                f"dQ = dS K · scale and dK = dSᵀ Q · scale {_BACKWARD}"),
+    ),
+    forbidden=("torch.autograd.grad", "torch.autograd.backward", "torch.func.vjp",
+               "utils.tiled_backward.tiled_attention_backward"),
+    hint="dP = dO Vᵀ for this block's keys; D = rowsum(dO ⊙ O), one number per query row, kept as (..., L, 1) "
+         "so that it broadcasts along the keys; then dS = P ⊙ (dP − D)",
 )
 
 
@@ -319,4 +381,4 @@ CACHE = Exercise(
          "return the output and both updated caches",
 )
 
-EXERCISES: tuple[Exercise, ...] = (ONLINE, WINDOW, CACHE)  # notebook order
+EXERCISES: tuple[Exercise, ...] = (ONLINE, BLOCK_GRAD, WINDOW, CACHE)  # notebook order

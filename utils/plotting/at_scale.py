@@ -1,5 +1,5 @@
-"""Figures for chapter 6, attention at scale: the quadratic wall, sliding-window masks, receptive fields and
-the memory of KV caches.
+"""Figures for chapter 6, attention at scale: the quadratic wall (forward and backward), sliding-window
+masks, receptive fields and the memory of KV caches.
 
 Shape letters: N batch, H heads, L sequence length, D head dimension.
 """
@@ -32,23 +32,39 @@ def _bool_key(ax, image, false_label: str, true_label: str) -> None:
     bar.ax.tick_params(labelsize=8)
 
 
-_STYLE = {"naive": ("o", "tab:red"), "sdpa": ("s", "tab:blue"), "tiled": ("^", "tab:green")}
-_LABEL = {"naive": "naive (scores (L, L))", "sdpa": "F.scaled_dot_product_attention", "tiled": "tiled_attention"}
+_STYLE = {"naive": ("o", "tab:red"), "tiled_autograd": ("D", "tab:orange"), "sdpa": ("s", "tab:blue"),
+          "tiled": ("^", "tab:green")}
+_LABEL = {"forward": {"naive": "naive (scores (L, L))", "sdpa": "F.scaled_dot_product_attention",
+                      "tiled": "tiled_attention"},
+          "backward": {"tiled_autograd": "tiled loop under autograd", "sdpa": "SDPA's fused backward",
+                       "tiled": "tiled_attention's recomputing backward"}}
+_TITLE = {"forward": "Naive attention grows as L², tiled as L",
+          "backward": "Autograd through the tiled loop grows as L², the recomputing backward as L"}
+_YLABEL = {"forward": "peak memory above the inputs (MiB)",
+           "backward": "peak memory above inputs and gradients (MiB)"}
 
 
 def memory_scaling_figure(rows: Sequence[dict], *, heads: int = 8) -> Figure:
-    """Log-log peak memory (above the inputs) against L, from :func:`utils.benchmark.memory_benchmark` rows.
+    """Log-log peak memory against L, from :func:`utils.benchmark.memory.memory_benchmark` rows.
 
-    Skipped naive rows are drawn hollow at their predicted size; dotted guides show slopes 1 (O(L)) and
-    2 (O(L²)).
+    Forward rows (naive, SDPA, tiled) show the growth above the inputs; backward rows (``mode="backward"``:
+    autograd through the tiled loop, SDPA, the recomputing backward) the forward+backward growth above the
+    inputs and their gradients. Skipped rows are drawn hollow at their predicted size; dotted guides show
+    slopes 1 (O(L)) and 2 (O(L²)).
+
+    >>> rows = [{"impl": "tiled", "length": n, "peak_mib": n / 64, "skipped": False, "mode": "backward"}
+    ...         for n in (512, 1024)]
+    >>> memory_scaling_figure(rows, heads=2).axes[0].get_title()
+    'Autograd through the tiled loop grows as L², the recomputing backward as L (H=2, float32)'
     """
+    mode = "backward" if any(r.get("mode") == "backward" for r in rows) else "forward"
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for impl in ("naive", "sdpa", "tiled"):
+    for impl in (impl for impl in _STYLE if any(r["impl"] == impl for r in rows)):
         measured = [r for r in rows if r["impl"] == impl and not r["skipped"]]
         marker, color = _STYLE[impl]
         if measured:
             ax.plot([r["length"] for r in measured], [max(r["peak_mib"], 0.1) for r in measured],
-                    marker=marker, color=color, label=_LABEL[impl])
+                    marker=marker, color=color, label=_LABEL[mode].get(impl, impl))
         skipped = [r for r in rows if r["impl"] == impl and r["skipped"]]
         if skipped:
             ax.plot([r["length"] for r in skipped], [r["predicted_mib"] for r in skipped], marker=marker,
@@ -66,8 +82,8 @@ def memory_scaling_figure(rows: Sequence[dict], *, heads: int = 8) -> Figure:
         ax.set_xticks(lengths, [str(n) for n in lengths])
         ax.minorticks_off()
     ax.set_xlabel("sequence length L (tokens)")
-    ax.set_ylabel("peak memory above the inputs (MiB)")
-    ax.set_title(f"Naive attention grows as L², tiled as L (H={heads}, float32)")
+    ax.set_ylabel(_YLABEL[mode])
+    ax.set_title(f"{_TITLE[mode]} (H={heads}, float32)", fontsize=10 if mode == "backward" else None)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()

@@ -1,4 +1,5 @@
-"""Chapter 6's hidden edge cases and parts: masked rows (the NaN trap), float16, windows, caches."""
+"""Chapter 6's hidden edge cases and parts (masked rows, the NaN trap, float16, windows, caches), and the
+block-gradient exercise's cases: blocks of a real attention's weights, public and hidden."""
 
 from __future__ import annotations
 
@@ -44,3 +45,43 @@ def cache_edges(rng: random.Random, gen: torch.Generator) -> list[Case]:
                 "v_new": torch.randn(N, H, 1, D, generator=gen), "k_cache": torch.randn(N, H, T, D, generator=gen),
                 "v_cache": torch.randn(N, H, T, D, generator=gen)}
     return [case(2, 1, rng.randint(30, 60), 4), case(1, rng.randint(5, 8), rng.randint(2, 4), 2)]
+
+
+def _block_grad_case(gen: torch.Generator, batch: tuple[int, ...], L: int, S: int, start: int, B: int, Dv: int,
+                     *, masked: bool = False) -> Case:
+    """One key block of a real attention: full rows of weights P (..., L, S), O = P V, and a random dO; the
+    case holds dO, O, P's columns ``start:start + B`` and those keys' values. With ``masked``, a causal band
+    is cut out and query row 0 sees no key at all (its P and O are zeros, as tiled attention gives)."""
+    scores = torch.randn(*batch, L, S, generator=gen) * 2  # (..., L, S)
+    if masked:
+        keep = torch.arange(S)[None, :] <= torch.arange(L)[:, None] + (S - L)  # (L, S): causal, bottom-right
+        keep[0] = False  # a query that sees nothing
+        scores = scores.masked_fill(~keep, float("-inf"))
+    weights = torch.nan_to_num(torch.softmax(scores, dim=-1))  # (..., L, S): the NaN row -> zeros
+    value = torch.randn(*batch, S, Dv, generator=gen)  # (..., S, Dv)
+    keys = slice(start, start + B)
+    return {"grad_out": torch.randn(*batch, L, Dv, generator=gen), "out": weights @ value,  # (..., L, Dv)
+            "weights": weights[..., keys].contiguous(), "value": value[..., keys, :].contiguous()}
+
+
+def block_grad_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
+    """Blocks inside a row (their weights do not sum to 1), a square block (L = B = Dv, where a wrong axis
+    or a missing keepdim still broadcasts), the whole row as one block, masked rows, and one score."""
+    B = rng.randint(3, 5)
+    side = rng.randint(3, 5)
+    return [
+        _block_grad_case(gen, (2, rng.randint(2, 3)), B + 2, 3 * B, B, B, rng.randint(6, 8)),
+        _block_grad_case(gen, (), side, 3 * side, side, side, side),
+        _block_grad_case(gen, (2,), rng.randint(2, 4), B, 0, B, 4),
+        _block_grad_case(gen, (1, 2), 6, 10, 4, rng.randint(3, 6), 5, masked=True),
+        _block_grad_case(gen, (), 1, 1, 0, 1, 1),
+    ]
+
+
+def block_grad_edges(rng: random.Random, gen: torch.Generator) -> list[Case]:
+    """The last, short block of a row that B does not divide; a single query; a block of one key in float64."""
+    S = rng.randint(9, 13)
+    case = _block_grad_case(gen, (3, 2), 7, S, S - S % 4 or S - 4, S % 4 or 4, 3, masked=True)
+    one = _block_grad_case(gen, (2, 4), 1, 8, 2, 4, 16)
+    double = {name: tensor.double() for name, tensor in _block_grad_case(gen, (2,), 5, 6, 3, 1, 2).items()}
+    return [case, one, double]

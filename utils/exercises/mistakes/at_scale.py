@@ -1,11 +1,12 @@
-"""Plausible wrong answers to the exercises of chapter 6: the online-softmax update, the sliding-window
-mask, one decoding step with a KV cache.
+"""Plausible wrong answers to the exercises of chapter 6: the online-softmax update, one block's score
+gradient, the sliding-window mask, one decoding step with a KV cache.
 
 Each function is the ``fn`` of a :class:`~utils.exercises.definition.Mistake` declared, with its
 diagnosis, in :mod:`utils.exercises.at_scale`: first those of ``ch6.online_softmax_update``, then those
-of ``ch6.sliding_window_mask``, then those of ``ch6.attend_with_cache``. Where a mistake changes the
-right answer's output, the right answer is written out here (``_online_update``, ``_window_mask``,
-``_attend_with_cache``), as that module's references compute it. Masks: True = may attend.
+of ``ch6.block_score_grad``, then those of ``ch6.sliding_window_mask``, then those of
+``ch6.attend_with_cache``. Where a mistake changes the right answer's output, the right answer is written
+out here (``_online_update``, ``_delta``, ``_window_mask``, ``_attend_with_cache``), as that module's
+references compute it. Masks: True = may attend.
 """
 
 from __future__ import annotations
@@ -125,6 +126,71 @@ def _online_max_tuple(running_max, running_sum, block):
 def _online_python_max(running_max, running_sum, block):
     new_max = max(running_max, block.amax(dim=-1))  # RuntimeError for more than one row
     return new_max, _shifted_sum(running_max, running_sum, block, new_max)
+
+
+# --------------------------------------------------------------------------------------------------
+# ch6.block_score_grad
+# --------------------------------------------------------------------------------------------------
+
+
+def _grad_weights(grad_out, value):
+    """dP = dO Vᵀ, (..., L, B): right in every mistake below but ``no_transpose``."""
+    return grad_out @ value.transpose(-2, -1)
+
+
+def _delta(grad_out, out):
+    """The right D = rowsum(dO * O), (..., L, 1)."""
+    return (grad_out * out).sum(-1, keepdim=True)
+
+
+def _grad_block_delta(grad_out, out, weights, value):
+    grad_weights = _grad_weights(grad_out, value)
+    return weights * (grad_weights - (weights * grad_weights).sum(-1, keepdim=True))  # this block's keys only
+
+
+def _grad_no_delta(grad_out, out, weights, value):
+    return weights * _grad_weights(grad_out, value)
+
+
+def _grad_plus_delta(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) + _delta(grad_out, out))
+
+
+def _grad_no_weights(grad_out, out, weights, value):
+    return _grad_weights(grad_out, value) - _delta(grad_out, out)
+
+
+def _grad_delta_wrong_axis(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - (grad_out * out).sum(-2, keepdim=True))  # (..., 1, Dv)
+
+
+def _grad_delta_no_keepdim(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - (grad_out * out).sum(-1))  # (..., L) meets the B keys
+
+
+def _grad_delta_from_value(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - (grad_out * value).sum(-1, keepdim=True))
+
+
+def _grad_delta_matrix(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - grad_out @ out.transpose(-2, -1))  # (..., L, L)
+
+
+def _grad_product_of_sums(grad_out, out, weights, value):
+    delta = grad_out.sum(-1, keepdim=True) * out.sum(-1, keepdim=True)
+    return weights * (_grad_weights(grad_out, value) - delta)
+
+
+def _grad_delta_mean(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - (grad_out * out).mean(-1, keepdim=True))
+
+
+def _grad_no_transpose(grad_out, out, weights, value):
+    return weights * (grad_out @ value - _delta(grad_out, out))
+
+
+def _grad_scaled(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - _delta(grad_out, out)) / math.sqrt(value.shape[-1])
 
 
 # --------------------------------------------------------------------------------------------------
