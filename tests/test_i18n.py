@@ -15,7 +15,7 @@ from utils.builder.course import NOTEBOOK_GLOB, render
 from utils.i18n.catalog import CATALOGUE_DIR, LOCALE, entries_by_cell, markdown_entries, read_catalogue
 from utils.i18n.cli import main as i18n_main
 from utils.i18n.cli import update
-from utils.i18n.glossary import GLOSSARY_FILE, glossary_problems, kept_problems, load_glossary
+from utils.i18n.glossary import GLOSSARY_FILE, glossary_problems, kept_problems, load_glossary, markup_problems
 from utils.i18n.notebooks import translation_status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -173,6 +173,20 @@ def test_translations_use_the_glossary_and_keep_formulas_code_links_numbers(po):
             found = glossary_problems(message.id, message.string, GLOSSARY) + kept_problems(message.id, message.string)
             problems += [f"{message.context}: {p}" for p in found]
     assert problems == []
+
+
+@pytest.mark.parametrize("po", CATALOGUES, ids=lambda p: p.stem)
+def test_translations_keep_their_emphasis_rendered(po):
+    """A bold label ending in Chinese punctuation and followed by a character shows its ``**``."""
+    problems = [f"{m.context}: {p}" for m in read_catalogue(po) if m.id and m.string
+                for p in markup_problems(m.id, m.string)]
+    assert problems == []
+
+
+def test_markup_check_catches_bold_that_does_not_close():
+    assert markup_problems("**Myth check:** it", "**误区检验：**一篇") != []
+    assert markup_problems("*it* is `a*b`", "*it* 是 `a*b`") == []
+    assert markup_problems("$a*b$ and **x**", "$a*b$ 和 **x**") == []
 
 
 def test_glossary_check_catches_a_wrong_term():

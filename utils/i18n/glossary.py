@@ -6,6 +6,8 @@ comma-separated), 中文 (the term) and note. :func:`glossary_problems` finds ev
 English cell as a whole word (any case; code spans, formulas and link targets are ignored, since they
 are kept as they are) and reports the cell when its Chinese lacks the term. :func:`kept_problems`
 checks what a translation must keep exactly: formulas, code spans, link targets and the numbers.
+:func:`markup_problems` finds emphasis that Markdown would leave as bare asterisks: CommonMark closes
+``**bold：**`` only when what follows is a space or punctuation, so ``**误区检验：**一篇`` shows its stars.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GLOSSARY_FILE", "Term", "glossary_problems", "kept_problems", "load_glossary", "prose"]
+__all__ = ["GLOSSARY_FILE", "Term", "glossary_problems", "kept_problems", "load_glossary", "markup_problems", "prose"]
 
 GLOSSARY_FILE = Path("i18n") / "zh_CN" / "GLOSSARY.md"
 _TABLE = re.compile(r"<!-- glossary -->\n(.*?)\n<!-- /glossary -->", re.DOTALL)
@@ -101,3 +103,29 @@ def kept_problems(english: str, chinese: str) -> list[str]:
     numbers = set(_NUMBER.findall(prose(english))) - set(_NUMBER.findall(prose(chinese)))
     problems += [f"number {n} is missing" for n in sorted(numbers)]
     return problems
+
+
+_CODE_HTML = re.compile(r"<code>.*?</code>|<pre>.*?</pre>", re.DOTALL)
+
+
+def _bare_stars(markdown: str) -> int:
+    """Asterisks that survive rendering (CommonMark, with mistune), outside formulas and code."""
+    import mistune  # nbconvert's Markdown parser, pinned with it
+
+    html = mistune.create_markdown()(_MATH.sub(" ", markdown))
+    return _CODE_HTML.sub(" ", html).count("*")
+
+
+def markup_problems(english: str, chinese: str) -> list[str]:
+    """Emphasis the Chinese loses: asterisks the English renders away but the Chinese shows.
+
+    >>> markup_problems("**Myth check:** a", "**误区检验：**一篇")
+    ['4 bare asterisks after rendering (the English has 0): put a space after a bold/italic that ends in punctuation']
+    >>> markup_problems("**Myth check:** a", "**误区检验：** 一篇")
+    []
+    """
+    shown, expected = _bare_stars(chinese), _bare_stars(english)
+    if shown <= expected:
+        return []
+    return [f"{shown} bare asterisks after rendering (the English has {expected}): put a space after a "
+            "bold/italic that ends in punctuation"]
