@@ -172,3 +172,12 @@ def test_bad_mode_is_refused():
         memory_benchmark((64,), mode="train")
     with pytest.raises(ValueError, match="impl must be one of"):
         measure_memory("flash", 64)
+
+
+
+def test_a_measurement_that_raises_or_overruns_names_itself():
+    """The child's own error comes back with its traceback; one that overruns its time is stopped."""
+    with pytest.raises(RuntimeError, match=r"(?s)memory measurement nope L=64 failed: Traceback.*nope"):
+        measure_memory_subprocess("nope", 64, threads=1)
+    with pytest.raises(RuntimeError, match=r"memory measurement naive L=4096 did not finish within 0.05 s"):
+        measure_memory_subprocess("naive", 4096, threads=1, timeout=0.05)

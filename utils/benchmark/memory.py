@@ -1,8 +1,9 @@
 """``python -m utils.benchmark memory``: peak memory against L for naive, SDPA and tiled attention.
 
-Each configuration runs in a fresh Python process (:func:`measure_memory_subprocess`), because the peak
-RSS of a process only grows. The process resets its peak (``VmHWM``) once the inputs exist, so a row is
-the growth *above the inputs*; on CUDA it is ``torch.cuda.max_memory_allocated`` above the inputs.
+Each configuration runs in a process of its own (:func:`measure_memory_subprocess`, forked from a server
+that has imported torch once), because the peak RSS of a process only grows. The process resets its
+peak (``VmHWM``) once the inputs exist, so a row is the growth *above the inputs*; on CUDA it is
+``torch.cuda.max_memory_allocated`` above the inputs.
 
 ``--mode backward`` runs a forward and a backward (``out.backward(grad_out)``) instead, and a row is the
 growth above the inputs (with ``grad_out``) *and their three gradients*: what the backward needs beyond
@@ -13,15 +14,15 @@ the gradients it must return. It compares SDPA's fused backward, tiled attention
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import multiprocessing
 import statistics
-import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -188,21 +189,49 @@ def _paired_ratios(fn: Callable, qkv: tuple, grad_out: torch.Tensor | None, cuda
     return row
 
 
-_CHILD = ("import json, sys; from utils.benchmark.memory import measure_memory; "
-          "print(json.dumps(measure_memory(**json.loads(sys.argv[1]))))")
+def _context() -> Any:
+    """``multiprocessing``'s forkserver, with this module (and so torch) imported into the server once."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    return context
+
+
+def _measure_in_child(conn: Any, kwargs: dict) -> None:
+    try:
+        conn.send(("ok", measure_memory(**kwargs)))
+    except BaseException as exc:  # noqa: BLE001  (the parent reports it)
+        conn.send(("error", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-2000:]))
+    finally:
+        conn.close()
 
 
 def measure_memory_subprocess(impl: str, length: int, *, timeout: float = 600, **kwargs) -> dict:
-    """:func:`measure_memory` in a fresh ``python`` process, so every peak starts from a clean process."""
-    root = str(Path(__file__).resolve().parents[2])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    done = subprocess.run([sys.executable, "-c", _CHILD, json.dumps({"impl": impl, "length": length, **kwargs})],
-                          capture_output=True, text=True, timeout=timeout, cwd=root, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(f"memory measurement {impl} L={length} failed (exit {done.returncode}): "
-                           f"{done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    """:func:`measure_memory` in a process of its own, so every peak starts from a clean process.
+
+    The process is forked from a server that imported torch once (``multiprocessing``'s forkserver; it
+    has run no torch op, so no thread pool or allocator state is inherited): each configuration pays
+    milliseconds to start instead of torch's 2-3 s import, and its peak is read as in a fresh process.
+    """
+    receive, send = _context().Pipe(duplex=False)
+    child = _context().Process(target=_measure_in_child, args=(send, {"impl": impl, "length": length, **kwargs}),
+                               daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(timeout):
+            raise RuntimeError(f"memory measurement {impl} L={length} did not finish within {timeout:g} s")
+        status, payload = receive.recv()
+    except EOFError:  # it died without a word: killed (out of memory?) or crashed
+        child.join(5)
+        raise RuntimeError(f"memory measurement {impl} L={length} failed (exit {child.exitcode})") from None
+    finally:
+        if child.is_alive() and not receive.poll(0):
+            child.kill()
+        child.join(5)
+        receive.close()
+    if status != "ok":
+        raise RuntimeError(f"memory measurement {impl} L={length} failed: {payload.strip()}")
+    return payload
 
 
 def memory_benchmark(lengths: Sequence[int] = MEMORY_LENGTHS, *, impls: Sequence[str] | None = None,
@@ -210,7 +239,7 @@ def memory_benchmark(lengths: Sequence[int] = MEMORY_LENGTHS, *, impls: Sequence
                      threads: int | None = None, naive_max_bytes: int = 2 * 2**30, repeats: int = 1,
                      mode: str = "forward", paired: int = 0,
                      progress: Callable[[str], None] | None = None) -> list[dict]:
-    """Peak memory of each implementation against L, one fresh subprocess per (impl, L).
+    """Peak memory of each implementation against L, one process of its own per (impl, L).
 
     Naive attention and autograd through the tiled loop hold O(L²) memory: they are skipped
     (``skipped=True``, with their predicted size) where their two (L, L) matrices would exceed
