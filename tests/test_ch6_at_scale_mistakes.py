@@ -108,6 +108,15 @@ def _dot_t(q_new, k_new, v_new, k_cache, v_cache):
     return (q_new @ k.permute(3, 2, 1, 0) / math.sqrt(q_new.shape[-1])).softmax(-1) @ v, k, v  # = k.T
 
 
+def _value_t(grad_out, out, weights, value):
+    return weights * (grad_out @ value.permute(*reversed(range(value.ndim))) - (grad_out * out).sum(-1, keepdim=True))
+
+
+def _cat_no_dim(q_new, k_new, v_new, k_cache, v_cache):
+    k, v = torch.cat((k_cache, k_new)), torch.cat((v_cache, v_new))
+    return (q_new @ k.mT / math.sqrt(q_new.shape[-1])).softmax(-1) @ v, k, v
+
+
 _BACKWARD = "section 3"
 REVIEW_BUGS = [
     ("online_softmax_update", _exp_ratio, ["exp(running_max) / exp(new_max)", "inf / inf", "section 2"]),
@@ -120,6 +129,7 @@ REVIEW_BUGS = [
     ("block_score_grad", _d_from_grad, ["you summed dO alone", _BACKWARD]),
     ("block_score_grad", _d_everything, ["over the last dim only", _BACKWARD]),
     ("block_score_grad", _times_sqrt, ["neither divided nor multiplied", _BACKWARD]),
+    ("block_score_grad", _value_t, ["reverses all of them", "value.mT"]),
     ("sliding_window_mask", _tril_plus_one, ["one key too far *after*", "section 4"]),
     ("sliding_window_mask", _loop_start_late, ["misses the key `window` positions *before*", "section 4"]),
     ("sliding_window_mask", _window_plus_one, ["one key wider on each side", "section 4"]),
@@ -128,6 +138,7 @@ REVIEW_BUGS = [
     ("attend_with_cache", _sqrt_cache_length, ["cache length T"]),
     ("attend_with_cache", _weights_times_keys, ["not the keys"]),
     ("attend_with_cache", _dot_t, ["reverses all four dims", "k.mT"]),
+    ("attend_with_cache", _cat_no_dim, ["without dim=", "dim=-2"]),
 ]
 
 

@@ -193,6 +193,9 @@ BLOCK_GRAD = Exercise(
         Mistake("scaled_up", wrong._grad_scaled_up,
                 "dS is the gradient of the scores themselves: no sqrt(D) factor here, neither divided nor "
                 f"multiplied; the scale comes in later, in dQ = dS K · scale and dK = dSᵀ Q · scale {_BACKWARD}"),
+        Mistake("full_transpose", wrong._grad_full_transpose,
+                "value.T on a tensor of more than 2 dims reverses all of them: swap only the last two, "
+                "value.transpose(-2, -1) or value.mT, so that dP = dO Vᵀ is (..., L, Dv) @ (..., Dv, B)"),
     ),
     forbidden=("torch.autograd.grad", "torch.autograd.backward", "torch.func.vjp",
                "utils.tiled_backward.tiled_attention_backward"),
@@ -372,6 +375,9 @@ CACHE = Exercise(
         Mistake("full_transpose", wrong_cache._cache_full_transpose,
                 "k.T on a 4-D tensor reverses all four dims, (D, T + 1, H, N): swap only the last two, "
                 "k.transpose(-2, -1) or k.mT"),
+        Mistake("cat_default_dim", wrong_cache._cache_cat_default_dim,
+                "torch.cat without dim= joins along dim 0, the batch: join the caches along the sequence dim, "
+                "dim=-2, where the T cached positions are"),
     ),
     forbidden=("torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
                "utils.at_scale.attend_with_cache"),

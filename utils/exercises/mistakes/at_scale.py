@@ -238,6 +238,11 @@ def _grad_scaled_up(grad_out, out, weights, value):
     return weights * (_grad_weights(grad_out, value) - _delta(grad_out, out)) * math.sqrt(value.shape[-1])
 
 
+def _grad_full_transpose(grad_out, out, weights, value):
+    reversed_value = value.permute(*range(value.dim() - 1, -1, -1))  # what value.T does beyond 2-D; raises
+    return weights * (grad_out @ reversed_value - _delta(grad_out, out))
+
+
 # --------------------------------------------------------------------------------------------------
 # ch6.sliding_window_mask
 # --------------------------------------------------------------------------------------------------
