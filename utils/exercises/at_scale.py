@@ -1,7 +1,8 @@
 """Exercises of chapter 6: the online-softmax update, the gradient of one block of scores (the tiled
 backward), the sliding-window mask, one decoding step with a KV cache. See :mod:`utils.exercises.definition`
 for the contract. Masks: True = may attend. The wrong answers themselves are in
-:mod:`utils.exercises.mistakes.at_scale`; the block-gradient cases, public and hidden, in
+:mod:`utils.exercises.mistakes.at_scale` and :mod:`utils.exercises.mistakes.at_scale_cache`; the
+online-softmax public cases and the block-gradient cases, public and hidden, in
 :mod:`utils.exercises.edges.at_scale`.
 """
 
@@ -16,6 +17,7 @@ from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import at_scale as edges
 from utils.exercises.mistakes import at_scale as wrong
+from utils.exercises.mistakes import at_scale_cache as wrong_cache
 
 __all__ = [
     "BLOCK_GRAD",
@@ -45,68 +47,10 @@ def online_softmax_update_reference(running_max: torch.Tensor, running_sum: torc
     return new_max, new_sum
 
 
-def _masked_rows_case(rng: random.Random, gen: torch.Generator) -> Case:
-    """Rows in all four states of a masked row: -inf so far or not, an all -inf block or not.
-
-    Row 0 has seen only -inf and gets an all -inf block (its max stays -inf, its sum 0: the NaN trap);
-    row 1 has seen only -inf and gets a partly masked block; row 2 has a history and gets an all -inf
-    block (nothing changes); the others have a history and get partly masked blocks above and below it.
-    """
-    R, B = rng.randint(5, 7), rng.randint(3, 5)
-    running_max = torch.randn(R, generator=gen) * 2
-    running_sum = torch.rand(R, generator=gen) * 4 + 1.0  # >= 1: it contains exp(max - max) = 1
-    block = torch.randn(R, B, generator=gen) * 2
-    block[3] += 5.0  # the max rises
-    running_max[:2], running_sum[:2] = _NEG_INF, 0.0
-    block[0], block[2] = _NEG_INF, _NEG_INF
-    block[1:, 0] = _NEG_INF  # every other row is partly masked; column 1 stays finite
-    return {"running_max": running_max, "running_sum": running_sum, "block": block}
-
-
-def _masked_rows_half_case(rng: random.Random, gen: torch.Generator) -> Case:
-    """The same four states in float16 with (2, 3) rows. The finite scores equal their row's max, so
-    every sum is a small integer and exact in float16 however it is computed."""
-    B = 4
-    rows = []  # (running_max, running_sum, block)
-    for history, masked_block in ((False, True), (False, False), (True, True), (True, False), (True, False),
-                                  (False, False)):
-        top = rng.choice([-1.5, -0.25, 0.5, 1.0, 2.75])
-        keep = [j for j in range(B) if rng.random() < 0.5] or [rng.randrange(B)]
-        row = [top if j in keep and not masked_block else _NEG_INF for j in range(B)]
-        rows.append((top if history else _NEG_INF, float(rng.randint(1, 4)) if history else 0.0, row))
-    return {"running_max": torch.tensor([r[0] for r in rows], dtype=torch.float16).view(2, 3),
-            "running_sum": torch.tensor([r[1] for r in rows], dtype=torch.float16).view(2, 3),
-            "block": torch.tensor([r[2] for r in rows], dtype=torch.float16).view(2, 3, B)}
-
-
-def _online_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
-    def state(shape, scale=3.0):
-        m = torch.randn(shape, generator=gen) * scale
-        s = torch.rand(shape, generator=gen) * 5 + 1.0  # >= 1: it contains exp(max - max) = 1
-        return m, s
-
-    m, s = state((rng.randint(2, 5),))
-    # a block whose values sit well above the running max: the max must rise and the old sum shrink
-    cases = [{"running_max": m, "running_sum": s,
-              "block": torch.randn(m.shape[0], rng.randint(2, 6), generator=gen) * 2 + 6}]
-    cases.append(_masked_rows_case(rng, gen))  # the NaN trap: -inf history and an all -inf block
-    m, s = state((2, 3))
-    cases.append({"running_max": m, "running_sum": s, "block": torch.randn(2, 3, rng.randint(1, 4), generator=gen) - 6})
-    # the first block: running max -inf, sum 0
-    B = rng.randint(2, 5)
-    cases.append({"running_max": torch.full((3,), _NEG_INF), "running_sum": torch.zeros(3),
-                  "block": torch.randn(3, B, generator=gen)})
-    cases.append(_masked_rows_half_case(rng, gen))  # float16: a -1e9 stand-in for -inf breaks here
-    # one row, a block of one score
-    cases.append({"running_max": torch.tensor([0.5]), "running_sum": torch.tensor([2.0]),
-                  "block": torch.tensor([[3.0]])})
-    return cases
-
-
 ONLINE = Exercise(
     id="ch6.online_softmax_update",
     reference=online_softmax_update_reference,
-    make_cases=_online_cases,
+    make_cases=edges.online_cases,
     make_edge_cases=edges.online_edges,
     parts=edges.ONLINE_PARTS,
     points=2,
@@ -127,6 +71,10 @@ ONLINE = Exercise(
         Mistake("wrong_sign", wrong._online_wrong_sign,
                 "your rescale factor is upside down: it is exp(old_max - new_max), which is <= 1, not "
                 "exp(new_max - old_max)"),
+        Mistake("exp_ratio", wrong._online_exp_ratio,
+                "you rescale with exp(running_max) / exp(new_max): each exp overflows on its own once the scores "
+                "pass 88 in float32 (11 in float16), and inf / inf is NaN. Subtract first, then exponentiate: "
+                "exp(running_max - new_max) <= 1 — the formula in section 2 ('The online softmax, on one row')"),
         Mistake("block_max", wrong._online_block_max,
                 "the new running max is the larger of the old max and the block's max, row by row "
                 "(torch.maximum), not the block's max alone: the max never goes down"),
@@ -159,8 +107,8 @@ ONLINE = Exercise(
                 "Python's max() compares whole tensors (and fails on more than one row): use torch.maximum "
                 "for the elementwise larger of two tensors"),
     ),
-    forbidden=("torch.logsumexp", "torch.nn.functional.softmax", "torch.softmax",
-               "utils.tiled_attention.online_softmax_update"),
+    forbidden=("torch.logsumexp", "torch.nn.functional.softmax", "torch.softmax", "torch.log_softmax",
+               "torch.nn.functional.log_softmax", "utils.tiled_attention.online_softmax_update"),
     hint="the new max is the elementwise larger of the old max and each row's block max; the old sum was "
          "measured relative to the old max, so rescale it before adding the block's terms, which are measured "
          "relative to the new max; a row whose new max is still -inf must come out as max -inf, sum 0",
@@ -217,6 +165,37 @@ BLOCK_GRAD = Exercise(
         Mistake("scaled", wrong._grad_scaled,
                 "dS is the gradient of the scores S themselves, already scaled: the 1/sqrt(D) comes in later, in "
                 f"dQ = dS K · scale and dK = dSᵀ Q · scale {_BACKWARD}"),
+        Mistake("delta_outside", wrong._grad_delta_outside,
+                "you subtracted D outside the product (P ⊙ dP − D): D is multiplied by P too, dS = P ⊙ (dP − D), "
+                f"so a masked key (P = 0) gets no gradient {_BACKWARD}"),
+        Mistake("negated", wrong._grad_negated,
+                f"your dS has the wrong sign everywhere: it is P ⊙ (dP − D), dP first, not P ⊙ (D − dP) {_BACKWARD}"),
+        Mistake("block_delta_renormalized", wrong._grad_block_delta_renormalized,
+                "your D is this block's Σ_j P_j dP_j divided by the block's weight sum: renormalizing does not "
+                "bring back the keys outside the block, and D needs every key of the row. Take it from the "
+                f"output: D = rowsum(dO ⊙ O) {_BACKWARD}"),
+        Mistake("renormalized_weights", wrong._grad_renormalized_weights,
+                "use the block's weights P as they come: they are a slice of the row's softmax over all S keys, "
+                "and must not be renormalized to sum to 1 (Exercise 2's description of `weights`)"),
+        Mistake("diagonal_jacobian", wrong._grad_diagonal_jacobian,
+                "you kept only the diagonal of the softmax's Jacobian, p_j(1 − p_j) dP_j: every score of a row "
+                "moves every weight of the row, ∂p_j/∂s_k = p_j(δ_jk − p_k), and the terms off the diagonal add "
+                f"up to the − D: dS = P ⊙ (dP − D) {_BACKWARD}"),
+        Mistake("delta_out_only", wrong._grad_delta_out_only,
+                f"you summed O alone: D = rowsum(dO ⊙ O), multiply dO and O elementwise, then sum over "
+                f"Dv {_BACKWARD}"),
+        Mistake("delta_grad_only", wrong._grad_delta_grad_only,
+                f"you summed dO alone: D = rowsum(dO ⊙ O), multiply dO and O elementwise, then sum over "
+                f"Dv {_BACKWARD}"),
+        Mistake("delta_total", wrong._grad_delta_total,
+                "D has one number per query row: sum dO ⊙ O over the last dim only (dim=-1, keepdim=True), not "
+                f"over every element {_BACKWARD}"),
+        Mistake("scaled_up", wrong._grad_scaled_up,
+                "dS is the gradient of the scores themselves: no sqrt(D) factor here, neither divided nor "
+                f"multiplied; the scale comes in later, in dQ = dS K · scale and dK = dSᵀ Q · scale {_BACKWARD}"),
+        Mistake("full_transpose", wrong._grad_full_transpose,
+                "value.T on a tensor of more than 2 dims reverses all of them: swap only the last two, "
+                "value.transpose(-2, -1) or value.mT, so that dP = dO Vᵀ is (..., L, Dv) @ (..., Dv, B)"),
     ),
     forbidden=("torch.autograd.grad", "torch.autograd.backward", "torch.func.vjp",
                "utils.tiled_backward.tiled_attention_backward"),
@@ -288,6 +267,16 @@ WINDOW = Exercise(
         Mistake("loop_negative_start", wrong._window_loop_negative_start,
                 "the first rows are wrong: for i < window, the slice start i - window is negative, and a "
                 "negative start counts from the *end* in Python; clamp it at 0"),
+        Mistake("long_after", wrong._window_long_after,
+                "your band reaches one key too far *after* the query: tril(k) keeps j - i <= k, the diagonal k "
+                f"included, so tril(window) already keeps the key `window` positions after {_BOTH_SIDES}"),
+        Mistake("short_before", wrong._window_short_before,
+                "your band misses the key `window` positions *before* the query: triu(k) keeps j - i >= k, the "
+                "diagonal included, so use triu(-window) (in a loop: start the row at i - window, clamped at 0) "
+                f"{_BOTH_SIDES}"),
+        Mistake("plus_one", wrong._window_plus_one,
+                "your band is one key wider on each side: |i - j| <= window, not window + 1 (2·window + 1 keys "
+                f"in all, the query included) {_BOTH_SIDES}"),
     ),
     hint="query i may see key j when they are at most `window` positions apart, on either side, the edge "
          "included; all (L, L) pairs at once: broadcast a column of positions against a row",
@@ -330,49 +319,65 @@ CACHE = Exercise(
     make_edge_cases=edges.cache_edges,
     points=3,
     mistakes=(
-        Mistake("only_new", wrong._cache_only_new,
+        Mistake("only_new", wrong_cache._cache_only_new,
                 "your new query attends only to the new key, so its weight is always 1: it must attend to "
                 f"the whole cache plus the new key {_STEP}"),
-        Mistake("before_append", wrong._cache_before_append,
+        Mistake("before_append", wrong_cache._cache_before_append,
                 "your new query does not see its own key: append k_new and v_new to the caches *before* "
                 f"attending (and mask nothing), so it attends to all T + 1 positions, itself included {_STEP}"),
-        Mistake("prepend", wrong._cache_prepend,
+        Mistake("prepend", wrong_cache._cache_prepend,
                 "your caches are in the wrong order: the new token is the latest one, so it goes at the end "
                 "of the caches, not at the front"),
-        Mistake("not_updated", wrong._cache_not_updated,
+        Mistake("not_updated", wrong_cache._cache_not_updated,
                 "return the *updated* caches (T + 1 positions), or the next step will forget this token"),
-        Mistake("swapped", wrong._cache_swapped,
+        Mistake("swapped", wrong_cache._cache_swapped,
                 "return (output, k_cache, v_cache) in that order: your key and value caches are swapped"),
-        Mistake("no_scale", wrong._cache_no_scale,
+        Mistake("no_scale", wrong_cache._cache_no_scale,
                 "your weights are too peaked: divide the scores by sqrt(D), D = q_new.shape[-1]"),
-        Mistake("scale_by_length", wrong._cache_scale_by_length,
+        Mistake("scale_by_length", wrong_cache._cache_scale_by_length,
                 "scale by sqrt(D), the head dim (q_new.shape[-1]), not by the square root of the number of keys"),
-        Mistake("scale_by_d", wrong._cache_scale_by_d, "divide the scores by sqrt(D), not by D itself"),
-        Mistake("scale_by_model_dim", wrong._cache_scale_by_model_dim,
+        Mistake("scale_by_d", wrong_cache._cache_scale_by_d, "divide the scores by sqrt(D), not by D itself"),
+        Mistake("scale_by_model_dim", wrong_cache._cache_scale_by_model_dim,
                 "scale by sqrt(D) of one head (q_new.shape[-1]), not sqrt(H·D): each head is its own attention"),
-        Mistake("softmax_queries", wrong._cache_softmax_queries,
+        Mistake("softmax_queries", wrong_cache._cache_softmax_queries,
                 "take the softmax over the keys (dim=-1): over dim=-2 there is only the one new query, so "
                 "every weight is 1"),
-        Mistake("first_key_only", wrong._cache_first_key_only,
+        Mistake("first_key_only", wrong_cache._cache_first_key_only,
                 "your new query sees only the first key: a causal mask's *first* row (tril(ones(1, S)), "
                 "causal_mask(S)[0], or is_causal with one query, which is aligned top-left) keeps key 0 alone. "
                 f"The new token is the last position and may see every key: it needs no mask {_STEP}"),
-        Mistake("weights", wrong._cache_weights,
+        Mistake("weights", wrong_cache._cache_weights,
                 "you returned the attention weights (N, H, 1, T + 1): the output is the weights times the values"),
-        Mistake("query_appended", wrong._cache_query_appended,
+        Mistake("query_appended", wrong_cache._cache_query_appended,
                 "append k_new to the key cache, not q_new: the cache keeps keys and values, never queries"),
-        Mistake("squeezed", wrong._cache_squeezed, "keep the query dim: the output is (N, H, 1, D), like q_new"),
-        Mistake("values_not_appended", wrong._cache_values_not_appended,
+        Mistake("squeezed", wrong_cache._cache_squeezed, "keep the query dim: the output is (N, H, 1, D), like q_new"),
+        Mistake("values_not_appended", wrong_cache._cache_values_not_appended,
                 "append v_new to the value cache too: T + 1 weights need T + 1 values"),
-        Mistake("cat_last", wrong._cache_cat_last,
+        Mistake("cat_last", wrong_cache._cache_cat_last,
                 "join the caches along the sequence dim (-2), where the T cached positions are: dim -1 is D"),
-        Mistake("cat_heads", wrong._cache_cat_heads,
+        Mistake("cat_heads", wrong_cache._cache_cat_heads,
                 "join the caches along the sequence dim (-2), where the T cached positions are: dim 1 is H"),
-        Mistake("stack", wrong._cache_stack,
+        Mistake("stack", wrong_cache._cache_stack,
                 "torch.stack makes a new dim (and needs equal shapes); appending joins along an existing one, "
                 "the sequence dim -2: torch.cat"),
-        Mistake("no_transpose", wrong._cache_no_transpose,
+        Mistake("no_transpose", wrong_cache._cache_no_transpose,
                 "q_new @ k needs the keys' last two dims swapped: (N, H, 1, D) @ (N, H, D, T + 1)"),
+        Mistake("scale_after_softmax", wrong_cache._cache_scale_after_softmax,
+                "you divided the weights by sqrt(D) after the softmax, so they no longer sum to 1: the scale goes "
+                "on the scores, softmax(q kᵀ / sqrt(D)) @ v (chapter 2's attention, as Exercise 4's hint says)"),
+        Mistake("scale_multiplied", wrong_cache._cache_scale_multiplied,
+                "multiply the scores by 1/sqrt(D), not by sqrt(D): yours are even more peaked than unscaled ones"),
+        Mistake("scale_by_cache_length", wrong_cache._cache_scale_by_cache_length,
+                "scale by sqrt(D), the head dim (q_new.shape[-1]), not by the square root of the cache length T "
+                "(k_cache.shape[-2])"),
+        Mistake("keys_as_values", wrong_cache._cache_keys_as_values,
+                "the weights multiply the values: weights @ v (the value cache with v_new appended), not the keys"),
+        Mistake("full_transpose", wrong_cache._cache_full_transpose,
+                "k.T on a 4-D tensor reverses all four dims, (D, T + 1, H, N): swap only the last two, "
+                "k.transpose(-2, -1) or k.mT"),
+        Mistake("cat_default_dim", wrong_cache._cache_cat_default_dim,
+                "torch.cat without dim= joins along dim 0, the batch: join the caches along the sequence dim, "
+                "dim=-2, where the T cached positions are"),
     ),
     forbidden=("torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
                "utils.at_scale.attend_with_cache"),

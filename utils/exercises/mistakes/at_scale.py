@@ -1,12 +1,12 @@
-"""Plausible wrong answers to the exercises of chapter 6: the online-softmax update, one block's score
-gradient, the sliding-window mask, one decoding step with a KV cache.
+"""Plausible wrong answers to three exercises of chapter 6: the online-softmax update, one block's score
+gradient, the sliding-window mask (those of one decoding step with a KV cache are in
+:mod:`utils.exercises.mistakes.at_scale_cache`).
 
 Each function is the ``fn`` of a :class:`~utils.exercises.definition.Mistake` declared, with its
 diagnosis, in :mod:`utils.exercises.at_scale`: first those of ``ch6.online_softmax_update``, then those
-of ``ch6.block_score_grad``, then those of ``ch6.sliding_window_mask``, then those of
-``ch6.attend_with_cache``. Where a mistake changes the right answer's output, the right answer is written
-out here (``_online_update``, ``_delta``, ``_window_mask``, ``_attend_with_cache``), as that module's
-references compute it. Masks: True = may attend.
+of ``ch6.block_score_grad``, then those of ``ch6.sliding_window_mask``. Where a mistake changes the right
+answer's output, the right answer is written out here (``_online_update``, ``_delta``, ``_window_mask``),
+as that module's references compute it. Masks: True = may attend.
 """
 
 from __future__ import annotations
@@ -128,6 +128,13 @@ def _online_python_max(running_max, running_sum, block):
     return new_max, _shifted_sum(running_max, running_sum, block, new_max)
 
 
+def _online_exp_ratio(running_max, running_sum, block):
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    shift = torch.where(new_max == _NEG_INF, 0.0, new_max)
+    rescale = torch.exp(running_max) / torch.exp(shift)  # inf / inf = NaN once the scores pass 88 (float32)
+    return new_max, running_sum * rescale + torch.exp(block - shift[..., None]).sum(-1)
+
+
 # --------------------------------------------------------------------------------------------------
 # ch6.block_score_grad
 # --------------------------------------------------------------------------------------------------
@@ -191,6 +198,49 @@ def _grad_no_transpose(grad_out, out, weights, value):
 
 def _grad_scaled(grad_out, out, weights, value):
     return weights * (_grad_weights(grad_out, value) - _delta(grad_out, out)) / math.sqrt(value.shape[-1])
+
+
+def _grad_delta_outside(grad_out, out, weights, value):
+    return weights * _grad_weights(grad_out, value) - _delta(grad_out, out)  # P ⊙ dP − D
+
+
+def _grad_negated(grad_out, out, weights, value):
+    return weights * (_delta(grad_out, out) - _grad_weights(grad_out, value))
+
+
+def _grad_block_delta_renormalized(grad_out, out, weights, value):
+    grad_weights = _grad_weights(grad_out, value)
+    delta = (weights * grad_weights).sum(-1, keepdim=True) / weights.sum(-1, keepdim=True)  # NaN if P = 0
+    return weights * (grad_weights - delta)
+
+
+def _grad_renormalized_weights(grad_out, out, weights, value):
+    return weights / weights.sum(-1, keepdim=True) * (_grad_weights(grad_out, value) - _delta(grad_out, out))
+
+
+def _grad_diagonal_jacobian(grad_out, out, weights, value):
+    return weights * (1 - weights) * _grad_weights(grad_out, value)  # p_j (1 − p_j): only j = k
+
+
+def _grad_delta_out_only(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - out.sum(-1, keepdim=True))
+
+
+def _grad_delta_grad_only(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - grad_out.sum(-1, keepdim=True))
+
+
+def _grad_delta_total(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - (grad_out * out).sum())  # one number for everything
+
+
+def _grad_scaled_up(grad_out, out, weights, value):
+    return weights * (_grad_weights(grad_out, value) - _delta(grad_out, out)) * math.sqrt(value.shape[-1])
+
+
+def _grad_full_transpose(grad_out, out, weights, value):
+    reversed_value = value.permute(*range(value.dim() - 1, -1, -1))  # what value.T does beyond 2-D; raises
+    return weights * (grad_out @ reversed_value - _delta(grad_out, out))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -266,120 +316,13 @@ def _window_loop_negative_start(L, window):
     return mask
 
 
-# --------------------------------------------------------------------------------------------------
-# ch6.attend_with_cache
-# --------------------------------------------------------------------------------------------------
+def _window_long_after(L, window):  # tril(window + 1): one key too many after the query
+    return torch.ones(L, L, dtype=torch.bool).triu(-window).tril(window + 1)
 
 
-def _attend_with_cache(q_new, k_new, v_new, k_cache, v_cache):
-    """The right step, as :func:`utils.exercises.at_scale.attend_with_cache_reference`."""
-    k_all = torch.cat([k_cache, k_new], dim=-2)  # (N, H, T + 1, D)
-    v_all = torch.cat([v_cache, v_new], dim=-2)  # (N, H, T + 1, D)
-    weights = torch.softmax(q_new @ k_all.transpose(-2, -1) / math.sqrt(q_new.shape[-1]), dim=-1)  # (N, H, 1, T + 1)
-    return weights @ v_all, k_all, v_all
+def _window_short_before(L, window):  # triu(-window + 1), or a loop starting at i - window + 1
+    return torch.ones(L, L, dtype=torch.bool).triu(-window + 1).tril(window)
 
 
-def _attend(query, key, value, scale=None, dim=-1):
-    """Attention written out, as a learner writes it; ``scale`` and ``dim`` are what the mistakes change."""
-    scale = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
-    return torch.softmax(query @ key.transpose(-2, -1) * scale, dim=dim) @ value
-
-
-def _appended(k_new, v_new, k_cache, v_cache):
-    return torch.cat([k_cache, k_new], dim=-2), torch.cat([v_cache, v_new], dim=-2)  # (N, H, T + 1, D) each
-
-
-def _cache_only_new(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_new, v_new), k_all, v_all
-
-
-def _cache_before_append(q_new, k_new, v_new, k_cache, v_cache):  # also: the new key masked out
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_cache, v_cache), k_all, v_all
-
-
-def _cache_prepend(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = torch.cat([k_new, k_cache], dim=-2), torch.cat([v_new, v_cache], dim=-2)
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_not_updated(q_new, k_new, v_new, k_cache, v_cache):
-    output, _, _ = _attend_with_cache(q_new, k_new, v_new, k_cache, v_cache)
-    return output, k_cache, v_cache
-
-
-def _cache_swapped(q_new, k_new, v_new, k_cache, v_cache):
-    output, k_all, v_all = _attend_with_cache(q_new, k_new, v_new, k_cache, v_cache)
-    return output, v_all, k_all
-
-
-def _cache_no_scale(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, scale=1.0), k_all, v_all
-
-
-def _cache_scale_by_length(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, scale=1 / math.sqrt(k_all.shape[-2])), k_all, v_all
-
-
-def _cache_scale_by_d(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, scale=1 / q_new.shape[-1]), k_all, v_all
-
-
-def _cache_scale_by_model_dim(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, scale=1 / math.sqrt(q_new.shape[1] * q_new.shape[-1])), k_all, v_all
-
-
-def _cache_softmax_queries(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all, dim=-2), k_all, v_all
-
-
-def _cache_first_key_only(q_new, k_new, v_new, k_cache, v_cache):
-    # causal_mask(S)[0], tril(ones(1, S)) or is_causal=True with one query: top-left aligned, key 0 only
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all[..., :1, :], v_all[..., :1, :]), k_all, v_all
-
-
-def _cache_weights(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return torch.softmax(q_new @ k_all.transpose(-2, -1) / math.sqrt(q_new.shape[-1]), dim=-1), k_all, v_all
-
-
-def _cache_query_appended(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(q_new, v_new, k_cache, v_cache)
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_squeezed(q_new, k_new, v_new, k_cache, v_cache):
-    output, k_all, v_all = _attend_with_cache(q_new, k_new, v_new, k_cache, v_cache)
-    return output.squeeze(-2), k_all, v_all
-
-
-def _cache_values_not_appended(q_new, k_new, v_new, k_cache, v_cache):
-    k_all = torch.cat([k_cache, k_new], dim=-2)
-    return _attend(q_new, k_all, v_cache), k_all, torch.cat([v_cache, v_new], dim=-2)  # raises: T + 1 vs T
-
-
-def _cache_cat_last(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = torch.cat([k_cache, k_new], dim=-1), torch.cat([v_cache, v_new], dim=-1)  # raises
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_cat_heads(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = torch.cat([k_cache, k_new], dim=1), torch.cat([v_cache, v_new], dim=1)  # raises
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_stack(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = torch.stack([k_cache, k_new], dim=-2), torch.stack([v_cache, v_new], dim=-2)  # raises
-    return _attend(q_new, k_all, v_all), k_all, v_all
-
-
-def _cache_no_transpose(q_new, k_new, v_new, k_cache, v_cache):
-    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
-    return torch.softmax(q_new @ k_all / math.sqrt(q_new.shape[-1]), dim=-1) @ v_all, k_all, v_all  # raises
+def _window_plus_one(L, window):
+    return _distance(L).abs() <= window + 1
