@@ -238,8 +238,8 @@ def ch6_quiz() -> Quiz:
             answer=1,
             feedback=[
                 "Only the forward is O(L). Autograd keeps each block's tensors alive for the backward.",
-                "Right: that is why FlashAttention writes its own backward that recomputes the blocks from the "
-                "saved running max and sum.",
+                "Right: that is why FlashAttention writes its own backward, which recomputes each block from the "
+                "one logsumexp per row the forward saved (section 3 does the same).",
                 "It is differentiable; the tests compare its gradients with F.scaled_dot_product_attention's.",
                 "Even the output alone is O(L·Dv).",
             ],
