@@ -371,6 +371,10 @@ def test_memory_growth_and_sizes():
     rows += [{"impl": "tiled", "length": n, "peak_mib": n / 100, "skipped": False} for n in (256, 512)]
     rows += [{"impl": "naive", "length": 1024, "peak_mib": None, "skipped": True}]
     assert memory_growth(rows) == pytest.approx({"naive": 4.0, "tiled": 2.0})
+    rows += [{"impl": "naive", "length": 128, "peak_mib": 128 * 128 / 1e4, "skipped": False}]
+    assert memory_growth(rows, span="all")["naive"] == pytest.approx(16.0)  # 512 / 128, not 512 / 256
+    with pytest.raises(ValueError, match="span must be 'last' or 'all'"):
+        memory_growth(rows, span="first")
     sizes = at_scale.attention_memory_bytes(16384, 128, heads=8, head_dim=64)
     assert sizes["naive scores"] == 8 * 2**30 and sizes["naive scores + weights"] == 16 * 2**30
     assert sizes["keys tiled"] == 128 * 2**20 and sizes["queries and keys tiled"] == 2**20

@@ -290,18 +290,22 @@ def memory_benchmark(lengths: Sequence[int] = MEMORY_LENGTHS, *, impls: Sequence
     return rows
 
 
-def memory_growth(rows: Sequence[dict]) -> dict[str, float]:
-    """How much each implementation's peak grew over the last step of L: the peak at the largest measured
-    L divided by the peak at the measured L before it (4 for O(L²) and 2 for O(L) when L doubles).
+def memory_growth(rows: Sequence[dict], *, span: str = "last") -> dict[str, float]:
+    """How much each implementation's peak grew with L: the peak at the largest measured L divided by the
+    peak at the measured L before it (``span="last"``: 4 for O(L²) and 2 for O(L) when L doubles), or at
+    the smallest measured L (``span="all"``: one ratio over the whole range, steadier than one step).
 
-    >>> memory_growth([{"impl": "naive", "length": n, "peak_mib": n * n / 1e4, "skipped": False} for n in (8, 16, 32)])
-    {'naive': 4.0}
+    >>> rows = [{"impl": "naive", "length": n, "peak_mib": n * n / 1e4, "skipped": False} for n in (8, 16, 32)]
+    >>> memory_growth(rows), memory_growth(rows, span="all")
+    ({'naive': 4.0}, {'naive': 16.0})
     """
+    if span not in ("last", "all"):
+        raise ValueError(f"span must be 'last' or 'all', got {span!r}")
     growth = {}
     for impl in dict.fromkeys(r["impl"] for r in rows):
         measured = sorted((r["length"], r["peak_mib"]) for r in rows if r["impl"] == impl and not r["skipped"])
         if len(measured) >= 2:
-            growth[impl] = measured[-1][1] / max(measured[-2][1], 1e-3)
+            growth[impl] = measured[-1][1] / max(measured[0 if span == "all" else -2][1], 1e-3)
     return growth
 
 
