@@ -24,8 +24,8 @@ in headless Chromium in under :data:`OPEN_BUDGET_S`.
 
 Executing is the slow part, so each executed chapter and its grids are cached in
 ``build/html-cache/``, keyed by the notebook and the ``utils`` code it runs; ``--execute`` ignores
-the cache. The chapters not in the cache are executed ``--jobs`` at a time (default 2, one kernel
-per core of a 2-core machine), in separate processes, longest-running first.
+the cache. The chapters not in the cache are executed ``--jobs`` at a time (default 1; with more, in
+separate processes, longest-running first).
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ OPEN_BUDGET_S = 3.0
 """A chapter page opens offline in headless Chromium within this many seconds: from the start of the
 navigation until its text and figures are in and every explorer answers (``explorer.js`` marks it)."""
 TEMPLATES = Path(__file__).resolve().parent / "htmlbook" / "templates"
-DEFAULT_JOBS = 2
+DEFAULT_JOBS = 1
 """Chapters executed at the same time when the cache lacks them (``--jobs``)."""
 
 
