@@ -12,11 +12,12 @@ import pytest
 
 from utils.builder.cli import main as build_main
 from utils.builder.course import NOTEBOOK_GLOB, render
+from utils.builder.stamps import SETUP_TAG
 from utils.i18n.catalog import CATALOGUE_DIR, LOCALE, entries_by_cell, markdown_entries, read_catalogue
 from utils.i18n.cli import main as i18n_main
 from utils.i18n.cli import update
 from utils.i18n.glossary import GLOSSARY_FILE, glossary_problems, kept_problems, load_glossary, markup_problems
-from utils.i18n.notebooks import translation_status
+from utils.i18n.notebooks import EXECUTED_KEY, code_digest, translation_status
 
 REPO = Path(__file__).resolve().parent.parent
 CATALOGUES = sorted((REPO / CATALOGUE_DIR).glob("*.po"))
@@ -138,10 +139,13 @@ def test_generated_notebooks_follow_source_and_catalogue(po):
     assert [(c.id, c.cell_type) for c in zh.cells] == [(c.id, c.cell_type) for c in english.cells]
     assert [c.id for c in chapter.cells] == [c.id for c in english.cells]
     assert zh.metadata["course"]["language"] == LOCALE == chapter.metadata["course"]["language"]
+    assert zh.metadata["course"].get(EXECUTED_KEY) == code_digest(zh), "executed in Chinese, for this code"
     for en, cn, ch in zip(english.cells, zh.cells, chapter.cells):
-        if en.cell_type == "code":
+        if SETUP_TAG in en.metadata.get("tags", []):
+            assert cn.source == en.source.replace("utils.setup()", 'utils.setup(lang="zh")') == ch.source
+            assert cn.source != en.source
+        elif en.cell_type == "code":
             assert code_tokens(cn.source) == code_tokens(en.source), f"code cell {en.id} differs"
-            assert cn.outputs == en.outputs, f"code cell {en.id}: outputs are the English ones"
             assert ch.outputs == []
         elif en.source.strip() and en.id != english.cells[0].id:
             assert cn.source == messages[en.id].string == ch.source
@@ -214,9 +218,47 @@ def test_build_guards_and_removes_generated_translations(course):
     assert not zh.exists() and not chapter.exists()
 
 
-def test_generated_solutions_are_not_executed(course):
+def _mark_executed(path: Path, text: str) -> None:
+    """Give every code cell of the Chinese notebook at ``path`` the output ``text``, as if executed."""
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=text)]
+    nb.metadata["course"][EXECUTED_KEY] = code_digest(nb)
+    nbformat.write(nb, path)
+
+
+def test_outputs_of_a_chinese_run_are_kept_until_the_code_changes(course):
+    from utils.builder.course import build
+
+    build(course, log=lambda _: None)
+    zh = course / "solutions" / "zh" / f"{STEM}.ipynb"
+    problems, _ = translation_status(course)
+    assert [p.cell_id for p in problems] == ["(all code cells)"], "not executed in Chinese yet"
+    _mark_executed(zh, "中文输出\n")
+    assert build(course, log=lambda _: None) == [] and translation_status(course)[0] == []
+    kept = nbformat.read(zh, as_version=4)
+    assert all(c.outputs[0].text == "中文输出\n" for c in kept.cells if c.cell_type == "code")
+    # the English code changes: the Chinese outputs belong to other code, so they go, and the check says so
+    path = course / "solutions" / f"{STEM}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    [cell] = [c for c in nb.cells if c.cell_type == "code" and SETUP_TAG not in c.metadata.get("tags", [])][:1]
+    cell.source += "\nprint('new')"
+    nbformat.write(nb, path)
+    build(course, log=lambda _: None)
+    fresh = nbformat.read(zh, as_version=4)
+    assert EXECUTED_KEY not in fresh.metadata["course"]
+    assert not any(o.get("text") == "中文输出\n" for c in fresh.cells if c.cell_type == "code" for o in c.outputs)
+    problems, _ = translation_status(course)
+    assert [p.cell_id for p in problems] == ["(all code cells)"]
+    assert "--execute solutions/zh/01_queries_keys_values.ipynb" in problems[0].reason
+
+
+def test_executing_a_translation_needs_its_catalogue(course):
     from utils.builder.errors import BuildError
     from utils.builder.execution import execute
 
-    with pytest.raises(BuildError, match="is generated"):
+    (course / "solutions" / "zh").mkdir()
+    (course / CATALOGUE_DIR / f"{STEM}.po").unlink()
+    with pytest.raises(BuildError, match="no English solution with a catalogue"):
         execute([course / "solutions" / "zh" / f"{STEM}.ipynb"], course)

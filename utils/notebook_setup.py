@@ -11,6 +11,7 @@ import sys
 import torch
 
 from utils.device import get_device, seed_everything
+from utils.i18n.messages import set_language
 
 __all__ = ["COURSE", "setup", "verify_course_package"]
 
@@ -30,12 +31,15 @@ def verify_course_package() -> None:
         )
 
 
-def setup(seed: int = 0, device: str | torch.device | None = None) -> torch.device:
-    """Prepare a notebook: seed, enable widgets on Colab, show figures inline, and pick the device.
+def setup(seed: int = 0, device: str | torch.device | None = None, lang: str | None = None) -> torch.device:
+    """Prepare a notebook: seed, enable widgets on Colab, show figures inline, pick the device and the
+    language of the messages (diagnoses, quizzes, explorers, figures).
 
     Args:
         seed: seeds Python's ``random`` and torch. Default: ``0``.
         device: passed to :func:`~utils.device.get_device`. Default: ``None`` (CUDA, then MPS, then CPU).
+        lang: ``"en"`` or ``"zh"`` (the Chinese notebooks pass ``"zh"``); ``None``: the environment
+            variable ``COURSE_LANG``, else English (:mod:`utils.i18n.messages`).
 
     Returns:
         The ``torch.device`` the chapter runs on (the notebooks call it ``DEVICE``).
@@ -44,6 +48,7 @@ def setup(seed: int = 0, device: str | torch.device | None = None) -> torch.devi
     device(type='cpu')
     """
     verify_course_package()
+    set_language(lang)
     if "google.colab" in sys.modules:  # Colab renders ipywidgets only through its custom widget manager
         from google.colab import output
 

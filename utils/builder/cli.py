@@ -21,15 +21,10 @@ DESCRIPTION = "Build the student notebooks: solutions/NN_*.ipynb -> chapters/NN_
 
 
 def _report_translations(root: Path) -> int:
-    """Print every English cell without a current translation, and the notebooks with no catalogue yet."""
-    from utils.i18n.notebooks import translation_status
+    """Print every English cell and message without a current translation; return how many."""
+    from utils.i18n.cli import report  # Babel: only where catalogues are built
 
-    untranslated, without = translation_status(root)
-    for problem in untranslated:
-        print(f"untranslated: {problem}")
-    if without:
-        print(f"not yet translated: {' '.join(stem[:2] for stem in without)} (no catalogue in i18n/zh_CN/)")
-    return len(untranslated)
+    return report(root)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -59,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if stale:
                 print("run `python -m utils.build` (make chapters) and commit the result", file=sys.stderr)
             if untranslated:
-                print("translate these in i18n/zh_CN/ (see CONTRIBUTING, Translations)", file=sys.stderr)
+                print("translate these in i18n/zh_CN/ and utils/i18n/locale/zh_CN/, or execute what is named "
+                      "(see CONTRIBUTING, Translations)", file=sys.stderr)
             if stale or untranslated:
                 return 1
             print("chapters/, the solutions' stamps and the translations are up to date")

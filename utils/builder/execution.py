@@ -7,7 +7,7 @@ from pathlib import Path
 
 from utils.builder.chapter import KERNELSPEC
 from utils.builder.config import load_config
-from utils.builder.course import notebook_text, read_source_notebook
+from utils.builder.course import notebook_text, read_source_notebook, render
 from utils.builder.errors import BuildError
 from utils.builder.stamps import stamp
 from utils.paths import REPO_ROOT
@@ -16,7 +16,10 @@ __all__ = ["execute"]
 
 
 def execute(paths: Sequence[str | Path], root: str | Path = REPO_ROOT, log=print) -> None:
-    """Stamp, execute in place (cwd = the notebook's folder) and store the outputs of each solution."""
+    """Stamp, execute in place (cwd = the notebook's folder) and store the outputs of each solution; a
+    Chinese solution (``solutions/zh/``) is generated afresh first and records the code it ran."""
+    from utils.i18n.catalog import OUTPUT_DIR  # Babel: only where catalogues are built
+    from utils.i18n.notebooks import EXECUTED_KEY, code_digest
     from utils.notebook_run import execute_notebook
 
     root = Path(root)
@@ -29,15 +32,22 @@ def execute(paths: Sequence[str | Path], root: str | Path = REPO_ROOT, log=print
             raise BuildError(given, None, f"is not inside the course at {root}") from exc
         if not rel.startswith("solutions/"):
             raise BuildError(rel, None, "only solution notebooks are executed (chapters/ is generated from them)")
-        if rel.startswith("solutions/zh/"):
-            raise BuildError(rel, None, "is generated (outputs copied from the English solution): execute that one")
-        nb = read_source_notebook(path, rel)
-        if stamp(nb, config, rel):
-            path.write_text(notebook_text(nb), encoding="utf-8")
+        translated = rel.startswith(f"solutions/{OUTPUT_DIR}/")
+        if translated:  # generated: made afresh from the English solution and its catalogue, then run
+            expected = render(root).get(root / rel)
+            if expected is None:
+                raise BuildError(rel, None, "has no English solution with a catalogue to be generated from")
+            path.write_text(expected, encoding="utf-8")
+        else:
+            nb = read_source_notebook(path, rel)
+            if stamp(nb, config, rel):
+                path.write_text(notebook_text(nb), encoding="utf-8")
         result = execute_notebook(path)
         executed = result.notebook
         executed.metadata["kernelspec"] = dict(KERNELSPEC)
         executed.metadata.get("language_info", {}).pop("version", None)
+        if translated:
+            executed.metadata["course"][EXECUTED_KEY] = code_digest(executed)
         path.write_text(notebook_text(executed), encoding="utf-8")
         rss = "n/a" if result.peak_rss_mib is None else f"{result.peak_rss_mib:.0f} MiB"
         log(f"executed {rel}: {result.wall_s:.1f} s, kernel peak RSS {rss}")

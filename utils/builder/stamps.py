@@ -16,7 +16,7 @@ import nbformat
 from utils.builder.config import CourseConfig
 from utils.builder.errors import BuildError
 
-__all__ = ["BADGES_CLOSE", "BADGES_OPEN", "PIP_SOURCE_ENV", "SETUP_TAG", "setup_source", "stamp"]
+__all__ = ["BADGES_CLOSE", "BADGES_OPEN", "PIP_SOURCE_ENV", "SETUP_TAG", "notebook_language", "setup_source", "stamp"]
 
 BADGES_OPEN, BADGES_CLOSE = "<!-- badges -->", "<!-- /badges -->"
 SETUP_TAG = "course-setup"
@@ -38,8 +38,23 @@ def _template() -> str:
     return "\n".join(line[len(_MAGIC) - 1:] if line.startswith(_MAGIC) else line for line in lines)
 
 
-def setup_source(config: CourseConfig) -> str:
-    """The setup cell's source for ``config``: the template with its placeholders filled.
+_SETUP_CALL = "DEVICE = utils.setup()"
+_LANGUAGE_DIRS = {"zh": "zh"}  # the folder under solutions/ and chapters/ -> the language its notebooks use
+
+
+def notebook_language(relpath: str) -> str:
+    """The language of the notebook at ``relpath``: ``zh`` under ``solutions/zh/`` or ``chapters/zh/``.
+
+    >>> notebook_language("chapters/zh/01_x.ipynb"), notebook_language("solutions/01_x.ipynb")
+    ('zh', 'en')
+    """
+    parts = Path(relpath).parts
+    return _LANGUAGE_DIRS.get(parts[1], "en") if len(parts) > 2 else "en"
+
+
+def setup_source(config: CourseConfig, lang: str = "en") -> str:
+    """The setup cell's source for ``config``: the template with its placeholders filled; a notebook in
+    another language than English passes it to ``utils.setup``, which chooses the messages' language.
 
     >>> source = setup_source(CourseConfig("https://github.com/a/b", "main", None, "pkg"))
     >>> '"pkg @ git+https://github.com/a/b@main",' in source and '"COURSE_PIP_SOURCE",' in source
@@ -47,11 +62,16 @@ def setup_source(config: CourseConfig) -> str:
     >>> source.splitlines()[-1]
     'DEVICE = utils.setup()  # seeds, widgets on Colab, inline figures; returns the device the course runs on'
     """
-    return (
+    source = (
         _template()
         .replace("{{PIP_SOURCE_ENV}}", PIP_SOURCE_ENV)
         .replace('"{{PIP_SOURCE}}"', json.dumps(config.pip_source))
     )
+    if lang != "en":
+        if source.count(_SETUP_CALL) != 1:
+            raise BuildError(TEMPLATE_PATH.name, None, f"needs exactly one {_SETUP_CALL!r} line")
+        source = source.replace(_SETUP_CALL, f'DEVICE = utils.setup(lang="{lang}")')
+    return source
 
 
 def _badge_span(nb: Mapping, path: str) -> tuple[int, int]:
@@ -103,7 +123,8 @@ def stamp(nb: nbformat.NotebookNode, config: CourseConfig, relpath: str) -> bool
     if new_source != source:
         nb["cells"][0]["source"] = new_source
         changed = True
-    if nb["cells"][setup]["source"] != setup_source(config):
-        nb["cells"][setup]["source"] = setup_source(config)
+    wanted = setup_source(config, notebook_language(relpath))
+    if nb["cells"][setup]["source"] != wanted:
+        nb["cells"][setup]["source"] = wanted
         changed = True
     return changed

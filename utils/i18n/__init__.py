@@ -4,6 +4,10 @@
 ``catalog``            one ``i18n/zh_CN/<stem>.po`` per solution notebook: read, write, update
 ``notebooks``          English solution + catalogue -> ``solutions/zh/<stem>.ipynb``; the sync check
 ``glossary``           ``i18n/zh_CN/GLOSSARY.md``: one Chinese term per concept, and its check
+``messages``           ``tr()``, ``translate()``, ``set_language()``: what a learner reads, in their language
+``extract``            every ``tr()`` message in the source and every exercise's diagnoses
+``message_catalog``    ``utils/i18n/locale/zh_CN/<domain>.po``: update from the source, check
+``pofile``             a Babel-free reader of ``.po`` files, for a learner's kernel
 ``cli``                ``python -m utils.i18n update | check``
 =====================  ==========================================================================
 

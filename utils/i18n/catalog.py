@@ -39,6 +39,7 @@ __all__ = [
     "OUTPUT_DIR",
     "blank_badges",
     "catalogue_path",
+    "carry_over",
     "catalogue_text",
     "entries_by_cell",
     "markdown_entries",
@@ -135,7 +136,10 @@ def catalogue_text(catalog: Catalog) -> str:
         if message.id and message.previous_id:
             lines = normalize(message.previous_id[0], width=0).split("\n")
             previous = "".join(f"#| {'msgid ' if i == 0 else ''}{line}\n" for i, line in enumerate(lines))
-            anchor = f"\nmsgctxt {escape(message.context)}\n"
+            if message.context is not None:
+                anchor = f"\nmsgctxt {escape(message.context)}\n"
+            else:  # a message keyed by its English alone: the first line written after its comments
+                anchor = f"\nmsgid {normalize(message.id, width=0)}\n"
             text = text.replace(anchor, f"\n{previous}{anchor[1:]}", 1)
     return text
 
@@ -146,6 +150,30 @@ def _copy(message: Message, **changes) -> Message:
                   auto_comments=list(message.auto_comments))
     fields.update(changes)
     return Message(**fields)
+
+
+def carry_over(old: Message | None, english: str, context: str | None, **fields) -> Message:
+    """The entry for ``english`` given the entry ``old`` that translated it or an earlier English
+    (``None``: none): the same when the English is the same, fuzzy with ``previous_id`` when it changed,
+    current again when it changed back, empty when there was no Chinese. ``fields`` (e.g. ``locations``,
+    ``flags``) are set on the result; the ``fuzzy`` flag is the one this decides.
+    """
+    if old is None or not old.string:
+        message = Message(english, "", context=context)
+    elif old.id == english:
+        message = _copy(old)
+    elif old.fuzzy and old.previous_id == [english]:  # changed back to what the Chinese translates
+        message = _copy(old, id=english, flags=set(old.flags) - {"fuzzy"}, previous_id=[])
+    else:  # the English changed: keep the Chinese, fuzzy, and the English it translates
+        previous = old.previous_id if old.fuzzy and old.previous_id else [old.id]
+        message = _copy(old, id=english, flags=set(old.flags) | {"fuzzy"}, previous_id=list(previous))
+    message.context = context
+    fuzzy = message.fuzzy
+    for name, value in fields.items():
+        setattr(message, name, value)
+    if "flags" in fields:
+        message.flags = set(fields["flags"]) | ({"fuzzy"} if fuzzy else set())
+    return message
 
 
 def update_catalogue(catalog: Catalog, entries: Iterable[tuple[str, str]]) -> Catalog:
@@ -167,17 +195,7 @@ def update_catalogue(catalog: Catalog, entries: Iterable[tuple[str, str]]) -> Ca
     seen = set()
     for cell_id, english in entries:
         seen.add(cell_id)
-        old = by_cell.get(cell_id)
-        if old is None or not old.string:
-            message = Message(english, "", context=cell_id)
-        elif old.id == english:
-            message = _copy(old)
-        elif old.fuzzy and old.previous_id == [english]:  # changed back to what the Chinese translates
-            message = _copy(old, id=english, flags=set(old.flags) - {"fuzzy"}, previous_id=[])
-        else:  # the English changed: keep the Chinese, fuzzy, and the English it translates
-            previous = old.previous_id if old.fuzzy and old.previous_id else [old.id]
-            message = _copy(old, id=english, flags=set(old.flags) | {"fuzzy"}, previous_id=list(previous))
-        updated[english] = message
+        updated[english] = carry_over(by_cell.get(cell_id), english, cell_id)
     for context, old in by_cell.items():
         if context not in seen and old.string:
             updated.obsolete[(old.id, context)] = _copy(old, previous_id=[])

@@ -1,8 +1,9 @@
 """The command line of the translations: ``python -m utils.i18n update [STEM ...] | check``.
 
-``update`` brings every catalogue (or the named ones) in step with its English notebook; a notebook
+``update`` brings every catalogue (or the named ones) in step with its English notebook, and every
+message catalogue of ``utils/i18n/locale/`` in step with the source (:mod:`utils.i18n.message_catalog`); a notebook
 without a catalogue gets one only when named (``python -m utils.i18n update 02_scaled_dot_product_attention``).
-``check`` lists the cells that lack a current translation and exits 1 if there is one.
+``check`` lists the cells and messages that lack a current translation and exits 1 if there is one.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from utils.i18n.catalog import (
     read_catalogue,
     update_catalogue,
 )
+from utils.i18n.message_catalog import message_status, update_message_catalogues
+from utils.i18n.messages import LOCALE_DIR
 from utils.i18n.notebooks import translation_status
 from utils.paths import REPO_ROOT
 
-__all__ = ["main", "update"]
+__all__ = ["main", "report", "update"]
 
 
 def update(root: str | Path = REPO_ROOT, stems: Sequence[str] = (), log=print) -> list[Path]:
@@ -52,6 +55,26 @@ def update(root: str | Path = REPO_ROOT, stems: Sequence[str] = (), log=print) -
     return written
 
 
+def report(root: str | Path = REPO_ROOT, log=print) -> int:
+    """Print every English cell and message without a current translation (and the notebooks with no
+    catalogue yet); return how many there are. The messages are the package's own: they are checked
+    only when ``root`` is the checkout this package lives in (not a scratch course in a test)."""
+    root = Path(root)
+    untranslated, without = translation_status(root)
+    for problem in untranslated:
+        log(f"untranslated: {problem}")
+    if without:
+        log(f"not yet translated: {' '.join(stem[:2] for stem in without)} (no catalogue in i18n/zh_CN/)")
+    if (root / "utils" / "i18n").resolve() != LOCALE_DIR.parent:
+        return len(untranslated)
+    messages, unreadable = message_status()
+    for problem in messages:
+        log(f"untranslated message: {problem}")
+    for problem in unreadable:
+        log(f"unreadable tr() call: {problem}")
+    return len(untranslated) + len(messages) + len(unreadable)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.i18n", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -63,15 +86,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(args.root)
     try:
         if args.command == "update":
-            if not update(root, args.stems):
+            written = update(root, args.stems)
+            if not args.stems:  # the message catalogues of utils/ follow the source, not a notebook
+                written += update_message_catalogues()
+            if not written:
                 print("the catalogues are up to date")
             return 0
-        untranslated, without = translation_status(root)
-        for problem in untranslated:
-            print(f"untranslated: {problem}")
-        if without:
-            print(f"not yet translated: {' '.join(stem[:2] for stem in without)} (no catalogue in i18n/zh_CN/)")
-        return 1 if untranslated else 0
+        return 1 if report(root) else 0
     except BuildError as exc:
         print(f"error: {exc}")
         return 2
