@@ -159,3 +159,14 @@ def test_check_catches_a_field_the_translation_lost(tmp_path, monkeypatch):
     path.write_text(catalogue_text(catalog), encoding="utf-8")
     problems, _ = message_catalog.message_status(locale)
     assert any("fields differ" in p.reason for p in problems)
+
+
+@pytest.mark.parametrize("po", LOCALE_FILES, ids=lambda p: p.stem)
+def test_messages_use_the_glossary_and_keep_code_and_numbers(po):
+    from utils.i18n.glossary import GLOSSARY_FILE, glossary_problems, kept_problems, load_glossary
+    from utils.paths import REPO_ROOT
+
+    terms = load_glossary(REPO_ROOT / GLOSSARY_FILE)
+    problems = [f"{m.context or m.id[:40]}: {p}" for m in read_catalogue(po) if m.id and m.string
+                for p in glossary_problems(m.id, m.string, terms) + kept_problems(m.id, m.string)]
+    assert problems == []
