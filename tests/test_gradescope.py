@@ -186,7 +186,7 @@ def test_the_zip_has_setup_and_run_autograder_at_its_root_executable(bundle):
     assert '-c "$COURSE/constraints.txt" -r "$COURSE/requirements.txt"' in setup
     assert '--no-deps "$COURSE"' in setup and 'chmod 600 "$ROOT/source/gradescope.json"' in setup
     assert config == {"seed": 11, "timeout": 30.0, "memory_mb": 2048, "hidden_visibility": "hidden",
-                      "course": "course"}
+                      "course": "course", "lang": "en"}
 
 
 def test_the_zip_carries_the_whole_package_and_no_solution(bundle):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 
 import pytest
@@ -167,6 +168,10 @@ def test_messages_use_the_glossary_and_keep_code_and_numbers(po):
     from utils.paths import REPO_ROOT
 
     terms = load_glossary(REPO_ROOT / GLOSSARY_FILE)
+
+    def words(text: str) -> str:  # a {field}'s name is code, not an English word to translate
+        return re.sub(r"\{[^{}]*\}", "{}", text)
+
     problems = [f"{m.context or m.id[:40]}: {p}" for m in read_catalogue(po) if m.id and m.string
-                for p in glossary_problems(m.id, m.string, terms) + kept_problems(m.id, m.string)]
+                for p in glossary_problems(words(m.id), words(m.string), terms) + kept_problems(m.id, m.string)]
     assert problems == []

@@ -1,5 +1,5 @@
 """``python -m utils.grade SUBMISSIONS [--out DIR] [--jobs N] [--timeout SECONDS] [--seed N] [--layout L]
-[--roster CSV --format canvas] [--course DIR]``.
+[--roster CSV --format canvas] [--course DIR] [--lang en|zh]``.
 
 ``python -m utils.grade gradescope-bundle OUT.zip`` writes a Gradescope autograder (:mod:`utils.grading.gradescope`).
 
@@ -21,6 +21,7 @@ from typing import Any
 
 from utils.grading import engine, intake, lms, report, sandbox
 from utils.grading.unit import Row
+from utils.i18n.messages import using_language
 from utils.paths import REPO_ROOT as COURSE_ROOT
 
 MAX_LISTED = 20
@@ -52,7 +53,7 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
           seed: int = 0, course_root: str | Path | None = None, registry: Mapping[str, Any] | None = None,
           memory_mb: int = 2048, progress: bool = True, layout: str = "auto", roster: str | Path | None = None,
           lms_format: str | None = None, columns: str = "chapter",
-          feedback: str = "public") -> dict[str, Any]:
+          feedback: str = "public", lang: str = "en") -> dict[str, Any]:
     """Grade every student in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
@@ -65,6 +66,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
             (:mod:`utils.grading.lms`), with identities from ``roster`` and one column per ``columns``.
         feedback: ``full``, ``public`` or ``score``: what the reports say about hidden cases
             (:mod:`utils.exercises.credit`).
+        lang: the language of the feedback (``feedback/*.md`` and the CSVs' feedback column): ``"en"`` or
+            ``"zh"`` (:mod:`utils.i18n.messages`). Ids, statuses and points in the CSVs stay the same.
 
     Returns a summary: ``students``, ``exercises``, ``rows`` (list of :class:`engine.Row`),
     ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``, ``layout``,
@@ -74,6 +77,14 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     Raises :class:`NoSubmissions` when there is no student, :class:`NoExercises` when the course has no
     exercise and :class:`~utils.grading.lms.RosterError` for an unusable roster, before grading anyone.
     """
+    with using_language(lang):  # the grader's threads judge in this process: every diagnosis is in ``lang``
+        return _grade(submissions_dir, out_dir, jobs=jobs, timeout=timeout, seed=seed, course_root=course_root,
+                      registry=registry, memory_mb=memory_mb, progress=progress, layout=layout, roster=roster,
+                      lms_format=lms_format, columns=columns, feedback=feedback)
+
+
+def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, registry, memory_mb, progress, layout,
+           roster, lms_format, columns, feedback) -> dict[str, Any]:
     started = time.perf_counter()
     from utils.exercises.credit import check_mode
 
@@ -208,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--feedback", choices=("full", "public", "score"), default="public", help=(
         "what the reports say: full (every diagnosis), public (default: full diagnoses for public cases; for "
         "hidden cases only how many pass and the diagnosis category), score (points only)"))
+    parser.add_argument("--lang", choices=("en", "zh"), default="en", help=(
+        "language of the feedback: en (default) or zh (简体中文); ids, statuses and points are the same"))
     args = parser.parse_args(argv)
     if args.roster is not None and args.lms_format is None:
         parser.error("--roster is read only for an LMS gradebook: add --format canvas")
@@ -216,7 +229,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = grade(args.submissions, args.out, jobs=args.jobs, timeout=args.timeout, seed=seed,
                         course_root=args.course, memory_mb=args.memory, layout=args.layout, roster=args.roster,
-                        lms_format=args.lms_format, columns=args.columns, feedback=args.feedback)
+                        lms_format=args.lms_format, columns=args.columns, feedback=args.feedback,
+                        lang=args.lang)
     except (NoSubmissions, NoExercises, lms.RosterError) as exc:
         print(f"grader: {exc}", file=sys.stderr)
         return 2

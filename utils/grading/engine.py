@@ -39,6 +39,7 @@ from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
 from utils.grading import course as course_mod
 from utils.grading import files, sandbox
 from utils.grading.unit import Guard, PartRow, Row, Settings, Task, case_seed, run_unit, unit_rows, whole_exercise_parts
+from utils.i18n.messages import tr
 
 TMP_PARENT: str | None = None
 """Where the batch's work folder goes (None: the system's temporary folder)."""
@@ -62,33 +63,36 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
         cells = submission.cells.get(ex.id, [])
         if len(cells) > 1:
             files = ", ".join(sorted({f for f, _ in cells}))
-            decided[ex.id] = row(Status.MISSING, f"found {len(cells)} cells for exercise {ex.id} (in {files}); "
-                                            f"keep exactly one")
+            decided[ex.id] = row(Status.MISSING, tr("found {count} cells for exercise {id} (in {files}); keep "
+                                               "exactly one", count=len(cells), id=ex.id, files=files))
             continue
         if not cells:
             if submission.invalid:
                 name, reason = submission.invalid[0]
-                decided[ex.id] = row(Status.INVALID, f"{name} {reason}, so {ex.id} could not be graded; "
-                                                f"submit the notebook as saved by Jupyter")
+                decided[ex.id] = row(Status.INVALID, tr("{name} {reason}, so {id} could not be graded; submit the "
+                                                   "notebook as saved by Jupyter", name=name, reason=reason,
+                                                   id=ex.id))
             else:
-                decided[ex.id] = row(Status.MISSING, f"no cell for exercise {ex.id} found; keep the exercise "
-                                                f"cell from the chapter notebook (its metadata carries the id)")
+                decided[ex.id] = row(Status.MISSING, tr("no cell for exercise {id} found; keep the exercise cell from "
+                                                   "the chapter notebook (its metadata carries the id)", id=ex.id))
             continue
         file, source = cells[0]
         problem = course_mod.syntax_problem(source)
         if problem:
-            decided[ex.id] = row(Status.ERROR, f"your cell for {ex.id} cannot run: {problem}")
+            decided[ex.id] = row(Status.ERROR, tr("your cell for {id} cannot run: {problem}", id=ex.id,
+                                                  problem=problem))
             continue
         name = forbidden_in_source(source, list(ex.exercise.forbidden))
         if name:
-            decided[ex.id] = row(Status.FORBIDDEN, f"your code uses {name}; this exercise asks you to "
-                                              f"implement it yourself")
+            decided[ex.id] = row(Status.FORBIDDEN, tr("your code uses {name}; this exercise asks you to implement it "
+                                                 "yourself", name=name))
             continue
         unsafe = unsafe_in_source(source)
         if unsafe:
-            decided[ex.id] = row(Status.FORBIDDEN, f"your code uses {unsafe}, which no exercise cell may use (it "
-                                                   f"can reach code without naming it); write it with math, torch, "
-                                                   f"nn and F only, or ask your instructor to review this")
+            decided[ex.id] = row(Status.FORBIDDEN, tr("your code uses {name}, which no exercise cell may use (it can "
+                                                      "reach code without naming it); write it with math, torch, nn "
+                                                      "and F only, or ask your instructor to review this",
+                                                      name=unsafe))
             continue
         units.setdefault(file, []).append(Task(ex, source))
     return decided, units

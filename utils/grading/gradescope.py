@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from utils.exercises.common import Status, one_line
+from utils.i18n.messages import tr, using_language
 from utils.paths import REPO_ROOT
 
 __all__ = ["GRADESCOPE_VISIBILITIES", "gradescope_results", "gradescope_test", "run_gradescope",
@@ -140,7 +141,7 @@ def _entries(row: Any, split_hidden: bool) -> list[Any]:
         source = part if named else row
         name = part.part if named else None
         if split_hidden and getattr(part, "hidden_cases", 0) and part.public_status is not None:
-            label = f"{name} · public cases" if name else "public cases"
+            label = tr("{name} · public cases", name=name) if name else tr("public cases")
             entries.append(_Entry(row.exercise, label, 0, 0, part.public_status, part.public_feedback, False))
             entries.append(_Entry(row.exercise, name, source.points, source.max_points, source.status,
                                   source.feedback, True))
@@ -170,7 +171,8 @@ def gradescope_results(rows: Sequence[Any], seconds: float, hidden_visibility: s
     score = sum(t["score"] for t in tests)
     maximum = sum(t["max_score"] for t in tests)
     passed = sum(t["status"] == "passed" for t in tests)
-    summary = f"{score:g} / {maximum:g} points; {passed} of {len(tests)} tests passed."
+    summary = tr("{score:g} / {maximum:g} points; {passed} of {total} tests passed.", score=score, maximum=maximum,
+                 passed=passed, total=len(tests))
     return {
         "score": score,
         "execution_time": int(round(seconds)),
@@ -199,7 +201,7 @@ def _add(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: boo
 
 def write_gradescope_bundle(out_zip: str | Path, *, root: str | Path = REPO_ROOT, seed: int | None = None,
                             hidden_visibility: str = "after_published", timeout: float = 30.0,
-                            memory_mb: int = 2048) -> Path:
+                            memory_mb: int = 2048, lang: str = "en") -> Path:
     """Write the autograder zip (see the module docstring) and return its path.
 
     Args:
@@ -209,8 +211,10 @@ def write_gradescope_bundle(out_zip: str | Path, *, root: str | Path = REPO_ROOT
         hidden_visibility: the visibility of hidden tests. Default: ``"after_published"``.
         timeout: wall-clock seconds per exercise. Default: ``30.0``.
         memory_mb: MiB per exercise. Default: ``2048``.
+        lang: the language of the feedback students read: ``"en"`` (default) or ``"zh"``.
     """
     from utils.builder.course import render
+    from utils.i18n.messages import normalize_language
 
     _check_visibility(hidden_visibility)
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
@@ -218,7 +222,8 @@ def write_gradescope_bundle(out_zip: str | Path, *, root: str | Path = REPO_ROOT
     root, out_zip = Path(root), Path(out_zip)
     chapters = {path.name: text for path, text in render(root).items() if path.parent == root / "chapters"}
     config = {"seed": secrets.randbelow(2**31) if seed is None else seed, "timeout": float(timeout),
-              "memory_mb": int(memory_mb), "hidden_visibility": hidden_visibility, "course": "course"}
+              "memory_mb": int(memory_mb), "hidden_visibility": hidden_visibility, "course": "course",
+              "lang": normalize_language(lang)}
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out_zip, "w") as archive:
         _add(archive, "setup.sh", SETUP_SH, executable=True)
@@ -296,11 +301,14 @@ def run_gradescope(root: str | Path, *, registry: Mapping[str, Any] | None = Non
             skipped = _gather(root / "submission", Path(tmp) / "submissions" / student)
             summary = grade(Path(tmp) / "submissions", Path(tmp) / "out", jobs=jobs, timeout=config["timeout"],
                             seed=int(config["seed"]), course_root=root / "source" / config.get("course", "course"),
-                            registry=registry, memory_mb=config["memory_mb"], progress=False)
-        notes = [f"Not graded: {', '.join(skipped)}."] if skipped else []
-        if not any(row.status != Status.MISSING for row in summary["rows"]):
-            notes.append("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter saved them.")
-        data = gradescope_results(summary["rows"], time.perf_counter() - started, visibility, "\n".join(notes))
+                            registry=registry, memory_mb=config["memory_mb"], progress=False,
+                            lang=config.get("lang", "en"))
+        with using_language(config.get("lang", "en")):
+            notes = [tr("Not graded: {files}.", files=", ".join(skipped))] if skipped else []
+            if not any(row.status != Status.MISSING for row in summary["rows"]):
+                notes.append(tr("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter "
+                                "saved them."))
+            data = gradescope_results(summary["rows"], time.perf_counter() - started, visibility, "\n".join(notes))
         print(f"gradescope: graded {student}: {data['score']:g} points, isolation {summary['isolation']}")
     except Exception as exc:  # noqa: BLE001  (Gradescope must get a results.json, with the reason)
         data = gradescope_results([], time.perf_counter() - started, visibility, (
@@ -342,11 +350,13 @@ def bundle_main(argv: Sequence[str]) -> int:
                         help="when students see hidden tests' results (default: after_published)")
     parser.add_argument("--timeout", type=float, default=30.0, help="wall-clock seconds per exercise (default: 30)")
     parser.add_argument("--memory", type=int, default=2048, help="MiB per exercise (default: 2048)")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en",
+                        help="language of the feedback students read: en (default) or zh (简体中文)")
     parser.add_argument("--course", type=Path, default=REPO_ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))
     path = write_gradescope_bundle(args.out, root=args.course, seed=args.seed,
                                    hidden_visibility=args.hidden_visibility, timeout=args.timeout,
-                                   memory_mb=args.memory)
+                                   memory_mb=args.memory, lang=args.lang)
     print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
     return 0
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from utils.exercises.common import FAIL, PASS, Status
 from utils.exercises.definition import points_text
 from utils.grading.serialize import safe_name
+from utils.i18n.messages import tr, translate
 
 RESULTS_HEADER = ("student", "exercise", "part", "points", "max_points", "status", "feedback", "student_id")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -97,16 +98,30 @@ def _md(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
 
 
+def status_text(status: str) -> str:
+    """A status as the feedback shows it, in the current language (the CSVs keep the plain status).
+
+    >>> status_text(Status.PASSED)
+    'passed'
+    """
+    words = {Status.PASSED: tr("passed"), Status.FAILED: tr("failed"), Status.ERROR: tr("error"),
+             Status.TIMEOUT: tr("timeout"), Status.MEMORY: tr("memory"), Status.MISSING: tr("missing"),
+             Status.FORBIDDEN: tr("forbidden"), Status.INVALID: tr("invalid"),
+             Status.NOT_ATTEMPTED: tr("not attempted")}
+    return words.get(status, str(status))
+
+
 def feedback_md(student: str, rows: Sequence) -> str:
+    """``feedback/<student>.md``, in the current language (``python -m utils.grade --lang``)."""
     mine = [r for r in rows if r.student == student]
     total, maximum = sum(r.points for r in mine), sum(r.max_points for r in mine)
-    lines = [f"# Feedback for {_md(student)}", "",
-             f"**Total: {points_text(total)} / {points_text(maximum)} points**", "",
-             "| exercise | points | status | what to do |", "|---|---|---|---|"]
+    lines = [tr("# Feedback for {student}", student=_md(student)), "",
+             tr("**Total: {points} / {maximum} points**", points=points_text(total), maximum=points_text(maximum)),
+             "", tr("| exercise | points | status | what to do |"), "|---|---|---|---|"]
     for r in mine:
         mark = PASS if r.status == Status.PASSED else FAIL
-        lines.append(f"| `{r.exercise}` | {points_text(r.points)} / {points_text(r.max_points)} | {mark} {r.status} "
-                     f"| {_md(r.feedback)} |")
+        lines.append(f"| `{r.exercise}` | {points_text(r.points)} / {points_text(r.max_points)} | {mark} "
+                     f"{status_text(r.status)} | {_md(r.feedback)} |")
         lines.extend(_part_md(r))
     return "\n".join(lines) + "\n"
 
@@ -115,8 +130,9 @@ def _part_md(row) -> list[str]:
     """The table lines of ``row``'s parts, under the exercise's line (none for a one-part exercise)."""
     if len(row.parts) < 2:
         return []
-    return [f"| &nbsp;&nbsp;↳ {_md(p.part)} | {points_text(p.points)} / {points_text(p.max_points)} | "
-            f"{PASS if p.status == Status.PASSED else FAIL} {p.status} | {_md(p.feedback)} |" for p in row.parts]
+    return [f"| &nbsp;&nbsp;↳ {_md(translate(p.part))} | {points_text(p.points)} / {points_text(p.max_points)} | "
+            f"{PASS if p.status == Status.PASSED else FAIL} {status_text(p.status)} | {_md(p.feedback)} |"
+            for p in row.parts]
 
 
 def feedback_files(students: Sequence[str]) -> dict[str, str]:

@@ -31,6 +31,7 @@ from utils.exercises.common import Status, one_line
 from utils.exercises.definition import Exercise, plain_points
 from utils.grading import course as course_mod
 from utils.grading import files, sandbox, serialize
+from utils.i18n.messages import tr
 
 COLLECT_SECONDS = 120.0
 """The watchdog's bound on reading and judging one exercise's results."""
@@ -239,7 +240,7 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                 worker.kill()
                 tail = one_line(worker.output.decode("utf-8", "replace")[-300:])
                 for later in range(index, len(tasks)):
-                    verdicts[later] = (Status.ERROR, f"the grader could not start its sandbox: {tail}")
+                    verdicts[later] = (Status.ERROR, tr("the grader could not start its sandbox: {tail}", tail=tail))
                 return
             while index < len(tasks) and not guard.abandoned:
                 task = tasks[index]
@@ -253,8 +254,8 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                     line = worker.next_line(time.monotonic() + settings.timeout)
                 if line is None:
                     worker.kill()
-                    verdicts[index] = (Status.TIMEOUT, f"your code ran longer than {settings.timeout:g} s; "
-                                                       f"look for an endless loop or needless work")
+                    verdicts[index] = (Status.TIMEOUT, tr("your code ran longer than {seconds:g} s; look for an "
+                                                          "endless loop or needless work", seconds=settings.timeout))
                     index += 1
                     break
                 words = line.split()
@@ -270,9 +271,9 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                 if words[0] == "died":
                     verdicts[index] = _crash(words[2] if len(words) > 2 else "a signal")
                 elif words[0] == "exit":
-                    verdicts[index] = (Status.ERROR, f"your code ended the process that runs it (exit status "
-                                                     f"{' '.join(words[2:3])}); do not call os._exit, sys.exit "
-                                                     f"or kill processes in an exercise")
+                    verdicts[index] = (Status.ERROR, tr("your code ended the process that runs it (exit status "
+                                                        "{code}); do not call os._exit, sys.exit or kill processes "
+                                                        "in an exercise", code=" ".join(words[2:3])))
                 else:
                     verdicts[index] = _collect(task, cases, jobdir, index, len(public), student, settings.feedback)
                 index += 1
@@ -286,30 +287,30 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
 
 def _crash(signal_name: str) -> tuple[Status, str]:
     if signal_name == "SIGXCPU":
-        return (Status.TIMEOUT, "your code used too much CPU time; look for an endless loop")
+        return (Status.TIMEOUT, tr("your code used too much CPU time; look for an endless loop"))
     if signal_name in ("SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS"):
-        return (Status.MEMORY, f"the process running your code crashed ({signal_name}), most likely out of "
-                               f"memory; use smaller intermediate tensors")
-    return (Status.ERROR, f"the process running your code was killed by {signal_name}; do not send signals "
-                          f"or kill processes in an exercise")
+        return (Status.MEMORY, tr("the process running your code crashed ({how}), most likely out of memory; use "
+                                  "smaller intermediate tensors", how=signal_name))
+    return (Status.ERROR, tr("the process running your code was killed by {signal}; do not send signals or "
+                             "kill processes in an exercise", signal=signal_name))
 
 
 def _death(worker: sandbox.Worker, line: str | None = "") -> tuple[Status, str]:
     """The verdict when the worker itself stopped answering as agreed (``line`` is what it said)."""
     if line:
-        return (Status.ERROR, f"the grader stopped your sandbox because it sent an unexpected status line "
-                              f"({one_line(line, 60)!r}): your code wrote to the grader's status pipe or "
-                              f"interfered with the process that runs it")
+        return (Status.ERROR, tr("the grader stopped your sandbox because it sent an unexpected status line "
+                                 "({line!r}): your code wrote to the grader's status pipe or interfered with the "
+                                 "process that runs it", line=one_line(line, 60)))
     how = worker.exit_description()
     if worker.killed_by_grader:
-        return (Status.ERROR, "the grader stopped the process running your code because it stopped answering")
+        return (Status.ERROR, tr("the grader stopped the process running your code because it stopped answering"))
     if "SIGXCPU" in how:
-        return (Status.TIMEOUT, "your code used too much CPU time; look for an endless loop")
+        return (Status.TIMEOUT, tr("your code used too much CPU time; look for an endless loop"))
     if "SIGKILL" in how or "SIGSEGV" in how or "SIGABRT" in how or "SIGBUS" in how:
-        return (Status.MEMORY, f"the process running your code crashed ({how}), most likely out of memory; "
-                          f"use smaller intermediate tensors")
-    return (Status.ERROR, f"your code ended the process that runs it ({how}); do not call os._exit, sys.exit "
-                     f"or kill processes in an exercise")
+        return (Status.MEMORY, tr("the process running your code crashed ({how}), most likely out of memory; use "
+                                  "smaller intermediate tensors", how=how))
+    return (Status.ERROR, tr("your code ended the process that runs it ({how}); do not call os._exit, sys.exit "
+                         "or kill processes in an exercise", how=how))
 
 
 def _is_memory(kind: str, message: str) -> bool:
@@ -323,8 +324,9 @@ def _collect(task: Task, cases: list[dict[str, Any]], jobdir: Path, index: int, 
         with files.open_dir(jobdir, "out", str(index)) as out:
             return _judge_folder(task, cases, out, n_public, student, mode)
     except files.Refused as exc:
-        return (Status.ERROR, f"your code left no results for the grader to read ({exc}): it may have ended, "
-                              f"or used up the file descriptors or disk space of, the process that runs it")
+        return (Status.ERROR, tr("your code left no results for the grader to read ({problem}): it may have "
+                                 "ended, or used up the file descriptors or disk space of, the process that runs it",
+                                 problem=exc))
 
 
 def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_public: int = 0, student: str = "",
@@ -341,28 +343,29 @@ def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_pu
         except (KeyError, TypeError, ValueError):
             kind, message = "Error", "unreadable"
         if _is_memory(kind, message):
-            return (Status.MEMORY, "your code ran out of memory; use smaller intermediate tensors")
+            return (Status.MEMORY, tr("your code ran out of memory; use smaller intermediate tensors"))
         if kind == "SystemExit":
-            return (Status.ERROR, f"your code called sys.exit ({message}); return a value instead")
-        return (Status.ERROR, f"your cell raised {kind} when it ran: {message}")
+            return (Status.ERROR, tr("your code called sys.exit ({message}); return a value instead", message=message))
+        return (Status.ERROR, tr("your cell raised {kind} when it ran: {message}", kind=kind, message=message))
     keys = sorted({key for case in cases for key in case})
     try:
         outcomes = serialize.load_outcomes(out, keys, max_records=len(cases))
     except serialize.DecodeError as exc:
         if "outcomes.json is missing" in str(exc):
-            return (Status.ERROR, "your function's results were never written (outcomes.json is missing): your "
-                                  "code may have ended, or used up the file descriptors of, the process that "
-                                  "runs it")
-        return (Status.ERROR, f"the grader could not read what your function returned ({exc})")
+            return (Status.ERROR, tr("your function's results were never written (outcomes.json is missing): "
+                                     "your code may have ended, or used up the file descriptors of, the process "
+                                     "that runs it"))
+        return (Status.ERROR, tr("the grader could not read what your function returned ({problem})", problem=exc))
     exercise = task.course.exercise
     for outcome in outcomes:
         if outcome.error and _is_memory(*outcome.error):
-            return (Status.MEMORY, "your function ran out of memory; use smaller intermediate tensors")
+            return (Status.MEMORY, tr("your function ran out of memory; use smaller intermediate tensors"))
     if len(outcomes) != len(cases):  # the runner stops early only on MemoryError (handled above)
-        return (Status.ERROR, f"your function ran on {len(outcomes)} of {len(cases)} cases; the rest never "
-                         f"returned (did it exit or tamper with the grader?)")
+        return (Status.ERROR, tr("your function ran on {ran} of {total} cases; the rest never returned (did "
+                            "it exit or tamper with the grader?)", ran=len(outcomes), total=len(cases)))
     try:
         graded = credit.credit_for(exercise, cases, outcomes, n_public, diagnose_hidden=mode == "full")
     except Exception as exc:  # a hostile output must never stop the batch
-        return (Status.ERROR, f"your output could not be compared with the reference ({type(exc).__name__})")
+        return (Status.ERROR, tr("your output could not be compared with the reference ({kind})",
+                              kind=type(exc).__name__))
     return graded_row(student, task.course.id, task.course.points, graded, mode)
