@@ -39,9 +39,8 @@ from utils.widgets.grid import GRID_TIME_BUDGET_S, MAX_GRID_STATES
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob(NOTEBOOK_GLOB))
 ROWS = chapter_table(REPO / "README.md")
-# Under pytest-xdist (`make browser` runs -n 2 --dist loadgroup) the browser tests of this file share
-# one worker, so the edition is built once; its group is the largest, so it is scheduled first.
-ONE_EDITION = pytest.mark.xdist_group("html-edition")
+# Under pytest-xdist `make browser` runs -n 2 --dist loadfile: the tests of this file share one worker,
+# so the edition is built once (xdist_group marks no longer group with pytest 9.2, pytest-xdist#1386).
 
 
 def pixels(data: bytes) -> np.ndarray:
@@ -177,7 +176,6 @@ def shown_image(page, edition: Path, explorer) -> bytes:
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_index_carries_the_readme_table_and_links_every_chapter(edition, offline_context):
     page = offline_context()
     page.goto((edition / "index.html").as_uri())
@@ -195,7 +193,6 @@ def test_index_carries_the_readme_table_and_links_every_chapter(edition, offline
 
 
 @pytest.mark.browser
-@ONE_EDITION
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_chapter_reads_like_a_book_offline(edition, offline_context, path, tmp_path):
     page = offline_context()
@@ -258,7 +255,6 @@ def stem_of(number: int) -> str:
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_moving_controls_shows_what_the_state_function_draws(edition, offline_context):
     """Chapter 3: a dropdown (H), a slider (head) and a dropdown (query token); then a head past H,
     which the wiring clamps as in a kernel."""
@@ -287,7 +283,6 @@ def test_moving_controls_shows_what_the_state_function_draws(edition, offline_co
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_context):
     """Chapter 6: window 12 is not on the grid (0, 1, 2, 4, 16): it snaps to 16, not down to 4; depth 7
     snaps to 8; depth 5 to 4."""
@@ -311,7 +306,6 @@ def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_cont
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_with_scripts_off_the_saved_figure_still_shows(edition, offline_context, tmp_path):
     page = offline_context(java_script_enabled=False)
     page.goto((edition / f"{stem_of(2)}.html").as_uri())
@@ -330,7 +324,6 @@ def test_with_scripts_off_the_saved_figure_still_shows(edition, offline_context,
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_pages_are_readable_at_phone_width(edition, offline_context, tmp_path):
     page = offline_context()
     page.set_viewport_size({"width": 390, "height": 844})
@@ -349,7 +342,6 @@ def test_pages_are_readable_at_phone_width(edition, offline_context, tmp_path):
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_budgets_size_and_grids(edition):
     size = sum(f.stat().st_size for f in edition.rglob("*") if f.is_file())
     assert size < SIZE_BUDGET_BYTES, f"build/html is {size / 2**20:.1f} MiB, budget {SIZE_BUDGET_BYTES / 2**20:.0f} MiB"
@@ -365,7 +357,6 @@ def test_budgets_size_and_grids(edition):
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_a_text_box_offered_as_choices_responds_and_points_to_a_kernel(offline_context, tmp_path):
     """The "choices only + note" fallback for free text, in Chromium: an explorer on chapter 3's state
     and figure functions whose query word is typed into a combobox (as chapter 5's own sentence)."""

@@ -23,17 +23,21 @@ the badges' images become plain links.
 in headless Chromium in under :data:`OPEN_BUDGET_S`.
 
 Executing is the slow part, so each executed chapter and its grids are cached in
-``build/html-cache/``, keyed by the notebook and the ``utils`` code it runs; ``--execute`` ignores
-the cache. The chapters not in the cache are executed ``--jobs`` at a time (default 1; with more, in
-separate processes, longest-running first).
+``build/html-cache/<language>/``, keyed by the notebook and the ``utils`` files its kernel reads;
+``--execute`` ignores the cache. The chapters not in the cache are executed ``--jobs`` at a time
+(default 2, one kernel per core of a 2-core machine), in separate processes, longest-running first.
+Several builders may share the cache: each chapter is executed under a lock, and one that waited
+finds it cached (two test workers once removed each other's grids mid-render).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import multiprocessing
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -58,8 +62,13 @@ from utils.htmlbook.explorers import ExplorerReport, precompute_explorers
 from utils.paths import REPO_ROOT
 from utils.widgets.grid import GRID_ENV
 
+try:  # the message catalogue's language variable (utils.i18n.messages), set for the Chinese kernels
+    from utils.i18n.messages import LANG_ENV as _LANG_ENV
+except ImportError:  # not merged yet: the same name it will have
+    _LANG_ENV = "COURSE_LANG"
+
 __all__ = ["DEFAULT_JOBS", "HTML_CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "execute_chapters",
-           "executed_with_grids", "main", "render_notebook"]
+           "executed_with_grids", "language_of", "main", "render_notebook"]
 
 HTML_CACHE = REPO_ROOT / "build" / "html-cache"
 SIZE_BUDGET_BYTES = 32 * 2**20
@@ -68,31 +77,65 @@ OPEN_BUDGET_S = 3.0
 """A chapter page opens offline in headless Chromium within this many seconds: from the start of the
 navigation until its text and figures are in and every explorer answers (``explorer.js`` marks it)."""
 TEMPLATES = Path(__file__).resolve().parent / "htmlbook" / "templates"
-DEFAULT_JOBS = 1
+DEFAULT_JOBS = 2
 """Chapters executed at the same time when the cache lacks them (``--jobs``)."""
 
 
 def _cache_key(path: Path, root: Path) -> str:
-    """The notebook's bytes and the ``utils`` code its kernel runs (not the HTML builder's own)."""
+    """The notebook's bytes and every file of ``utils`` its kernel reads (code, message catalogues,
+    fonts), not the HTML builder's own."""
     digest = hashlib.sha256(path.read_bytes())
-    for source in sorted((root / "utils").rglob("*.py")):
+    for source in sorted((root / "utils").rglob("*")):
         relative = source.relative_to(root).as_posix()
-        if relative == "utils/html.py" or relative.startswith("utils/htmlbook/"):
+        if (not source.is_file() or "__pycache__" in source.parts or relative == "utils/html.py"
+                or relative.startswith("utils/htmlbook/")):
             continue
         digest.update(relative.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()[:16]
 
 
+def language_of(path: Path) -> str:
+    """``"zh"`` for a notebook in a ``zh/`` folder (``solutions/zh/``), else ``"en"``.
+
+    >>> language_of(Path("solutions/zh/01_x.ipynb")), language_of(Path("solutions/01_x.ipynb"))
+    ('zh', 'en')
+    """
+    return "zh" if path.parent.name == "zh" else "en"
+
+
+def _label(path: Path) -> str:
+    return path.name if language_of(path) == "en" else f"{language_of(path)}/{path.name}"
+
+
 def _cache_folder(path: Path, root: Path, cache: Path) -> Path:
-    return cache / f"{path.stem}-{_cache_key(path, root)}"
+    """``cache/<language>/<stem>-<key>``: the English and Chinese notebooks share their stems."""
+    return cache / language_of(path) / f"{path.stem}-{_cache_key(path, root)}"
+
+
+@contextlib.contextmanager
+def _chapter_lock(folder: Path):
+    """Hold ``<stem>.lock`` beside the chapter's cache entries: one builder at a time executes a chapter
+    or removes its stale entries (two builders share a cache when two test workers build the edition)."""
+    import fcntl
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    stem = folder.name.rsplit("-", 1)[0]
+    with open(folder.parent / f"{stem}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTML_CACHE, execute: bool = False,
                         log=print) -> tuple[nbformat.NotebookNode, Path]:
     """The notebook at ``path`` executed with every explorer's grid rendered, and the grids' folder.
 
-    Cached in ``cache/<stem>-<key>/`` (``executed.ipynb`` and ``grids/``); ``execute`` runs it again
-    even when cached. Older cache entries of the same notebook are removed.
+    Cached in ``cache/<language>/<stem>-<key>/`` (``executed.ipynb`` and ``grids/``); ``execute`` runs
+    it again even when cached. Older cache entries of the same notebook (other keys) are removed.
+    Safe when several processes build into one cache: a chapter is executed under a lock, and a
+    builder that waited for it finds it cached.
     """
     from utils.notebook_run import deterministic_env, execute_notebook
 
@@ -100,15 +143,22 @@ def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTM
     executed = folder / "executed.ipynb"
     if executed.is_file() and not execute:
         return nbformat.read(executed, as_version=4), folder / "grids"
-    for stale in cache.glob(f"{path.stem}-*"):
-        shutil.rmtree(stale)
-    grids = folder / "grids"
-    grids.mkdir(parents=True)
-    env = deterministic_env()
-    env[GRID_ENV] = str(grids)
-    result = execute_notebook(path, env=env)
-    log(f"executed {path.name} with its explorers' grids: {result.wall_s:.1f} s")
-    nbformat.write(result.notebook, executed)
+    with _chapter_lock(folder):
+        if executed.is_file() and not execute:  # another builder executed it while this one waited
+            return nbformat.read(executed, as_version=4), folder / "grids"
+        entry = re.compile(rf"{re.escape(path.stem)}-[0-9a-f]{{16}}")
+        for stale in folder.parent.iterdir():
+            if stale.is_dir() and entry.fullmatch(stale.name):
+                shutil.rmtree(stale)
+        grids = folder / "grids"
+        grids.mkdir(parents=True)
+        env = deterministic_env()
+        env[GRID_ENV] = str(grids)
+        if language_of(path) == "zh":
+            env[_LANG_ENV] = "zh"
+        result = execute_notebook(path, env=env)
+        log(f"executed {_label(path)} with its explorers' grids: {result.wall_s:.1f} s")
+        nbformat.write(result.notebook, executed)
     return result.notebook, grids
 
 
