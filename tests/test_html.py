@@ -30,14 +30,24 @@ from PIL import Image
 
 from utils.build import NOTEBOOK_GLOB
 from utils.html import OPEN_BUDGET_S, SIZE_BUDGET_BYTES, build_html
-from utils.htmlbook.assets import NODE_MODULES
-from utils.htmlbook.book import chapter_table, index_page, inline_markdown, pager, sections_of, sidebar
+from utils.htmlbook.assets import ASSETS, CJK_FONT_FACE, NODE_MODULES, cjk_font
+from utils.htmlbook.book import (
+    chapter_table,
+    index_page,
+    inline_markdown,
+    localized_rows,
+    pager,
+    sections_of,
+    sidebar,
+)
+from utils.htmlbook.chrome import CHROME, LANGUAGES, page_href
 from utils.htmlbook.explorers import WIDGET_STATE, WIDGET_VIEW, explorer_html, prune_widget_state
 from utils.widgets.common import figure_png
 from utils.widgets.grid import GRID_TIME_BUDGET_S, MAX_GRID_STATES
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob(NOTEBOOK_GLOB))
+SOLUTIONS_ZH = sorted((REPO / "solutions" / "zh").glob(NOTEBOOK_GLOB))
 ROWS = chapter_table(REPO / "README.md")
 # Under pytest-xdist `make browser` runs -n 2 --dist loadfile: the tests of this file share one worker,
 # so the edition is built once (xdist_group marks no longer group with pytest 9.2, pytest-xdist#1386).
@@ -83,6 +93,109 @@ def test_sidebar_pager_and_sections():
     assert 'href="index.html"' in first and f'href="{ROWS[1].stem}.html"' in first
     assert f'href="{ROWS[1].stem}.html"' in middle and f'href="{ROWS[3].stem}.html"' in middle
     assert "book-next" not in last
+
+
+# --- two languages, a switch on every page ----------------------------------------------------------
+
+def test_every_chapter_has_its_chinese_notebook_and_a_chinese_table_row():
+    assert [p.stem for p in SOLUTIONS_ZH] == [p.stem for p in SOLUTIONS]
+    rows = localized_rows(ROWS, [nbformat.read(p, as_version=4) for p in SOLUTIONS_ZH])
+    assert [r.stem for r in rows] == [r.stem for r in ROWS] and [r.number for r in rows] == [r.number for r in ROWS]
+    for row in rows:
+        assert re.search(r"[\u4e00-\u9fff]", row.title) and "分钟" in row.time, row
+
+
+def test_the_switch_links_the_same_page_in_the_other_language():
+    assert page_href("03_x", "zh", "en") == "zh/03_x.html" and page_href("03_x", "en", "zh") == "../03_x.html"
+    for lang, other, href in (("en", "zh", f"zh/{ROWS[1].stem}.html"), ("zh", "en", f"../{ROWS[1].stem}.html")):
+        top = pager(ROWS, ROWS[1].stem, "top", lang)
+        link = re.search(r'<div class="book-lang"><a class="book-lang-link" href="([^"]+)" hreflang="([^"]+)"', top)
+        assert link and link.groups() == (href, CHROME[other].html_lang), top
+        assert "book-lang" not in pager(ROWS, ROWS[1].stem, "bottom", lang)
+    assert 'href="zh/index.html"' in index_page(ROWS) and 'href="../index.html"' in index_page(ROWS, "zh", "../static")
+
+
+def test_chinese_chrome():
+    page = index_page(ROWS, "zh", "../static")
+    assert page.startswith('<!DOCTYPE html>\n<html lang="zh-CN">') and "<summary>目录</summary>" in page
+    assert '<link rel="stylesheet" href="../static/book.css">' in page and ">预先计算<" in page
+    nav = sidebar(ROWS, ROWS[0].stem, lang="zh")
+    assert 'aria-label="章节"' in nav and "注意力，一步一步" in nav and "Contents" not in nav
+    assert "← 目录" in pager(ROWS, ROWS[0].stem, "top", "zh")
+    block = explorer_html(manifest(), "e", "x", lang="zh")
+    assert ">预先计算<" in block and "滑块会吸附" in block and ">precomputed<" not in block
+
+
+def fake_node_modules(folder: Path) -> Path:
+    """Empty stand-ins for what copy_assets takes from npm (the pages are read as text here)."""
+    for source in ASSETS:
+        target = folder / source
+        if "." in Path(source).name:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("")
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "x.js").write_text("")
+    return folder
+
+
+def tiny_course(root: Path) -> Path:
+    """A README with a two-chapter table and both chapters in English and Chinese."""
+    (root / "solutions" / "zh").mkdir(parents=True)
+    (root / "utils").mkdir()
+    (root / "README.md").write_text("# x\n\n## Chapters\n| # | chapter | time | goal |\n|---|---|---|---|\n"
+                                    "| 1 | [One](solutions/01_one.ipynb) | ~5 min | count |\n"
+                                    "| 2 | [Two](solutions/02_two.ipynb) | ~6 min | add |\n")
+    for number, (en, zh) in enumerate([("One", "一"), ("Two", "二")], start=1):
+        stem = f"0{number}_{en.lower()}"
+        zh_header = f"# 第 {number} 章 · 第{zh}章\n\n约 {4 + number} 分钟 · 走"
+        for folder, header in ((root / "solutions", f"# Chapter {number} · {en}\n\n~{4 + number} min · go"),
+                               (root / "solutions" / "zh", zh_header)):
+            nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(header),
+                                                 nbformat.v4.new_markdown_cell("## A section"),
+                                                 nbformat.v4.new_code_cell("print(1 + 1)")])
+            nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+            nbformat.write(nb, folder / f"{stem}.ipynb")
+    return root
+
+
+def test_both_languages_are_built_and_every_page_switches_to_its_twin(tmp_path):
+    root = tiny_course(tmp_path / "course")
+    out = tmp_path / "html"
+    pages = build_html(out, root=root, node_modules=fake_node_modules(tmp_path / "npm"), cache=tmp_path / "cache",
+                       jobs=1, log=lambda *_: None)
+    names = ["01_one.html", "02_two.html", "index.html"]
+    assert [p.relative_to(out).as_posix() for p in pages] == names + [f"zh/{n}" for n in names]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        lang = "zh" if page.parent.name == "zh" else "en"
+        other = LANGUAGES[1 - LANGUAGES.index(lang)]
+        assert text.count('class="book-lang-link"') == 1, f"{page}: no language switch"
+        href = re.search(r'class="book-lang-link" href="([^"]+)"', text)[1]
+        assert (page.parent / href).resolve() == (out / ("zh" if other == "zh" else "") / page.name).resolve()
+        assert (page.parent / href).is_file()
+        assert re.search(rf'<html lang="{CHROME[lang].html_lang}"', text), page
+        assert f"<summary>{CHROME[lang].contents}</summary>" in text
+        for css in re.findall(r'href="([^"]+\.css)"', text):
+            assert (page.parent / css).is_file(), f"{page}: {css} does not resolve"
+        chapters = re.findall(r'<ol class="book-chapters">(.*?)</ol></details>', text, re.S)[0]
+        assert re.findall(r'<a href="([^"#]+)"', chapters) == ["01_one.html", "02_two.html"]
+    zh_page = (out / "zh" / "01_one.html").read_text(encoding="utf-8")
+    assert "第一章" in zh_page and "环境设置" not in zh_page  # no setup cell in the tiny course
+    assert 'href="../static/book.css"' in zh_page and "← 目录" in zh_page
+    assert "第二章" in (out / "zh" / "index.html").read_text(encoding="utf-8")
+    assert (out / "static" / "fonts.css").is_file() and not (out / "zh" / "static").exists()
+
+
+def test_the_pages_declare_the_course_cjk_font_offline():
+    font = cjk_font()
+    if font is None:
+        pytest.skip("utils.plotting.fonts (the course's CJK font) is not in this tree yet")
+    from utils.htmlbook.assets import fonts_css
+
+    css = fonts_css(font.name)
+    assert f'font-family: "{CJK_FONT_FACE}"; src: url("fonts/{font.name}")' in css
+    assert f', "{CJK_FONT_FACE}"; --jp-ui-font-family' in css  # after the Latin fonts
 
 
 def manifest(note=None, free_text=False):
