@@ -460,6 +460,7 @@ def test_budgets_size_and_grids(edition):
     assert size < SIZE_BUDGET_BYTES, f"build/html is {size / 2**20:.1f} MiB, budget {SIZE_BUDGET_BYTES / 2**20:.0f} MiB"
     reports = json.loads((edition / "explorers.json").read_text())
     assert list(reports) == [path.stem for path in SOLUTIONS]
+    reports |= {f"zh/{stem}": r for stem, r in json.loads((edition / "zh" / "explorers.json").read_text()).items()}
     for stem, report in reports.items():
         assert report["kept"] == [], f"{stem}: explorers without a precomputed grid: {report['kept']}"
         assert report["precomputed"], f"{stem} has no precomputed explorer"
@@ -467,6 +468,58 @@ def test_budgets_size_and_grids(edition):
             assert explorer["states"] <= MAX_GRID_STATES
             assert explorer["render_s"] <= GRID_TIME_BUDGET_S, (stem, explorer)
     assert math.isfinite(size)
+
+
+@pytest.mark.browser
+def test_every_page_of_both_languages_links_its_twin(edition):
+    for lang in LANGUAGES:
+        folder = edition if lang == LANGUAGES[0] else edition / lang
+        other = LANGUAGES[1 - LANGUAGES.index(lang)]
+        names = [f"{p.stem}.html" for p in SOLUTIONS] + ["index.html"]
+        assert sorted(p.name for p in folder.glob("*.html")) == sorted(names), lang
+        for name in names:
+            text = (folder / name).read_text(encoding="utf-8")
+            assert f'<html lang="{CHROME[lang].html_lang}"' in text, (lang, name)
+            hrefs = re.findall(r'class="book-lang-link" href="([^"]+)"', text)
+            assert len(hrefs) == 1, f"{lang}/{name}: {len(hrefs)} language switches"
+            twin = (folder / hrefs[0]).resolve()
+            assert twin == ((edition if other == LANGUAGES[0] else edition / other) / name).resolve() and twin.is_file()
+            chapters = re.findall(r'<ol class="book-chapters">(.*?)</ol></details>', text, re.S)[0]
+            assert re.findall(r'<a href="([^"#]+)"', chapters) == names[:-1], (lang, name)
+    reports = json.loads((edition / "zh" / "explorers.json").read_text())
+    assert list(reports) == [p.stem for p in SOLUTIONS]
+    assert all(r["precomputed"] and not r["kept"] for r in reports.values()), reports
+
+
+@pytest.mark.browser
+def test_a_chinese_chapter_moves_its_explorer_and_switches_to_english_offline(edition, offline_context, tmp_path):
+    """Chapter 3 in Chinese: Chinese chrome, the explorer answers (the figure becomes the grid's image for
+    the new state), and the switch opens the same chapter in English."""
+    page = offline_context()
+    page.goto((edition / "zh" / f"{stem_of(3)}.html").as_uri())
+    page.wait_for_selector(".course-explorer[data-ready='true']", timeout=20_000)
+    assert page.get_attribute("html", "lang") == "zh-CN"
+    assert page.locator(".book-toc summary").inner_text() == "目录"
+    assert page.locator("details.course-setup summary").inner_text().startswith("环境设置")
+    explorer = page.locator(".course-explorer").first
+    assert explorer.locator(".explorer-precomputed").inner_text() == "预先计算"
+    grid = json.loads(explorer.locator("script.explorer-grid").inner_text())
+    before = explorer.locator("img.explorer-figure").get_attribute("src")
+    select = explorer.locator("select").first
+    options = select.locator("option")
+    index = (int(select.input_value()) + 1) % options.count()
+    select.select_option(value=str(index))
+    after = explorer.locator("img.explorer-figure").get_attribute("src")
+    state = int(explorer.locator("img.explorer-figure").get_attribute("data-state"))
+    assert after == grid["images"][grid["states"][state][0]] and (after != before or len(set(grid["images"])) == 1)
+    assert shown_image(page, edition / "zh", explorer)
+    page.screenshot(path=str(tmp_path / "html-zh.png"))
+    keep_artifact(tmp_path / "html-zh.png")
+    page.locator(".book-lang-link").first.click()
+    page.wait_for_url(re.compile(r"/" + re.escape(stem_of(3)) + r"\.html$"))
+    assert page.url.endswith(f"/{edition.name}/{stem_of(3)}.html") and page.get_attribute("html", "lang") == "en"
+    assert page.locator(".book-lang-link").get_attribute("href") == f"zh/{stem_of(3)}.html"
+    assert page.errors == [] and page.blocked == [], (page.errors, page.blocked)
 
 
 @pytest.mark.browser
