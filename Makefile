@@ -90,11 +90,13 @@ nbval-chapters: setup
 binder-test: setup
 	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile tests/test_binder_env.py tests/test_colab_sim.py
 
-# Real JupyterLab in headless Chromium (/usr/bin/chromium), and the offline HTML edition, one test at a
-# time: run on two workers with the edition's chapters executed 2 at a time, a chapter's grid folder
-# vanished mid-render in CI (2026-12-01, not yet explained), so this stage stays serial until it is.
+# Real JupyterLab in headless Chromium (/usr/bin/chromium), and the offline HTML edition. loadfile: the
+# edition's tests (tests/test_html.py) share one worker and one build, executing its chapters 2 at a
+# time (the cache in build/html-cache then serves `make html`), while the other worker runs the
+# chapters in JupyterLab. Not loadgroup: with pytest 9.2 it no longer groups (pytest-xdist#1386), so
+# the edition was built on both workers at once; the cache is safe for that now, but once is enough.
 browser: setup $(NODE_STAMP)
-	$(PYTEST) -q -p no:cacheprovider -m browser tests/test_html.py tests/browser
+	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile -m browser tests/test_html.py tests/browser
 
 # --- course content -------------------------------------------------------------------------------
 chapters: setup

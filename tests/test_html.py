@@ -30,18 +30,27 @@ from PIL import Image
 
 from utils.build import NOTEBOOK_GLOB
 from utils.html import OPEN_BUDGET_S, SIZE_BUDGET_BYTES, build_html
-from utils.htmlbook.assets import NODE_MODULES
-from utils.htmlbook.book import chapter_table, index_page, inline_markdown, pager, sections_of, sidebar
+from utils.htmlbook.assets import ASSETS, CJK_FONT_FACE, NODE_MODULES, cjk_font
+from utils.htmlbook.book import (
+    chapter_table,
+    index_page,
+    inline_markdown,
+    localized_rows,
+    pager,
+    sections_of,
+    sidebar,
+)
+from utils.htmlbook.chrome import CHROME, LANGUAGES, page_href
 from utils.htmlbook.explorers import WIDGET_STATE, WIDGET_VIEW, explorer_html, prune_widget_state
 from utils.widgets.common import figure_png
 from utils.widgets.grid import GRID_TIME_BUDGET_S, MAX_GRID_STATES
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = sorted((REPO / "solutions").glob(NOTEBOOK_GLOB))
+SOLUTIONS_ZH = sorted((REPO / "solutions" / "zh").glob(NOTEBOOK_GLOB))
 ROWS = chapter_table(REPO / "README.md")
-# Under pytest-xdist (`make browser` runs -n 2 --dist loadgroup) the browser tests of this file share
-# one worker, so the edition is built once; its group is the largest, so it is scheduled first.
-ONE_EDITION = pytest.mark.xdist_group("html-edition")
+# Under pytest-xdist `make browser` runs -n 2 --dist loadfile: the tests of this file share one worker,
+# so the edition is built once (xdist_group marks no longer group with pytest 9.2, pytest-xdist#1386).
 
 
 def pixels(data: bytes) -> np.ndarray:
@@ -84,6 +93,109 @@ def test_sidebar_pager_and_sections():
     assert 'href="index.html"' in first and f'href="{ROWS[1].stem}.html"' in first
     assert f'href="{ROWS[1].stem}.html"' in middle and f'href="{ROWS[3].stem}.html"' in middle
     assert "book-next" not in last
+
+
+# --- two languages, a switch on every page ----------------------------------------------------------
+
+def test_every_chapter_has_its_chinese_notebook_and_a_chinese_table_row():
+    assert [p.stem for p in SOLUTIONS_ZH] == [p.stem for p in SOLUTIONS]
+    rows = localized_rows(ROWS, [nbformat.read(p, as_version=4) for p in SOLUTIONS_ZH])
+    assert [r.stem for r in rows] == [r.stem for r in ROWS] and [r.number for r in rows] == [r.number for r in ROWS]
+    for row in rows:
+        assert re.search(r"[\u4e00-\u9fff]", row.title) and "分钟" in row.time, row
+
+
+def test_the_switch_links_the_same_page_in_the_other_language():
+    assert page_href("03_x", "zh", "en") == "zh/03_x.html" and page_href("03_x", "en", "zh") == "../03_x.html"
+    for lang, other, href in (("en", "zh", f"zh/{ROWS[1].stem}.html"), ("zh", "en", f"../{ROWS[1].stem}.html")):
+        top = pager(ROWS, ROWS[1].stem, "top", lang)
+        link = re.search(r'<div class="book-lang"><a class="book-lang-link" href="([^"]+)" hreflang="([^"]+)"', top)
+        assert link and link.groups() == (href, CHROME[other].html_lang), top
+        assert "book-lang" not in pager(ROWS, ROWS[1].stem, "bottom", lang)
+    assert 'href="zh/index.html"' in index_page(ROWS) and 'href="../index.html"' in index_page(ROWS, "zh", "../static")
+
+
+def test_chinese_chrome():
+    page = index_page(ROWS, "zh", "../static")
+    assert page.startswith('<!DOCTYPE html>\n<html lang="zh-CN">') and "<summary>目录</summary>" in page
+    assert '<link rel="stylesheet" href="../static/book.css">' in page and ">预先计算<" in page
+    nav = sidebar(ROWS, ROWS[0].stem, lang="zh")
+    assert 'aria-label="章节"' in nav and "注意力，一步一步" in nav and "Contents" not in nav
+    assert "← 目录" in pager(ROWS, ROWS[0].stem, "top", "zh")
+    block = explorer_html(manifest(), "e", "x", lang="zh")
+    assert ">预先计算<" in block and "滑块会吸附" in block and ">precomputed<" not in block
+
+
+def fake_node_modules(folder: Path) -> Path:
+    """Empty stand-ins for what copy_assets takes from npm (the pages are read as text here)."""
+    for source in ASSETS:
+        target = folder / source
+        if "." in Path(source).name:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text("")
+        else:
+            target.mkdir(parents=True, exist_ok=True)
+            (target / "x.js").write_text("")
+    return folder
+
+
+def tiny_course(root: Path) -> Path:
+    """A README with a two-chapter table and both chapters in English and Chinese."""
+    (root / "solutions" / "zh").mkdir(parents=True)
+    (root / "utils").mkdir()
+    (root / "README.md").write_text("# x\n\n## Chapters\n| # | chapter | time | goal |\n|---|---|---|---|\n"
+                                    "| 1 | [One](solutions/01_one.ipynb) | ~5 min | count |\n"
+                                    "| 2 | [Two](solutions/02_two.ipynb) | ~6 min | add |\n")
+    for number, (en, zh) in enumerate([("One", "一"), ("Two", "二")], start=1):
+        stem = f"0{number}_{en.lower()}"
+        zh_header = f"# 第 {number} 章 · 第{zh}章\n\n约 {4 + number} 分钟 · 走"
+        for folder, header in ((root / "solutions", f"# Chapter {number} · {en}\n\n~{4 + number} min · go"),
+                               (root / "solutions" / "zh", zh_header)):
+            nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(header),
+                                                 nbformat.v4.new_markdown_cell("## A section"),
+                                                 nbformat.v4.new_code_cell("print(1 + 1)")])
+            nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+            nbformat.write(nb, folder / f"{stem}.ipynb")
+    return root
+
+
+def test_both_languages_are_built_and_every_page_switches_to_its_twin(tmp_path):
+    root = tiny_course(tmp_path / "course")
+    out = tmp_path / "html"
+    pages = build_html(out, root=root, node_modules=fake_node_modules(tmp_path / "npm"), cache=tmp_path / "cache",
+                       jobs=1, log=lambda *_: None)
+    names = ["01_one.html", "02_two.html", "index.html"]
+    assert [p.relative_to(out).as_posix() for p in pages] == names + [f"zh/{n}" for n in names]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        lang = "zh" if page.parent.name == "zh" else "en"
+        other = LANGUAGES[1 - LANGUAGES.index(lang)]
+        assert text.count('class="book-lang-link"') == 1, f"{page}: no language switch"
+        href = re.search(r'class="book-lang-link" href="([^"]+)"', text)[1]
+        assert (page.parent / href).resolve() == (out / ("zh" if other == "zh" else "") / page.name).resolve()
+        assert (page.parent / href).is_file()
+        assert re.search(rf'<html lang="{CHROME[lang].html_lang}"', text), page
+        assert f"<summary>{CHROME[lang].contents}</summary>" in text
+        for css in re.findall(r'href="([^"]+\.css)"', text):
+            assert (page.parent / css).is_file(), f"{page}: {css} does not resolve"
+        chapters = re.findall(r'<ol class="book-chapters">(.*?)</ol></details>', text, re.S)[0]
+        assert re.findall(r'<a href="([^"#]+)"', chapters) == ["01_one.html", "02_two.html"]
+    zh_page = (out / "zh" / "01_one.html").read_text(encoding="utf-8")
+    assert "第一章" in zh_page and "环境设置" not in zh_page  # no setup cell in the tiny course
+    assert 'href="../static/book.css"' in zh_page and "← 目录" in zh_page
+    assert "第二章" in (out / "zh" / "index.html").read_text(encoding="utf-8")
+    assert (out / "static" / "fonts.css").is_file() and not (out / "zh" / "static").exists()
+
+
+def test_the_pages_declare_the_course_cjk_font_offline():
+    font = cjk_font()
+    if font is None:
+        pytest.skip("utils.plotting.fonts (the course's CJK font) is not in this tree yet")
+    from utils.htmlbook.assets import fonts_css
+
+    css = fonts_css(font.name)
+    assert f'font-family: "{CJK_FONT_FACE}"; src: url("fonts/{font.name}")' in css
+    assert f', "{CJK_FONT_FACE}"; --jp-ui-font-family' in css  # after the Latin fonts
 
 
 def manifest(note=None, free_text=False):
@@ -177,7 +289,6 @@ def shown_image(page, edition: Path, explorer) -> bytes:
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_index_carries_the_readme_table_and_links_every_chapter(edition, offline_context):
     page = offline_context()
     page.goto((edition / "index.html").as_uri())
@@ -195,7 +306,6 @@ def test_index_carries_the_readme_table_and_links_every_chapter(edition, offline
 
 
 @pytest.mark.browser
-@ONE_EDITION
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
 def test_chapter_reads_like_a_book_offline(edition, offline_context, path, tmp_path):
     page = offline_context()
@@ -258,7 +368,6 @@ def stem_of(number: int) -> str:
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_moving_controls_shows_what_the_state_function_draws(edition, offline_context):
     """Chapter 3: a dropdown (H), a slider (head) and a dropdown (query token); then a head past H,
     which the wiring clamps as in a kernel."""
@@ -287,7 +396,6 @@ def test_moving_controls_shows_what_the_state_function_draws(edition, offline_co
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_context):
     """Chapter 6: window 12 is not on the grid (0, 1, 2, 4, 16): it snaps to 16, not down to 4; depth 7
     snaps to 8; depth 5 to 4."""
@@ -311,7 +419,6 @@ def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_cont
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_with_scripts_off_the_saved_figure_still_shows(edition, offline_context, tmp_path):
     page = offline_context(java_script_enabled=False)
     page.goto((edition / f"{stem_of(2)}.html").as_uri())
@@ -330,7 +437,6 @@ def test_with_scripts_off_the_saved_figure_still_shows(edition, offline_context,
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_pages_are_readable_at_phone_width(edition, offline_context, tmp_path):
     page = offline_context()
     page.set_viewport_size({"width": 390, "height": 844})
@@ -349,12 +455,12 @@ def test_pages_are_readable_at_phone_width(edition, offline_context, tmp_path):
 
 
 @pytest.mark.browser
-@ONE_EDITION
 def test_budgets_size_and_grids(edition):
     size = sum(f.stat().st_size for f in edition.rglob("*") if f.is_file())
     assert size < SIZE_BUDGET_BYTES, f"build/html is {size / 2**20:.1f} MiB, budget {SIZE_BUDGET_BYTES / 2**20:.0f} MiB"
     reports = json.loads((edition / "explorers.json").read_text())
     assert list(reports) == [path.stem for path in SOLUTIONS]
+    reports |= {f"zh/{stem}": r for stem, r in json.loads((edition / "zh" / "explorers.json").read_text()).items()}
     for stem, report in reports.items():
         assert report["kept"] == [], f"{stem}: explorers without a precomputed grid: {report['kept']}"
         assert report["precomputed"], f"{stem} has no precomputed explorer"
@@ -365,7 +471,58 @@ def test_budgets_size_and_grids(edition):
 
 
 @pytest.mark.browser
-@ONE_EDITION
+def test_every_page_of_both_languages_links_its_twin(edition):
+    for lang in LANGUAGES:
+        folder = edition if lang == LANGUAGES[0] else edition / lang
+        other = LANGUAGES[1 - LANGUAGES.index(lang)]
+        names = [f"{p.stem}.html" for p in SOLUTIONS] + ["index.html"]
+        assert sorted(p.name for p in folder.glob("*.html")) == sorted(names), lang
+        for name in names:
+            text = (folder / name).read_text(encoding="utf-8")
+            assert f'<html lang="{CHROME[lang].html_lang}"' in text, (lang, name)
+            hrefs = re.findall(r'class="book-lang-link" href="([^"]+)"', text)
+            assert len(hrefs) == 1, f"{lang}/{name}: {len(hrefs)} language switches"
+            twin = (folder / hrefs[0]).resolve()
+            assert twin == ((edition if other == LANGUAGES[0] else edition / other) / name).resolve() and twin.is_file()
+            chapters = re.findall(r'<ol class="book-chapters">(.*?)</ol></details>', text, re.S)[0]
+            assert re.findall(r'<a href="([^"#]+)"', chapters) == names[:-1], (lang, name)
+    reports = json.loads((edition / "zh" / "explorers.json").read_text())
+    assert list(reports) == [p.stem for p in SOLUTIONS]
+    assert all(r["precomputed"] and not r["kept"] for r in reports.values()), reports
+
+
+@pytest.mark.browser
+def test_a_chinese_chapter_moves_its_explorer_and_switches_to_english_offline(edition, offline_context, tmp_path):
+    """Chapter 3 in Chinese: Chinese chrome, the explorer answers (the figure becomes the grid's image for
+    the new state), and the switch opens the same chapter in English."""
+    page = offline_context()
+    page.goto((edition / "zh" / f"{stem_of(3)}.html").as_uri())
+    page.wait_for_selector(".course-explorer[data-ready='true']", timeout=20_000)
+    assert page.get_attribute("html", "lang") == "zh-CN"
+    assert page.locator(".book-toc summary").inner_text() == "目录"
+    assert page.locator("details.course-setup summary").inner_text().startswith("环境设置")
+    explorer = page.locator(".course-explorer").first
+    assert explorer.locator(".explorer-precomputed").inner_text() == "预先计算"
+    grid = json.loads(explorer.locator("script.explorer-grid").inner_text())
+    before = explorer.locator("img.explorer-figure").get_attribute("src")
+    select = explorer.locator("select").first
+    options = select.locator("option")
+    index = (int(select.input_value()) + 1) % options.count()
+    select.select_option(value=str(index))
+    after = explorer.locator("img.explorer-figure").get_attribute("src")
+    state = int(explorer.locator("img.explorer-figure").get_attribute("data-state"))
+    assert after == grid["images"][grid["states"][state][0]] and (after != before or len(set(grid["images"])) == 1)
+    assert shown_image(page, edition / "zh", explorer)
+    page.screenshot(path=str(tmp_path / "html-zh.png"))
+    keep_artifact(tmp_path / "html-zh.png")
+    page.locator(".book-lang-link").first.click()
+    page.wait_for_url(re.compile(r"/" + re.escape(stem_of(3)) + r"\.html$"))
+    assert page.url.endswith(f"/{edition.name}/{stem_of(3)}.html") and page.get_attribute("html", "lang") == "en"
+    assert page.locator(".book-lang-link").get_attribute("href") == f"zh/{stem_of(3)}.html"
+    assert page.errors == [] and page.blocked == [], (page.errors, page.blocked)
+
+
+@pytest.mark.browser
 def test_a_text_box_offered_as_choices_responds_and_points_to_a_kernel(offline_context, tmp_path):
     """The "choices only + note" fallback for free text, in Chromium: an explorer on chapter 3's state
     and figure functions whose query word is typed into a combobox (as chapter 5's own sentence)."""

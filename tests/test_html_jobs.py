@@ -3,17 +3,26 @@
 Tiny notebooks stand in for the chapters: a rendezvous between two of them (each waits for the
 other's file) only completes when both kernels run at the same time, so the test fails if the
 builder falls back to one at a time.
+
+Two builders may share one cache (the edition built by two test workers at once: pytest 9.2 broke
+xdist's ``loadgroup``, pytest-xdist#1386, so the fixture that builds it ran on both): the second
+must wait for the first and reuse its entry, not remove the folder the first one's kernel is
+writing its grids into. The English and Chinese notebooks share their stems and keep separate
+entries.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient.exceptions import CellExecutionError
 
-from utils.html import _cache_folder, execute_chapters
+from utils.html import _cache_folder, _execute_into_cache, execute_chapters, executed_with_grids
 
 RENDEZVOUS = """
 import pathlib, time
@@ -70,3 +79,53 @@ def test_a_failing_chapter_fails_the_build_naming_its_cell(course):
 def test_jobs_must_be_positive(course):
     with pytest.raises(ValueError, match="jobs must be at least 1, got 0"):
         execute_chapters([], root=course, cache=course / "cache", jobs=0)
+
+
+SLOW_GRID = """
+import os, pathlib, time
+grids = pathlib.Path(os.environ["COURSE_EXPLORER_GRIDS"]) / "model"
+grids.mkdir(parents=True)
+(grids / "first").write_text("1")
+time.sleep(4)
+(grids / "second").write_text("2")  # FileNotFoundError if another builder removed the folder meanwhile
+print(sorted(p.name for p in grids.iterdir()))
+"""
+
+
+def test_a_second_builder_waits_for_the_first_and_reuses_its_entry(course):
+    path = notebook(course / "solutions" / "04_x.ipynb", SLOW_GRID)
+    cache = course / "cache"
+    first_file = _cache_folder(path, course, cache) / "grids" / "model" / "first"
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        first = pool.submit(_execute_into_cache, path, course, cache, False)
+        deadline = time.monotonic() + 120
+        while not first_file.exists():  # the first builder's kernel is rendering its grid now
+            assert time.monotonic() < deadline and not first.done(), first.exception() if first.done() else "slow"
+            time.sleep(0.05)
+        lines: list[str] = []
+        nb, grids = executed_with_grids(path, root=course, cache=cache, log=lines.append)
+        assert first.result()[0].startswith("executed 04_x.ipynb")  # it finished, its folder intact
+    assert lines == [], "the second builder executed the chapter again"
+    assert nb.cells[0].outputs[0]["text"] == "['first', 'second']\n"
+    assert sorted(p.name for p in (grids / "model").iterdir()) == ["first", "second"]
+
+
+def test_each_language_and_each_stem_keeps_its_own_entry(course):
+    (course / "solutions" / "zh").mkdir()
+    paths = [notebook(course / "solutions" / "01_a.ipynb", "print('en')"),
+             notebook(course / "solutions" / "zh" / "01_a.ipynb", "print('zh')"),
+             notebook(course / "solutions" / "01_a-b.ipynb", "print('a-b')")]  # 01_a's glob matched it
+    cache = course / "cache"
+    for path in paths:
+        executed_with_grids(path, root=course, cache=cache, log=lambda *_: None)
+    folders = [_cache_folder(path, course, cache) for path in paths]
+    assert len(set(folders)) == 3 and all((f / "executed.ipynb").is_file() for f in folders)
+    for path, want in zip(paths, ("en", "zh", "a-b")):
+        lines: list[str] = []
+        nb, _ = executed_with_grids(path, root=course, cache=cache, log=lines.append)
+        assert lines == [] and nb.cells[0].outputs[0]["text"] == f"{want}\n"
+    # a changed notebook replaces its own entry only
+    notebook(paths[0], "print('en 2')")
+    executed_with_grids(paths[0], root=course, cache=cache, log=lambda *_: None)
+    assert not folders[0].exists() and (folders[1] / "executed.ipynb").is_file()
+    assert (folders[2] / "executed.ipynb").is_file()

@@ -1,7 +1,12 @@
 """The static HTML edition: ``python -m utils.html`` (``make html``) -> ``build/html``.
 
 Every ``solutions/NN_*.ipynb`` becomes ``build/html/NN_*.html``, and ``index.html`` carries the
-README's chapter table. The pages read like a book (:mod:`utils.htmlbook.book`): a sidebar with the
+README's chapter table. The Chinese edition is built beside it from ``solutions/zh/`` into
+``build/html/zh/`` (its page chrome in Chinese, ``<html lang="zh-CN">``, its chapter table from the
+notebooks' headers), and every page of either has a switch to the same page in the other language
+(:mod:`utils.htmlbook.chrome`); both share ``static/``.
+
+The pages read like a book (:mod:`utils.htmlbook.book`): a sidebar with the
 chapters and the current chapter's sections, previous and next links, the setup cell folded behind a
 "Setup" line, and a layout that works at phone width.
 
@@ -23,17 +28,21 @@ the badges' images become plain links.
 in headless Chromium in under :data:`OPEN_BUDGET_S`.
 
 Executing is the slow part, so each executed chapter and its grids are cached in
-``build/html-cache/``, keyed by the notebook and the ``utils`` code it runs; ``--execute`` ignores
-the cache. The chapters not in the cache are executed ``--jobs`` at a time (default 1; with more, in
-separate processes, longest-running first).
+``build/html-cache/<language>/``, keyed by the notebook and the ``utils`` files its kernel reads;
+``--execute`` ignores the cache. The chapters not in the cache are executed ``--jobs`` at a time
+(default 2, one kernel per core of a 2-core machine), in separate processes, longest-running first.
+Several builders may share the cache: each chapter is executed under a lock, and one that waited
+finds it cached (two test workers once removed each other's grids mid-render).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import multiprocessing
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -43,56 +52,98 @@ from pathlib import Path
 import nbformat
 
 from utils.build import NOTEBOOK_GLOB
-from utils.htmlbook.assets import NODE_MODULES, URLS, MissingAssets, copy_assets
+from utils.htmlbook.assets import NODE_MODULES, STATIC, URLS, MissingAssets, copy_assets
 from utils.htmlbook.book import (
     chapter_table,
     index_page,
     kernel_links,
+    localized_rows,
     offline_badges,
     pager,
     sections_of,
     sidebar,
     title_of,
 )
+from utils.htmlbook.chrome import CHROME, LANGUAGES
 from utils.htmlbook.explorers import ExplorerReport, precompute_explorers
 from utils.paths import REPO_ROOT
 from utils.widgets.grid import GRID_ENV
 
+try:  # the message catalogue's language variable (utils.i18n.messages), set for the Chinese kernels
+    from utils.i18n.messages import LANG_ENV as _LANG_ENV
+except ImportError:  # not merged yet: the same name it will have
+    _LANG_ENV = "COURSE_LANG"
+
 __all__ = ["DEFAULT_JOBS", "HTML_CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "execute_chapters",
-           "executed_with_grids", "main", "render_notebook"]
+           "executed_with_grids", "language_of", "main", "render_notebook"]
 
 HTML_CACHE = REPO_ROOT / "build" / "html-cache"
-SIZE_BUDGET_BYTES = 32 * 2**20
-"""The whole ``build/html`` stays under 32 MiB (MathJax's fonts and scripts are about 6 MiB of it)."""
+SIZE_BUDGET_BYTES = 48 * 2**20
+"""The whole ``build/html`` stays under 48 MiB: ``static/`` (MathJax, the widget renderer, the CJK font)
+is about 20 MiB and shared, each language's pages and explorer figures about 11 MiB."""
 OPEN_BUDGET_S = 3.0
 """A chapter page opens offline in headless Chromium within this many seconds: from the start of the
 navigation until its text and figures are in and every explorer answers (``explorer.js`` marks it)."""
 TEMPLATES = Path(__file__).resolve().parent / "htmlbook" / "templates"
-DEFAULT_JOBS = 1
+DEFAULT_JOBS = 2
 """Chapters executed at the same time when the cache lacks them (``--jobs``)."""
 
 
 def _cache_key(path: Path, root: Path) -> str:
-    """The notebook's bytes and the ``utils`` code its kernel runs (not the HTML builder's own)."""
+    """The notebook's bytes and every file of ``utils`` its kernel reads (code, message catalogues,
+    fonts), not the HTML builder's own."""
     digest = hashlib.sha256(path.read_bytes())
-    for source in sorted((root / "utils").rglob("*.py")):
+    for source in sorted((root / "utils").rglob("*")):
         relative = source.relative_to(root).as_posix()
-        if relative == "utils/html.py" or relative.startswith("utils/htmlbook/"):
+        if (not source.is_file() or "__pycache__" in source.parts or relative == "utils/html.py"
+                or relative.startswith("utils/htmlbook/")):
             continue
         digest.update(relative.encode() + b"\0" + source.read_bytes())
     return digest.hexdigest()[:16]
 
 
+def language_of(path: Path) -> str:
+    """``"zh"`` for a notebook in a ``zh/`` folder (``solutions/zh/``), else ``"en"``.
+
+    >>> language_of(Path("solutions/zh/01_x.ipynb")), language_of(Path("solutions/01_x.ipynb"))
+    ('zh', 'en')
+    """
+    return "zh" if path.parent.name == "zh" else "en"
+
+
+def _label(path: Path) -> str:
+    return path.name if language_of(path) == "en" else f"{language_of(path)}/{path.name}"
+
+
 def _cache_folder(path: Path, root: Path, cache: Path) -> Path:
-    return cache / f"{path.stem}-{_cache_key(path, root)}"
+    """``cache/<language>/<stem>-<key>``: the English and Chinese notebooks share their stems."""
+    return cache / language_of(path) / f"{path.stem}-{_cache_key(path, root)}"
+
+
+@contextlib.contextmanager
+def _chapter_lock(folder: Path):
+    """Hold ``<stem>.lock`` beside the chapter's cache entries: one builder at a time executes a chapter
+    or removes its stale entries (two builders share a cache when two test workers build the edition)."""
+    import fcntl
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    stem = folder.name.rsplit("-", 1)[0]
+    with open(folder.parent / f"{stem}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTML_CACHE, execute: bool = False,
                         log=print) -> tuple[nbformat.NotebookNode, Path]:
     """The notebook at ``path`` executed with every explorer's grid rendered, and the grids' folder.
 
-    Cached in ``cache/<stem>-<key>/`` (``executed.ipynb`` and ``grids/``); ``execute`` runs it again
-    even when cached. Older cache entries of the same notebook are removed.
+    Cached in ``cache/<language>/<stem>-<key>/`` (``executed.ipynb`` and ``grids/``); ``execute`` runs
+    it again even when cached. Older cache entries of the same notebook (other keys) are removed.
+    Safe when several processes build into one cache: a chapter is executed under a lock, and a
+    builder that waited for it finds it cached.
     """
     from utils.notebook_run import deterministic_env, execute_notebook
 
@@ -100,15 +151,22 @@ def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTM
     executed = folder / "executed.ipynb"
     if executed.is_file() and not execute:
         return nbformat.read(executed, as_version=4), folder / "grids"
-    for stale in cache.glob(f"{path.stem}-*"):
-        shutil.rmtree(stale)
-    grids = folder / "grids"
-    grids.mkdir(parents=True)
-    env = deterministic_env()
-    env[GRID_ENV] = str(grids)
-    result = execute_notebook(path, env=env)
-    log(f"executed {path.name} with its explorers' grids: {result.wall_s:.1f} s")
-    nbformat.write(result.notebook, executed)
+    with _chapter_lock(folder):
+        if executed.is_file() and not execute:  # another builder executed it while this one waited
+            return nbformat.read(executed, as_version=4), folder / "grids"
+        entry = re.compile(rf"{re.escape(path.stem)}-[0-9a-f]{{16}}")
+        for stale in folder.parent.iterdir():
+            if stale.is_dir() and entry.fullmatch(stale.name):
+                shutil.rmtree(stale)
+        grids = folder / "grids"
+        grids.mkdir(parents=True)
+        env = deterministic_env()
+        env[GRID_ENV] = str(grids)
+        if language_of(path) == "zh":
+            env[_LANG_ENV] = "zh"
+        result = execute_notebook(path, env=env)
+        log(f"executed {_label(path)} with its explorers' grids: {result.wall_s:.1f} s")
+        nbformat.write(result.notebook, executed)
     return result.notebook, grids
 
 
@@ -147,12 +205,15 @@ def execute_chapters(paths: Sequence[Path], *, root: Path = REPO_ROOT, cache: Pa
 
 
 def render_notebook(nb: nbformat.NotebookNode, stem: str, rows, *, grids: Path | None = None,
-                    out: Path | None = None) -> tuple[str, str, ExplorerReport]:
-    """``(title, html, report)`` of the executed notebook ``nb`` as the book page ``stem``.
+                    out: Path | None = None, lang: str = "en") -> tuple[str, str, ExplorerReport]:
+    """``(title, html, report)`` of the executed notebook ``nb`` as the book page ``stem`` in ``lang``.
 
     With ``grids`` (and ``out``, where ``explorers/<stem>/`` receives the images), its explorers are
-    made precomputed (:func:`~utils.htmlbook.explorers.precompute_explorers`).
+    made precomputed (:func:`~utils.htmlbook.explorers.precompute_explorers`). A page of a language
+    other than the first lives one folder down and reaches ``static/`` as ``../static``.
     """
+    words = CHROME[lang]
+    static = STATIC if lang == LANGUAGES[0] else f"../{STATIC}"
     from nbconvert import HTMLExporter
 
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))  # a copy: the cached notebook stays as it is
@@ -161,14 +222,38 @@ def render_notebook(nb: nbformat.NotebookNode, stem: str, rows, *, grids: Path |
     links = kernel_links(nb)
     report = ExplorerReport()
     if grids is not None and out is not None:
-        report = precompute_explorers(nb, grids, out / "explorers" / stem, f"explorers/{stem}", links)
+        report = precompute_explorers(nb, grids, out / "explorers" / stem, f"explorers/{stem}", links, lang)
     offline_badges(nb)
-    exporter = HTMLExporter(template_name="course", extra_template_basedirs=[str(TEMPLATES)], **URLS)
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": stem}})
-    body = body.replace("<!--book:sidebar-->", sidebar(rows, stem, sections_of(body)), 1)
-    body = body.replace("<!--book:pager-top-->", pager(rows, stem, "top"), 1)
-    body = body.replace("<!--book:pager-bottom-->", pager(rows, stem, "bottom"), 1)
+    urls = {name: url.replace(f"{STATIC}/", f"{static}/", 1) for name, url in URLS.items()}
+    exporter = HTMLExporter(template_name="course", extra_template_basedirs=[str(TEMPLATES)],
+                            language_code=words.html_lang.split("-")[0], **urls)
+    book = {"static": static, "setup": words.setup, "setup_hint": words.setup_hint}
+    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": stem}, "book": book})
+    body = body.replace(f'<html lang="{exporter.language_code}">', f'<html lang="{words.html_lang}">', 1)
+    body = body.replace("<!--book:sidebar-->", sidebar(rows, stem, sections_of(body), lang), 1)
+    body = body.replace("<!--book:pager-top-->", pager(rows, stem, "top", lang), 1)
+    body = body.replace("<!--book:pager-bottom-->", pager(rows, stem, "bottom", lang), 1)
     return title, body, report
+
+
+def _editions(root: Path) -> dict[str, list[Path]]:
+    """The solution notebooks of each language: ``solutions/`` and ``solutions/zh/``.
+
+    Raises:
+        ValueError: the Chinese notebooks are not exactly the English ones (the switch on every page
+            needs the same chapter in the other language).
+    """
+    solutions = sorted((root / "solutions").glob(NOTEBOOK_GLOB))
+    if not solutions:
+        raise FileNotFoundError(f"no {NOTEBOOK_GLOB} in {root / 'solutions'}")
+    editions = {"en": solutions}
+    for lang in LANGUAGES[1:]:
+        translated = sorted((root / "solutions" / lang).glob(NOTEBOOK_GLOB))
+        if [p.stem for p in translated] != [p.stem for p in solutions]:
+            raise ValueError(f"solutions/{lang}/ has {[p.stem for p in translated]}, solutions/ has "
+                             f"{[p.stem for p in solutions]}: run `python -m utils.build`")
+        editions[lang] = translated
+    return editions
 
 
 def build_html(
@@ -181,44 +266,53 @@ def build_html(
     jobs: int = DEFAULT_JOBS,
     log=print,
 ) -> list[Path]:
-    """Write the HTML edition into ``out``; return the pages written (index last).
+    """Write the HTML edition, English in ``out`` and Chinese in ``out/zh``; return the pages written
+    (each language's chapters, then its index).
 
-    The chapters missing from ``cache`` are executed first, ``jobs`` at a time (:func:`execute_chapters`).
+    The chapters of both languages missing from ``cache`` are executed first, ``jobs`` at a time
+    (:func:`execute_chapters`).
 
     Raises:
-        ValueError: the README's chapter table does not list the solution notebooks, in order.
+        ValueError: the README's chapter table does not list the solution notebooks, in order; or
+            ``solutions/zh/`` lacks one of them.
         MissingAssets: ``node_modules`` lacks the JavaScript the pages load.
     """
     root, out, cache = Path(root), Path(out), Path(cache)
-    solutions = sorted((root / "solutions").glob(NOTEBOOK_GLOB))
-    if not solutions:
-        raise FileNotFoundError(f"no {NOTEBOOK_GLOB} in {root / 'solutions'}")
+    editions = _editions(root)
     rows = chapter_table(root / "README.md")
-    if [row.stem for row in rows] != [path.stem for path in solutions]:
+    if [row.stem for row in rows] != [path.stem for path in editions["en"]]:
         raise ValueError(f"README.md's chapter table lists {[r.stem for r in rows]}, solutions/ has "
-                         f"{[p.stem for p in solutions]}")
+                         f"{[p.stem for p in editions['en']]}")
     out.mkdir(parents=True, exist_ok=True)
     copy_assets(out, Path(node_modules))
-    for stale in [*out.glob(NOTEBOOK_GLOB.replace(".ipynb", ".html")), out / "explorers"]:
-        shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
-    execute_chapters(solutions, root=root, cache=cache, execute=execute, jobs=jobs, log=log)
-    pages, reports = [], {}
-    for path in solutions:
-        nb, grids = executed_with_grids(path, root=root, cache=cache, log=log)  # from the cache now
-        _, body, report = render_notebook(nb, path.stem, rows, grids=grids, out=out)
-        for model_id, why in report.kept:
-            log(f"warning: {path.name}: explorer {model_id} keeps its saved state only: {why}")
-        reports[path.stem] = {"precomputed": report.precomputed, "kept": report.kept}
-        page = out / f"{path.stem}.html"
-        page.write_text(body, encoding="utf-8")
-        pages.append(page)
-        log(f"wrote {page}")
-    (out / "explorers.json").write_text(json.dumps(reports, indent=1), encoding="utf-8")
-    index = out / "index.html"
-    index.write_text(index_page(rows), encoding="utf-8")
-    pages.append(index)
+    execute_chapters([p for paths in editions.values() for p in paths], root=root, cache=cache, execute=execute,
+                     jobs=jobs, log=log)
+    pages = []
+    for lang, solutions in editions.items():
+        folder = out if lang == LANGUAGES[0] else out / lang
+        folder.mkdir(exist_ok=True)
+        for stale in [*folder.glob(NOTEBOOK_GLOB.replace(".ipynb", ".html")), folder / "explorers"]:
+            shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
+        executed = [executed_with_grids(path, root=root, cache=cache, log=log) for path in solutions]  # cached now
+        lang_rows = rows if lang == LANGUAGES[0] else localized_rows(rows, [nb for nb, _ in executed])
+        reports = {}
+        for path, (nb, grids) in zip(solutions, executed):
+            _, body, report = render_notebook(nb, path.stem, lang_rows, grids=grids, out=folder, lang=lang)
+            for model_id, why in report.kept:
+                log(f"warning: {_label(path)}: explorer {model_id} keeps its saved state only: {why}")
+            reports[path.stem] = {"precomputed": report.precomputed, "kept": report.kept}
+            page = folder / f"{path.stem}.html"
+            page.write_text(body, encoding="utf-8")
+            pages.append(page)
+            log(f"wrote {page}")
+        (folder / "explorers.json").write_text(json.dumps(reports, indent=1), encoding="utf-8")
+        index = folder / "index.html"
+        static = STATIC if lang == LANGUAGES[0] else f"../{STATIC}"
+        index.write_text(index_page(lang_rows, lang, static), encoding="utf-8")
+        pages.append(index)
+        log(f"wrote {index}")
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    log(f"wrote {index}; the edition is {size / 2**20:.1f} MiB (budget {SIZE_BUDGET_BYTES / 2**20:.0f} MiB)")
+    log(f"the edition is {size / 2**20:.1f} MiB (budget {SIZE_BUDGET_BYTES / 2**20:.0f} MiB)")
     return pages
 
 

@@ -4,6 +4,11 @@ nbconvert's default page loads RequireJS, the widget embedder (``@jupyter-widget
 and MathJax from CDNs; here the three come from npm packages (``package.json``, installed by
 ``npm ci`` into ``node_modules/``), and the pages point at the copies with relative URLs. The book's
 own stylesheet and the explorers' script come from ``utils/htmlbook/static/``.
+
+Chinese renders offline too: ``static/fonts.css`` declares the course's CJK font (the subset of Noto
+Sans SC that the figures use, ``utils.plotting.fonts.CJK_FONT_PATH``, copied to ``static/fonts/``)
+with ``@font-face`` and appends it to the pages' font stacks, after the Latin fonts, so it draws only
+what they lack.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from pathlib import Path
 
 from utils.paths import REPO_ROOT
 
-__all__ = ["ASSETS", "BOOK_STATIC", "MissingAssets", "NODE_MODULES", "STATIC", "URLS", "copy_assets"]
+__all__ = ["ASSETS", "BOOK_STATIC", "CJK_FONT_FACE", "MissingAssets", "NODE_MODULES", "STATIC", "URLS", "cjk_font",
+           "copy_assets", "fonts_css"]
 
 NODE_MODULES = REPO_ROOT / "node_modules"
 STATIC = "static"
@@ -40,6 +46,34 @@ URLS = {
     "widget_renderer_url": f"{STATIC}/html-manager/embed-amd.js",
     "mathjax_url": f"{STATIC}/mathjax/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
 }
+
+
+CJK_FONT_FACE = "Course CJK"
+"""The ``font-family`` name the pages give the course's CJK font."""
+_LATIN = 'system-ui, -apple-system, blinkmacsystemfont, "Segoe UI", helvetica, arial, sans-serif'
+
+
+def cjk_font() -> Path | None:
+    """The course's CJK font file (``utils.plotting.fonts.CJK_FONT_PATH``), or None where the package
+    has none."""
+    try:
+        from utils.plotting.fonts import CJK_FONT_PATH
+    except ImportError:
+        return None
+    return Path(CJK_FONT_PATH) if Path(CJK_FONT_PATH).is_file() else None
+
+
+def fonts_css(font_name: str | None) -> str:
+    """``static/fonts.css``: the ``@font-face`` of ``fonts/<font_name>`` and the font stacks that end
+    with it (JupyterLab's variables and the book's own parts); only a comment without a font."""
+    if font_name is None:
+        return "/* no CJK font in this build: Chinese falls back to the reader's system fonts */\n"
+    stack = f'{_LATIN}, "{CJK_FONT_FACE}"'
+    return (f'@font-face {{ font-family: "{CJK_FONT_FACE}"; src: url("fonts/{font_name}") format("opentype"); '
+            "font-display: swap; }\n"
+            f":root {{ --jp-content-font-family: {stack}; --jp-ui-font-family: {stack}; }}\n"
+            "body, body.book-index, .book-sidebar, .book-pager, .book-lang, .course-explorer, "
+            f"details.course-setup > summary {{ font-family: {stack}; }}\n")
 
 
 class MissingAssets(RuntimeError):
@@ -69,3 +103,8 @@ def copy_assets(out: Path, node_modules: Path = NODE_MODULES) -> None:
             shutil.copy2(source, target)
     for source in sorted(BOOK_STATIC.iterdir()):
         shutil.copy2(source, static / source.name)
+    font = cjk_font()
+    if font is not None:
+        (static / "fonts").mkdir()
+        shutil.copy2(font, static / "fonts" / font.name)
+    (static / "fonts.css").write_text(fonts_css(font.name if font else None), encoding="utf-8")

@@ -18,11 +18,12 @@ from pathlib import Path
 import nbformat
 
 from utils.build import BADGES_CLOSE, BADGES_OPEN
+from utils.htmlbook.chrome import CHROME, language_switch
 
 __all__ = ["BOOK_TITLE", "ChapterRow", "Section", "chapter_table", "index_page", "inline_markdown",
-           "kernel_links", "offline_badges", "pager", "sections_of", "sidebar", "title_of"]
+           "kernel_links", "localized_rows", "offline_badges", "pager", "sections_of", "sidebar", "title_of"]
 
-BOOK_TITLE = "Attention, Step by Step"
+BOOK_TITLE = CHROME["en"].book_title
 _BADGE = re.compile(r"\[!\[([^\]]*)\]\([^)\s]*\)\]\(([^)\s]+)\)")
 _LINK = re.compile(r"^\[(?P<title>[^\]]+)\]\((?P<href>[^)\s]+)\)$")
 _H2 = re.compile(r'<h2 id="(?P<id>[^"]+)"[^>]*>(?P<text>.*?)</h2>', re.S)
@@ -78,6 +79,25 @@ def chapter_table(readme: str | Path) -> list[ChapterRow]:
     return rows
 
 
+def localized_rows(rows: Sequence[ChapterRow], notebooks: Sequence[nbformat.NotebookNode]) -> list[ChapterRow]:
+    """The chapter table of a translated edition: each row's title and time from its notebook's header
+    (``# 第 1 章 · 标题``, then ``约 40 分钟 · ...``), its goal from the header's first paragraph that
+    ends with a colon and is followed by a list (the learning objectives), else left out.
+
+    Raises:
+        ValueError: a header without its ``· title`` or time line, naming the chapter.
+    """
+    localized = []
+    for row, nb in zip(rows, notebooks, strict=True):
+        header = nb.cells[0].source if nb.cells else ""
+        title = re.search(r"^#\s+[^·\n]*·\s*(.+?)\s*$", header, re.M)
+        time = re.search(r"^(?!#)([^·\n<\[]+?) · ", header, re.M)
+        if not title or not time:
+            raise ValueError(f"chapter {row.number} ({row.stem}): its header lacks '# ... · title' or a time line")
+        localized.append(ChapterRow(row.number, title[1], row.stem, time[1].strip(), ""))
+    return localized
+
+
 def inline_markdown(text: str) -> str:
     """``text`` as HTML: escaped, with `code` spans (all the README's table uses).
 
@@ -131,10 +151,12 @@ def sections_of(page: str) -> list[Section]:
     return sections
 
 
-def sidebar(rows: Sequence[ChapterRow], current: str | None = None, sections: Sequence[Section] = ()) -> str:
+def sidebar(rows: Sequence[ChapterRow], current: str | None = None, sections: Sequence[Section] = (),
+            lang: str = "en") -> str:
     """The sidebar: the book's title (a link to the index), every chapter, and under ``current`` (a
     stem) its ``sections``. Inside a ``<details>`` that is open on a wide screen (a line of script)
-    and a "Contents" line on a phone."""
+    and a "Contents" line on a phone. Its words are ``lang``'s (:data:`~utils.htmlbook.chrome.CHROME`)."""
+    words = CHROME[lang]
     items = []
     for row in rows:
         here = row.stem == current
@@ -148,17 +170,19 @@ def sidebar(rows: Sequence[ChapterRow], current: str | None = None, sections: Se
         item_attr = ' class="book-current"' if here else ""
         items.append(f"<li{item_attr}>{link}{inner}</li>")
     return (
-        '<nav class="book-sidebar" aria-label="Chapters">'
-        '<details class="book-toc" open><summary>Contents</summary>'
-        f'<p class="book-title"><a href="index.html">{html.escape(BOOK_TITLE)}</a></p>'
+        f'<nav class="book-sidebar" aria-label="{html.escape(words.chapters_label)}">'
+        f'<details class="book-toc" open><summary>{html.escape(words.contents)}</summary>'
+        f'<p class="book-title"><a href="index.html">{html.escape(words.book_title)}</a></p>'
         f'<ol class="book-chapters">{"".join(items)}</ol></details></nav>'
         "<script>if (window.matchMedia('(max-width: 800px)').matches) "
         "document.querySelector('.book-toc').removeAttribute('open');</script>"
     )
 
 
-def pager(rows: Sequence[ChapterRow], current: str, where: str) -> str:
-    """Previous and next links around chapter ``current`` (``where``: ``"top"`` or ``"bottom"``)."""
+def pager(rows: Sequence[ChapterRow], current: str, where: str, lang: str = "en") -> str:
+    """Previous and next links around chapter ``current`` (``where``: ``"top"`` or ``"bottom"``); the top
+    one also carries the switch to the same chapter in the other language."""
+    words = CHROME[lang]
     stems = [row.stem for row in rows]
     i = stems.index(current)
     links = []
@@ -167,40 +191,46 @@ def pager(rows: Sequence[ChapterRow], current: str, where: str) -> str:
         links.append(f'<a class="book-prev" rel="prev" href="{prev.stem}.html">← {prev.number} · '
                      f'{html.escape(prev.title)}</a>')
     else:
-        links.append('<a class="book-prev" rel="prev" href="index.html">← Contents</a>')
+        links.append(f'<a class="book-prev" rel="prev" href="index.html">{html.escape(words.back_to_contents)}</a>')
     if i + 1 < len(rows):
         nxt = rows[i + 1]
         links.append(f'<a class="book-next" rel="next" href="{nxt.stem}.html">{nxt.number} · '
                      f'{html.escape(nxt.title)} →</a>')
-    return f'<nav class="book-pager book-pager-{where}" aria-label="Previous and next">{"".join(links)}</nav>'
+    switch = language_switch(current, lang) if where == "top" else ""
+    return (f'{switch}<nav class="book-pager book-pager-{where}" aria-label="{html.escape(words.pager_label)}">'
+            f'{"".join(links)}</nav>')
 
 
-def index_page(rows: Sequence[ChapterRow]) -> str:
-    """The index page: what the edition is, and the README's chapter table with links."""
+def index_page(rows: Sequence[ChapterRow], lang: str = "en", static: str = "static") -> str:
+    """The index page in ``lang``: what the edition is, the language switch, and the chapter table
+    (the README's, or :func:`localized_rows`) with links."""
+    words = CHROME[lang]
     body = "\n".join(
         f'<tr><td>{html.escape(r.number)}</td><td><a href="{html.escape(r.stem)}.html">{html.escape(r.title)}</a>'
         f'</td><td class="book-time">{html.escape(r.time)}</td><td>{inline_markdown(r.goal)}</td></tr>'
         for r in rows)
+    with_goal = any(r.goal for r in rows)  # a translated table without goals leaves the column out
+    if not with_goal:
+        body = re.sub(r"<td></td></tr>", "</tr>", body)
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in words.table_head[:4 if with_goal else 3])
     return f"""<!DOCTYPE html>
-<html lang="en">
+<html lang="{words.html_lang}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<title>{html.escape(BOOK_TITLE)}</title>
-<link rel="stylesheet" href="static/book.css">
+<title>{html.escape(words.book_title)}</title>
+<link rel="stylesheet" href="{static}/book.css">
+<link rel="stylesheet" href="{static}/fonts.css">
 </head>
 <body class="book-index">
 <div class="book">
-{sidebar(rows)}
+{sidebar(rows, lang=lang)}
 <main class="book-main">
-  <h1>{html.escape(BOOK_TITLE)}</h1>
-  <p>Self-attention from first principles, one idea at a time, with every claim checked against PyTorch.
-  This is the static edition: every chapter with its solutions, figures and quizzes. The explorers are
-  <em>precomputed</em>: each figure was rendered when the book was built, for a grid of control values, so
-  the controls respond without a kernel. To change anything else, or type your own input, run the
-  notebooks (<code>make lab</code>, Binder or Colab).</p>
+  {language_switch("index", lang)}
+  <h1>{html.escape(words.book_title)}</h1>
+  <p>{words.index_intro}</p>
   <table class="book-chapter-table">
-    <thead><tr><th>#</th><th>chapter</th><th>time</th><th>you will be able to</th></tr></thead>
+    <thead><tr>{head}</tr></thead>
     <tbody>
 {body}
     </tbody>

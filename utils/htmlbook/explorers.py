@@ -21,6 +21,8 @@ from typing import Any
 
 import nbformat
 
+from utils.htmlbook.chrome import CHROME
+
 __all__ = ["WIDGET_STATE", "WIDGET_VIEW", "ExplorerReport", "explorer_html", "precompute_explorers",
            "prune_widget_state"]
 
@@ -63,7 +65,7 @@ def _control_html(index: int, control: dict[str, Any], uid: str) -> str:
 
 
 def explorer_html(manifest: dict[str, Any], image_href: str, uid: str,
-                  kernel_links: Sequence[tuple[str, str]] = ()) -> str:
+                  kernel_links: Sequence[tuple[str, str]] = (), lang: str = "en") -> str:
     """The page block of one explorer from its ``manifest`` (see :func:`utils.widgets.grid.render_grid`).
 
     Args:
@@ -72,7 +74,9 @@ def explorer_html(manifest: dict[str, Any], image_href: str, uid: str,
         uid: unique on the page (names the radio groups).
         kernel_links: ``(name, url)`` where a kernel runs the chapter (Binder, Colab): shown beside
             a text box that is offered as choices only.
+        lang: the language of the block's own words (:data:`~utils.htmlbook.chrome.CHROME`).
     """
+    words = CHROME[lang]
     controls = manifest["controls"]
     counts = [len(c["values"]) for c in controls]
     index = 0
@@ -92,19 +96,18 @@ def explorer_html(manifest: dict[str, Any], image_href: str, uid: str,
         note = (f'<p class="explorer-note">{html.escape(manifest["note"])}'
                 f'{" " + links if links else ""}</p>')
     size = len(manifest["states"])
-    snaps = ", and a slider snaps to the nearest rendered value" if any(c["kind"] == "slider" for c in controls) else ""
+    snaps = words.explorer_snaps if any(c["kind"] == "slider" for c in controls) else ""
+    about = words.explorer_about.format(states=size, snaps=snaps)
     data = json.dumps(grid, ensure_ascii=False).replace("</", "<\\/")
     return (
         f'<div class="course-explorer" id="{uid}" data-initial-state="{index}">'
-        f'<div class="explorer-head"><span class="explorer-precomputed">precomputed</span>'
-        f'<span class="explorer-about">{size} states, rendered when this page was built; no kernel runs '
-        f'here{snaps}.</span></div>'
+        f'<div class="explorer-head"><span class="explorer-precomputed">{html.escape(words.precomputed)}</span>'
+        f'<span class="explorer-about">{html.escape(about)}</span></div>'
         f'<div class="explorer-controls">{controls_html}</div>{note}'
         f'<div class="explorer-captions">{captions_html}</div>'
         f'<img class="explorer-figure" src="{html.escape(grid["images"][image])}" '
-        f'alt="the explorer\'s figure for the chosen controls" data-state="{index}">'
-        '<noscript><p class="explorer-noscript">Scripts are off: this is the figure the explorer was saved '
-        'with. Turn JavaScript on to move the controls.</p></noscript>'
+        f'alt="{html.escape(words.explorer_alt)}" data-state="{index}">'
+        f'<noscript><p class="explorer-noscript">{html.escape(words.explorer_noscript)}</p></noscript>'
         f'<script type="application/json" class="explorer-grid">{data}</script></div>'
     )
 
@@ -144,7 +147,7 @@ def prune_widget_state(nb: nbformat.NotebookNode) -> int:
 
 
 def precompute_explorers(nb: nbformat.NotebookNode, grids: Path, images_out: Path, image_href: str,
-                         kernel_links: Sequence[tuple[str, str]] = ()) -> ExplorerReport:
+                         kernel_links: Sequence[tuple[str, str]] = (), lang: str = "en") -> ExplorerReport:
     """Replace, in place, every explorer view in ``nb`` whose grid is in ``grids`` with its page block.
 
     The grid's images are copied into ``images_out`` (shared by the chapter's explorers: identical
@@ -169,7 +172,7 @@ def precompute_explorers(nb: nbformat.NotebookNode, grids: Path, images_out: Pat
                 if not (images_out / name).exists():
                     shutil.copy2(manifest_path.parent / name, images_out / name)
             uid = f"explorer-{len(report.precomputed) + 1}"
-            block = explorer_html(manifest, image_href, uid, kernel_links)
+            block = explorer_html(manifest, image_href, uid, kernel_links, lang)
             cell.outputs[i] = nbformat.v4.new_output("display_data", data={"text/html": block})
             report.precomputed.append({"model_id": view["model_id"], "states": len(manifest["states"]),
                                        "renders": manifest["renders"], "render_s": manifest["render_s"]})
