@@ -66,13 +66,9 @@ from utils.htmlbook.book import (
 )
 from utils.htmlbook.chrome import CHROME, LANGUAGES
 from utils.htmlbook.explorers import ExplorerReport, precompute_explorers
+from utils.i18n.messages import LANG_ENV as _LANG_ENV  # set for the Chinese kernels
 from utils.paths import REPO_ROOT
 from utils.widgets.grid import GRID_ENV
-
-try:  # the message catalogue's language variable (utils.i18n.messages), set for the Chinese kernels
-    from utils.i18n.messages import LANG_ENV as _LANG_ENV
-except ImportError:  # not merged yet: the same name it will have
-    _LANG_ENV = "COURSE_LANG"
 
 __all__ = ["DEFAULT_JOBS", "HTML_CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "execute_chapters",
            "executed_with_grids", "language_of", "main", "render_notebook"]
