@@ -23,8 +23,10 @@ DESCRIPTION = "Build the student notebooks: solutions/NN_*.ipynb -> chapters/NN_
 def _report_translations(root: Path) -> int:
     """Print every English cell without a current translation, and the notebooks with no catalogue yet."""
     from utils.i18n.notebooks import translation_status
+    from utils.i18n.readme import readme_status
 
     untranslated, without = translation_status(root)
+    untranslated += readme_status(root)[0]
     for problem in untranslated:
         print(f"untranslated: {problem}")
     if without:
@@ -52,7 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(args.root)
     try:
         if args.check:
-            stale = outdated(root)
+            from utils.i18n.readme import README_TARGET, readme_status
+
+            stale = outdated(root) + ([root / README_TARGET] if readme_status(root)[1] else [])
             for path in stale:
                 print(f"out of date: {path.relative_to(root)}")
             untranslated = _report_translations(root)
@@ -72,7 +76,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.execute:
             execute(args.execute, root)
+        from utils.i18n.readme import write_readme
+
         changed = build(root, force=args.force)
+        changed = write_readme(root) or changed
         if not changed:
             print("chapters/ is up to date")
         _report_translations(root)  # a warning here; --check fails on it

@@ -1,6 +1,7 @@
 """The command line of the translations: ``python -m utils.i18n update [STEM ...] | check``.
 
-``update`` brings every catalogue (or the named ones) in step with its English notebook; a notebook
+``update`` brings every catalogue (or the named ones) in step with its English notebook, and
+``i18n/zh_CN/README.po`` with ``README.md`` (:mod:`utils.i18n.readme`); a notebook
 without a catalogue gets one only when named (``python -m utils.i18n update 02_scaled_dot_product_attention``).
 ``check`` lists the cells that lack a current translation and exits 1 if there is one.
 """
@@ -22,6 +23,7 @@ from utils.i18n.catalog import (
     update_catalogue,
 )
 from utils.i18n.notebooks import translation_status
+from utils.i18n.readme import readme_status, update_readme_catalogue
 from utils.paths import REPO_ROOT
 
 __all__ = ["main", "update"]
@@ -63,10 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(args.root)
     try:
         if args.command == "update":
-            if not update(root, args.stems):
+            readme = not args.stems and update_readme_catalogue(root)
+            if not update(root, args.stems) and not readme:
                 print("the catalogues are up to date")
             return 0
         untranslated, without = translation_status(root)
+        untranslated += readme_status(root)[0]
         for problem in untranslated:
             print(f"untranslated: {problem}")
         if without:
