@@ -4,6 +4,7 @@
 ``catalog``            one ``i18n/zh_CN/<stem>.po`` per solution notebook: read, write, update
 ``notebooks``          English solution + catalogue -> ``solutions/zh/<stem>.ipynb``; the sync check
 ``glossary``           ``i18n/zh_CN/GLOSSARY.md``: one Chinese term per concept, and its check
+``readme``             ``README.md`` + ``i18n/zh_CN/README.po`` -> ``README.zh-CN.md``; its sync check
 ``cli``                ``python -m utils.i18n update | check``
 =====================  ==========================================================================
 
