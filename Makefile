@@ -17,10 +17,11 @@ WORK ?= work
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: help setup venv test-prereqs lab test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
+.PHONY: help setup venv test-prereqs lab lab-zh test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
 
 help:
 	@echo "make lab        set up .venv (if needed) and start JupyterLab on the course (PORT=8888)"
+	@echo "make lab-zh     the same for the Chinese edition (中文版): chapters/zh in work/zh, JupyterLab in Chinese"
 	@echo "make test       set up, then run everything: lint, unit tests, doctests, notebooks, grader, browser"
 	@echo "make quick      lint + fast unit tests (no notebook execution), for iterating"
 	@echo "make chapters   regenerate chapters/ from solutions/"
@@ -54,6 +55,10 @@ $(NODE_STAMP): package.json package-lock.json
 
 lab: setup
 	$(BIN)/python -m utils.lab --port $(PORT) --work $(WORK)
+
+# The Chinese chapters in $(WORK)/zh, with JupyterLab's Chinese language pack selected for this run only.
+lab-zh: setup
+	$(BIN)/python -m utils.lab --lang zh --port $(PORT) --work $(WORK)/zh
 
 # --- tests ----------------------------------------------------------------------------------------
 test: test-prereqs setup lint unit doctest nbval binder-test browser html

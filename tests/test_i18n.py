@@ -20,7 +20,7 @@ from utils.i18n.glossary import GLOSSARY_FILE, glossary_problems, kept_problems,
 from utils.i18n.notebooks import EXECUTED_KEY, code_digest, translation_status
 
 REPO = Path(__file__).resolve().parent.parent
-CATALOGUES = sorted((REPO / CATALOGUE_DIR).glob("*.po"))
+CATALOGUES = sorted(p for p in (REPO / CATALOGUE_DIR).glob("*.po") if p.stem != "README")  # the notebooks'
 STEM = "01_queries_keys_values"
 
 

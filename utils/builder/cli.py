@@ -47,7 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = Path(args.root)
     try:
         if args.check:
-            stale = outdated(root)
+            from utils.i18n.readme import README_TARGET, readme_status
+
+            stale = outdated(root) + ([root / README_TARGET] if readme_status(root)[1] else [])
             for path in stale:
                 print(f"out of date: {path.relative_to(root)}")
             untranslated = _report_translations(root)
@@ -68,7 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.execute:
             execute(args.execute, root)
+        from utils.i18n.readme import write_readme
+
         changed = build(root, force=args.force)
+        changed = write_readme(root) or changed
         if not changed:
             print("chapters/ is up to date")
         _report_translations(root)  # a warning here; --check fails on it

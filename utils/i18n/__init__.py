@@ -8,6 +8,7 @@
 ``extract``            every ``tr()`` message in the source and every exercise's diagnoses
 ``message_catalog``    ``utils/i18n/locale/zh_CN/<domain>.po``: update from the source, check
 ``pofile``             a Babel-free reader of ``.po`` files, for a learner's kernel
+``readme``             ``README.md`` + ``i18n/zh_CN/README.po`` -> ``README.zh-CN.md``; its sync check
 ``cli``                ``python -m utils.i18n update | check``
 =====================  ==========================================================================
 

@@ -1,7 +1,8 @@
 """The command line of the translations: ``python -m utils.i18n update [STEM ...] | check``.
 
-``update`` brings every catalogue (or the named ones) in step with its English notebook, and every
-message catalogue of ``utils/i18n/locale/`` in step with the source (:mod:`utils.i18n.message_catalog`); a notebook
+``update`` brings every catalogue (or the named ones) in step with its English notebook, and (with no
+STEM) ``i18n/zh_CN/README.po`` with ``README.md`` (:mod:`utils.i18n.readme`) and every message catalogue
+of ``utils/i18n/locale/`` with the source (:mod:`utils.i18n.message_catalog`); a notebook
 without a catalogue gets one only when named (``python -m utils.i18n update 02_scaled_dot_product_attention``).
 ``check`` lists the cells and messages that lack a current translation and exits 1 if there is one.
 """
@@ -25,6 +26,7 @@ from utils.i18n.catalog import (
 from utils.i18n.message_catalog import message_status, update_message_catalogues
 from utils.i18n.messages import LOCALE_DIR
 from utils.i18n.notebooks import translation_status
+from utils.i18n.readme import readme_status, update_readme_catalogue
 from utils.paths import REPO_ROOT
 
 __all__ = ["main", "report", "update"]
@@ -61,6 +63,7 @@ def report(root: str | Path = REPO_ROOT, log=print) -> int:
     only when ``root`` is the checkout this package lives in (not a scratch course in a test)."""
     root = Path(root)
     untranslated, without = translation_status(root)
+    untranslated += readme_status(root)[0]
     for problem in untranslated:
         log(f"untranslated: {problem}")
     if without:
@@ -87,7 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "update":
             written = update(root, args.stems)
-            if not args.stems:  # the message catalogues of utils/ follow the source, not a notebook
+            if not args.stems:  # the README and the message catalogues of utils/ follow their own sources
+                written += [root / "i18n/zh_CN/README.po"] if update_readme_catalogue(root) else []
                 written += update_message_catalogues()
             if not written:
                 print("the catalogues are up to date")
