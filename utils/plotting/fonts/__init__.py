@@ -11,7 +11,7 @@ when to.
 >>> CJK_FONT_PATH.is_file()
 True
 >>> sorted(cjk_characters("Query 查询，键"))
-['，', '键', '询', '查']
+['查', '询', '键', '，']
 """
 
 from __future__ import annotations
