@@ -79,8 +79,10 @@ doctest: setup
 
 nbval: nbval-solutions nbval-chapters
 
+# Strict on solutions/ and solutions/zh/, and the notebook budgets (tests/nbval_budgets.py): each
+# notebook's wall time and kernel peak RSS, in build/notebook-budgets.json; one over budget fails this.
 nbval-solutions: setup
-	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider --nbval solutions --nbval-sanitize-with tests/nbval_sanitize.cfg -o testpaths=solutions
+	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider -p tests.nbval_budgets --nbval solutions --nbval-sanitize-with tests/nbval_sanitize.cfg -o testpaths=solutions
 
 nbval-chapters: setup
 	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider --nbval-lax chapters -o testpaths=chapters
