@@ -47,17 +47,21 @@ def time_budget(path: str | Path, override: float | None = None) -> float:
 def join_cells(cells: list[dict]) -> dict[str, dict]:
     """Per-cell measurements (``notebook``, ``start``, ``end``, ``peak_rss_bytes``) -> one row per notebook:
     ``wall_s`` from the first cell's start to the last cell's end, ``peak_rss_bytes`` the largest reading
-    (None when no cell could read it), ``cells`` the number of cells measured."""
+    (None when no cell could read it), ``kernel_cpu_s`` the kernel's CPU seconds by the last cell (its
+    start included), ``cells`` the number of cells measured."""
     rows: dict[str, dict] = {}
     for cell in cells:
-        row = rows.setdefault(cell["notebook"], {"start": cell["start"], "end": cell["end"], "rss": [], "cells": 0})
+        row = rows.setdefault(cell["notebook"], {"start": cell["start"], "end": cell["end"], "rss": [], "cpu": [],
+                                                 "cells": 0})
         row["start"], row["end"] = min(row["start"], cell["start"]), max(row["end"], cell["end"])
         row["cells"] += 1
         if cell["peak_rss_bytes"] is not None:
             row["rss"].append(cell["peak_rss_bytes"])
+        if cell.get("kernel_cpu_s") is not None:
+            row["cpu"].append(cell["kernel_cpu_s"])
     return {
         notebook: {"wall_s": row["end"] - row["start"], "peak_rss_bytes": max(row["rss"], default=None),
-                   "cells": row["cells"]}
+                   "kernel_cpu_s": max(row["cpu"], default=None), "cells": row["cells"]}
         for notebook, row in sorted(rows.items())
     }
 
@@ -84,10 +88,26 @@ def report_lines(judged: dict[str, dict]) -> list[str]:
     lines = []
     for notebook, row in judged.items():
         rss = "n/a" if row["peak_rss_bytes"] is None else f"{row['peak_rss_bytes'] / 2**20:.0f} MiB"
+        cpu = "" if row.get("kernel_cpu_s") is None else f", kernel CPU {row['kernel_cpu_s']:.1f} s"
         line = (f"{'FAIL' if row['problems'] else 'ok  '} {notebook}: {row['wall_s']:.1f} s (budget "
-                f"{row['budget_s']:.0f} s), kernel peak RSS {rss} (budget {row['budget_bytes'] / 2**20:.0f} MiB)")
+                f"{row['budget_s']:.0f} s){cpu}, kernel peak RSS {rss} (budget {row['budget_bytes'] / 2**20:.0f} MiB)")
         lines.append(line + "".join(f"; {problem}" for problem in row["problems"]))
     return lines
+
+
+def kernel_cpu_s(pid: int | None) -> float | None:
+    """User plus system CPU seconds of process ``pid`` so far (``/proc/<pid>/stat``), or None.
+
+    Not a budget: printed beside the wall time, so that a run slowed by a loaded machine (wall time
+    far above CPU time) is told apart from a notebook that got slower.
+    """
+    import os
+
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14, 15
 
 
 def _kernel_pid(item) -> int | None:
@@ -121,7 +141,7 @@ def pytest_runtest_call(item):
     notebook = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else str(item.path)
     item.user_properties.append((PROPERTY, {
         "notebook": notebook, "start": start, "end": time.time(),
-        "peak_rss_bytes": peak_rss_bytes(pid) if pid is not None else None,
+        "peak_rss_bytes": peak_rss_bytes(pid) if pid is not None else None, "kernel_cpu_s": kernel_cpu_s(pid),
     }))
 
 

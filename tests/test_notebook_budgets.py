@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbval_budgets import RSS_BUDGET_BYTES, join_cells, judge, report_lines, time_budget
+from nbval_budgets import RSS_BUDGET_BYTES, join_cells, judge, kernel_cpu_s, report_lines, time_budget
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,17 +35,21 @@ def test_the_makefile_budgets_the_strict_solution_run():
     assert "-p tests.nbval_budgets" in recipe and "--nbval solutions" in recipe, recipe
 
 
-def _cell(notebook, start, end, rss):
-    return {"notebook": notebook, "start": start, "end": end, "peak_rss_bytes": rss}
+def _cell(notebook, start, end, rss, cpu=None):
+    return {"notebook": notebook, "start": start, "end": end, "peak_rss_bytes": rss, "kernel_cpu_s": cpu}
 
 
 def test_cells_join_into_one_row_per_notebook():
-    cells = [_cell("solutions/01_a.ipynb", 10.0, 11.0, 100), _cell("solutions/zh/01_a.ipynb", 5.0, 6.0, None),
-             _cell("solutions/01_a.ipynb", 11.0, 30.5, 300), _cell("solutions/01_a.ipynb", 30.5, 31.0, 200)]
+    cells = [_cell("solutions/01_a.ipynb", 10.0, 11.0, 100, 2.0), _cell("solutions/zh/01_a.ipynb", 5.0, 6.0, None),
+             _cell("solutions/01_a.ipynb", 11.0, 30.5, 300, 9.5), _cell("solutions/01_a.ipynb", 30.5, 31.0, 200, 9.0)]
     rows = join_cells(cells)
     assert list(rows) == ["solutions/01_a.ipynb", "solutions/zh/01_a.ipynb"]
-    assert rows["solutions/01_a.ipynb"] == {"wall_s": 21.0, "peak_rss_bytes": 300, "cells": 3}
-    assert rows["solutions/zh/01_a.ipynb"] == {"wall_s": 1.0, "peak_rss_bytes": None, "cells": 1}
+    assert rows["solutions/01_a.ipynb"] == {"wall_s": 21.0, "peak_rss_bytes": 300, "kernel_cpu_s": 9.5, "cells": 3}
+    assert rows["solutions/zh/01_a.ipynb"] == {"wall_s": 1.0, "peak_rss_bytes": None, "kernel_cpu_s": None, "cells": 1}
+
+
+def test_kernel_cpu_seconds_are_read_from_proc():
+    assert kernel_cpu_s(os.getpid()) > 0 and kernel_cpu_s(None) is None
 
 
 @pytest.mark.parametrize(
@@ -97,6 +101,7 @@ def test_nbval_run_measures_the_kernel_and_fails_over_budget(tmp_path):
     assert row["cells"] == 2 and row["problems"] == [] and row["budget_s"] == 60
     assert 1.2 <= row["wall_s"] < 30, row  # the sleep, without the kernel's start
     assert 64 * 2**20 < row["peak_rss_bytes"] < RSS_BUDGET_BYTES, row  # the kernel's, with its 64 MiB
+    assert 0 < row["kernel_cpu_s"] < row["wall_s"] + 30, row  # the kernel's start, not the sleep
     assert "ok   01_tiny.ipynb" in run.stdout
 
     run, judged = _nbval(tmp_path, "--notebook-time-budget", "1")
