@@ -94,18 +94,16 @@ def _nbval(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dic
 
 @pytest.mark.slow
 def test_nbval_run_measures_the_kernel_and_fails_over_budget(tmp_path):
+    """One nbval run (a second costs ~9 CPU s): within the per-chapter budget is judged by ``judge`` above,
+    and by the real nbval-solutions stage passing."""
     _two_cell_notebook(tmp_path / "01_tiny.ipynb")
-    run, judged = _nbval(tmp_path)
-    assert run.returncode == 0, run.stdout + run.stderr
-    row = judged["01_tiny.ipynb"]
-    assert row["cells"] == 2 and row["problems"] == [] and row["budget_s"] == 60
-    assert 1.2 <= row["wall_s"] < 30, row  # the sleep, without the kernel's start
-    assert 64 * 2**20 < row["peak_rss_bytes"] < RSS_BUDGET_BYTES, row  # the kernel's, with its 64 MiB
-    assert 0 < row["kernel_cpu_s"] < row["wall_s"] + 30, row  # the kernel's start, not the sleep
-    assert "ok   01_tiny.ipynb" in run.stdout
-
     run, judged = _nbval(tmp_path, "--notebook-time-budget", "1")
     assert run.returncode == 1, run.stdout + run.stderr
     assert "2 passed" in run.stdout, "the cells pass: only the budget fails the run"
-    assert judged["01_tiny.ipynb"]["problems"] == [f"ran {judged['01_tiny.ipynb']['wall_s']:.1f} s; the budget is 1 s"]
-    assert "over budget, failing the run: 01_tiny.ipynb" in run.stdout
+    row = judged["01_tiny.ipynb"]
+    assert row["cells"] == 2 and row["budget_s"] == 1, row
+    assert 1.2 <= row["wall_s"] < 30, row  # the sleep, without the kernel's start
+    assert 64 * 2**20 < row["peak_rss_bytes"] < RSS_BUDGET_BYTES, row  # the kernel's, with its 64 MiB
+    assert 0 < row["kernel_cpu_s"] < row["wall_s"] + 30, row  # the kernel's start, not the sleep
+    assert row["problems"] == [f"ran {row['wall_s']:.1f} s; the budget is 1 s"], row
+    assert "FAIL 01_tiny.ipynb" in run.stdout and "over budget, failing the run: 01_tiny.ipynb" in run.stdout
