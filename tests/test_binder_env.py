@@ -16,7 +16,7 @@ installs the course with ``--no-deps``.
 
 pip resolves from the machine's local wheels and reuses its cache (Binder itself uses
 ``--no-cache-dir``, which only matters for the image size). The kernel peak-RSS budget (< 1 GiB,
-Binder's limit) is measured per solution notebook in tests/test_notebook_budgets.py.
+Binder's limit) is measured per solution notebook during ``make nbval-solutions`` (tests/nbval_budgets.py).
 
 Set ``COURSE_BINDER_VENV=/some/dir`` to keep and reuse the built environment while iterating
 (it is rebuilt when binder/, constraints.txt or pyproject.toml change).

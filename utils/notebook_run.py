@@ -1,8 +1,9 @@
 """Execute a notebook with nbclient and measure it: wall time and the kernel's peak memory.
 
-Used by ``python -m utils.build --execute`` (to store a solution's outputs) and by the budget tests
-(``tests/test_notebook_budgets.py``): every solution must run in under 60 s with a kernel peak RSS
-under 1 GiB, because Binder gives 1-2 GB.
+Used by ``python -m utils.build --execute`` (to store a solution's outputs, printing what it measured)
+and by the Binder and Colab tests. The budgets themselves (every solution under 60 s, kernel peak RSS
+under 1 GiB, because Binder gives 1-2 GB) are checked during ``make nbval-solutions`` by the plugin
+``tests/nbval_budgets.py``.
 
 The kernel runs like Jupyter runs it: its working directory is the notebook's folder. Its environment
 is made deterministic (``PYTHONHASHSEED=0``, the inline matplotlib backend), so outputs stored by
