@@ -40,7 +40,7 @@ from utils.htmlbook.book import (
     sections_of,
     sidebar,
 )
-from utils.htmlbook.chrome import CHROME, LANGUAGES, page_href
+from utils.htmlbook.chrome import CHROME, EDITION_LANGUAGES, page_href
 from utils.htmlbook.explorers import WIDGET_STATE, WIDGET_VIEW, explorer_html, prune_widget_state
 from utils.widgets.common import figure_png
 from utils.widgets.grid import GRID_TIME_BUDGET_S, MAX_GRID_STATES
@@ -169,7 +169,7 @@ def test_both_languages_are_built_and_every_page_switches_to_its_twin(tmp_path):
     for page in pages:
         text = page.read_text(encoding="utf-8")
         lang = "zh" if page.parent.name == "zh" else "en"
-        other = LANGUAGES[1 - LANGUAGES.index(lang)]
+        other = EDITION_LANGUAGES[1 - EDITION_LANGUAGES.index(lang)]
         assert text.count('class="book-lang-link"') == 1, f"{page}: no language switch"
         href = re.search(r'class="book-lang-link" href="([^"]+)"', text)[1]
         assert (page.parent / href).resolve() == (out / ("zh" if other == "zh" else "") / page.name).resolve()
@@ -472,9 +472,9 @@ def test_budgets_size_and_grids(edition):
 
 @pytest.mark.browser
 def test_every_page_of_both_languages_links_its_twin(edition):
-    for lang in LANGUAGES:
-        folder = edition if lang == LANGUAGES[0] else edition / lang
-        other = LANGUAGES[1 - LANGUAGES.index(lang)]
+    for lang in EDITION_LANGUAGES:
+        folder = edition if lang == EDITION_LANGUAGES[0] else edition / lang
+        other = EDITION_LANGUAGES[1 - EDITION_LANGUAGES.index(lang)]
         names = [f"{p.stem}.html" for p in SOLUTIONS] + ["index.html"]
         assert sorted(p.name for p in folder.glob("*.html")) == sorted(names), lang
         for name in names:
@@ -483,7 +483,8 @@ def test_every_page_of_both_languages_links_its_twin(edition):
             hrefs = re.findall(r'class="book-lang-link" href="([^"]+)"', text)
             assert len(hrefs) == 1, f"{lang}/{name}: {len(hrefs)} language switches"
             twin = (folder / hrefs[0]).resolve()
-            assert twin == ((edition if other == LANGUAGES[0] else edition / other) / name).resolve() and twin.is_file()
+            home = edition if other == EDITION_LANGUAGES[0] else edition / other
+            assert twin == (home / name).resolve() and twin.is_file()
             chapters = re.findall(r'<ol class="book-chapters">(.*?)</ol></details>', text, re.S)[0]
             assert re.findall(r'<a href="([^"#]+)"', chapters) == names[:-1], (lang, name)
     reports = json.loads((edition / "zh" / "explorers.json").read_text())

@@ -64,7 +64,7 @@ from utils.htmlbook.book import (
     sidebar,
     title_of,
 )
-from utils.htmlbook.chrome import CHROME, LANGUAGES
+from utils.htmlbook.chrome import CHROME, EDITION_LANGUAGES
 from utils.htmlbook.explorers import ExplorerReport, precompute_explorers
 from utils.i18n.messages import LANG_ENV as _LANG_ENV  # set for the Chinese kernels
 from utils.paths import REPO_ROOT
@@ -209,7 +209,7 @@ def render_notebook(nb: nbformat.NotebookNode, stem: str, rows, *, grids: Path |
     other than the first lives one folder down and reaches ``static/`` as ``../static``.
     """
     words = CHROME[lang]
-    static = STATIC if lang == LANGUAGES[0] else f"../{STATIC}"
+    static = STATIC if lang == EDITION_LANGUAGES[0] else f"../{STATIC}"
     from nbconvert import HTMLExporter
 
     nb = nbformat.from_dict(json.loads(json.dumps(nb)))  # a copy: the cached notebook stays as it is
@@ -243,7 +243,7 @@ def _editions(root: Path) -> dict[str, list[Path]]:
     if not solutions:
         raise FileNotFoundError(f"no {NOTEBOOK_GLOB} in {root / 'solutions'}")
     editions = {"en": solutions}
-    for lang in LANGUAGES[1:]:
+    for lang in EDITION_LANGUAGES[1:]:
         translated = sorted((root / "solutions" / lang).glob(NOTEBOOK_GLOB))
         if [p.stem for p in translated] != [p.stem for p in solutions]:
             raise ValueError(f"solutions/{lang}/ has {[p.stem for p in translated]}, solutions/ has "
@@ -285,12 +285,12 @@ def build_html(
                      jobs=jobs, log=log)
     pages = []
     for lang, solutions in editions.items():
-        folder = out if lang == LANGUAGES[0] else out / lang
+        folder = out if lang == EDITION_LANGUAGES[0] else out / lang
         folder.mkdir(exist_ok=True)
         for stale in [*folder.glob(NOTEBOOK_GLOB.replace(".ipynb", ".html")), folder / "explorers"]:
             shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
         executed = [executed_with_grids(path, root=root, cache=cache, log=log) for path in solutions]  # cached now
-        lang_rows = rows if lang == LANGUAGES[0] else localized_rows(rows, [nb for nb, _ in executed])
+        lang_rows = rows if lang == EDITION_LANGUAGES[0] else localized_rows(rows, [nb for nb, _ in executed])
         reports = {}
         for path, (nb, grids) in zip(solutions, executed):
             _, body, report = render_notebook(nb, path.stem, lang_rows, grids=grids, out=folder, lang=lang)
@@ -303,7 +303,7 @@ def build_html(
             log(f"wrote {page}")
         (folder / "explorers.json").write_text(json.dumps(reports, indent=1), encoding="utf-8")
         index = folder / "index.html"
-        static = STATIC if lang == LANGUAGES[0] else f"../{STATIC}"
+        static = STATIC if lang == EDITION_LANGUAGES[0] else f"../{STATIC}"
         index.write_text(index_page(lang_rows, lang, static), encoding="utf-8")
         pages.append(index)
         log(f"wrote {index}")

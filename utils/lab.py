@@ -31,13 +31,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from utils.i18n.messages import LANGUAGES
 from utils.paths import REPO_ROOT
 from utils.workspace import sync
 
 TRANSLATION_PLUGIN = "@jupyterlab/translation-extension:plugin"
 """The JupyterLab setting that holds the interface's locale."""
-LANGUAGES = {"en": None, "zh": "zh_CN"}
-"""``--lang`` -> the JupyterLab locale it selects (None: JupyterLab's default, English)."""
 LANGUAGE_PACKS = {"zh_CN": "jupyterlab-language-pack-zh-cn"}
 """JupyterLab locale -> the PyPI package that provides it (pinned in constraints.txt)."""
 LAB_SETTINGS = ".course-lab"

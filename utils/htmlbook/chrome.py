@@ -11,9 +11,9 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-__all__ = ["CHROME", "LANGUAGES", "Chrome", "language_switch", "page_href"]
+__all__ = ["CHROME", "EDITION_LANGUAGES", "Chrome", "language_switch", "page_href"]
 
-LANGUAGES = ("en", "zh")
+EDITION_LANGUAGES = ("en", "zh")
 """The languages of the edition; the first is at the top of ``build/html``, the others in a folder each."""
 
 
@@ -98,15 +98,15 @@ def page_href(page: str, lang: str, from_lang: str) -> str:
     >>> page_href("02_x", "zh", "en"), page_href("02_x", "en", "zh"), page_href("index", "zh", "zh")
     ('zh/02_x.html', '../02_x.html', 'index.html')
     """
-    up = "" if from_lang == LANGUAGES[0] else "../"
-    down = "" if lang == LANGUAGES[0] else f"{lang}/"
+    up = "" if from_lang == EDITION_LANGUAGES[0] else "../"
+    down = "" if lang == EDITION_LANGUAGES[0] else f"{lang}/"
     return f"{up}{down}{page}.html" if lang != from_lang else f"{page}.html"
 
 
 def language_switch(page: str, lang: str) -> str:
     """The switch on a page of ``lang``: a link to the same ``page`` in each other language."""
     links = []
-    for other in LANGUAGES:
+    for other in EDITION_LANGUAGES:
         if other == lang:
             continue
         words = CHROME[other]
