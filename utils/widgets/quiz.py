@@ -76,8 +76,11 @@ class Numeric:
             return False, tr("{value!r} is not a number.", value=value)
         if math.isclose(number, self.answer, abs_tol=self.tolerance, rel_tol=0.0):
             return True, tr("Correct.")
-        verdict = tr("Too high.") if number > self.answer else tr("Too low.")
-        return False, f"{verdict} {self.hint}".strip()
+        if not self.hint:
+            return False, tr("Too high.") if number > self.answer else tr("Too low.")
+        if number > self.answer:
+            return False, tr("Too high. {hint}", hint=self.hint)
+        return False, tr("Too low. {hint}", hint=self.hint)
 
 
 class Quiz:
