@@ -9,6 +9,8 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from utils.i18n.messages import tr
+
 __all__ = ["attention_heatmap", "attention_grid", "to_numpy", "CMAP"]
 
 CMAP = "viridis"  # colour-blind safe; every figure in the course uses it (or cividis)
@@ -39,14 +41,14 @@ def attention_heatmap(
     queries: Sequence[str] | None = None,
     keys: Sequence[str] | None = None,
     *,
-    title: str = "Attention weights",
+    title: str | None = None,
     ax=None,
     annotate: bool | None = None,
     vmin: float | None = None,
     vmax: float | None = None,
     colorbar: bool = True,
-    xlabel: str = "key (attended to)",
-    ylabel: str = "query (attending)",
+    xlabel: str | None = None,
+    ylabel: str | None = None,
 ) -> Figure:
     """Draw an (L, S) matrix of attention weights or scores with token tick labels.
 
@@ -54,10 +56,11 @@ def attention_heatmap(
         weights: (L, S) tensor or array.
         queries: L row labels (the tokens that attend). Default: indices.
         keys: S column labels. Default: ``queries`` when the matrix is square, else indices.
-        title: a title that says what to notice.
+        title: a title that says what to notice. Default: "Attention weights" (in the learner's language).
         ax: draw into this axes instead of a new figure.
         annotate: write each value in its cell. Default: when the matrix is at most 10 x 10.
         vmin, vmax: colour range. Default: the data range.
+        xlabel, ylabel: the axis labels. Default: "key (attended to)" and "query (attending)".
 
     Returns:
         The figure.
@@ -78,9 +81,9 @@ def attention_heatmap(
         range(array.shape[1]), list(keys) if keys is not None else range(array.shape[1]), rotation=45, ha="right"
     )
     ax.set_yticks(range(array.shape[0]), list(queries) if queries is not None else range(array.shape[0]))
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
+    ax.set_xlabel(tr("key (attended to)") if xlabel is None else xlabel)
+    ax.set_ylabel(tr("query (attending)") if ylabel is None else ylabel)
+    ax.set_title(tr("Attention weights") if title is None else title)
     if annotate is None:
         annotate = array.shape[0] <= 10 and array.shape[1] <= 10
     if annotate:
@@ -100,15 +103,17 @@ def attention_grid(
     maps,
     tokens: Sequence[str] | None = None,
     *,
-    title: str = "Attention maps",
-    row_label: str = "Layer",
-    col_label: str = "Head",
+    title: str | None = None,
+    row_label: str | None = None,
+    col_label: str | None = None,
 ) -> Figure:
     """Draw a grid of attention maps, e.g. layers x heads, titled "Layer 1, Head 2".
 
     Args:
         maps: (R, C, L, S) tensor, or a list of R tensors of shape (C, L, S).
         tokens: labels for L (and S when square).
+        title: the figure title. Default: "Attention maps".
+        row_label, col_label: what a row and a column are. Default: "Layer" and "Head".
 
     Returns:
         The figure.
@@ -129,13 +134,18 @@ def attention_grid(
         for c in range(cols):
             ax = axes[r][c]
             ax.imshow(to_numpy(maps[r, c]), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
-            ax.set_title(f"{row_label} {r + 1}, {col_label} {c + 1}", fontsize=9)
+            if row_label is None and col_label is None:
+                name = tr("Layer {layer}, Head {head}", layer=r + 1, head=c + 1)
+            else:
+                name = tr("{row_label} {row}, {col_label} {col}", row_label=row_label or tr("Layer"), row=r + 1,
+                          col_label=col_label or tr("Head"), col=c + 1)
+            ax.set_title(name, fontsize=9)
             if tokens is not None:
                 ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=7)
                 ax.set_yticks(range(len(tokens)), tokens, fontsize=7)
             else:
                 ax.set_xticks([])
                 ax.set_yticks([])
-    fig.suptitle(title)
+    fig.suptitle(tr("Attention maps") if title is None else title)
     fig.tight_layout()
     return fig

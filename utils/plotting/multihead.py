@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, to_numpy
 
 __all__ = [
@@ -53,14 +54,15 @@ def head_split_figure(vector: torch.Tensor, num_heads: int, *, token: str = "tok
     for h in range(1, num_heads):
         ax.axvline(h * D - 0.5, color="white", linewidth=3)
     for h in range(num_heads):
-        ax.text(h * D + (D - 1) / 2, -0.62, f"head {h + 1}", ha="center", va="bottom", fontsize=9)
+        ax.text(h * D + (D - 1) / 2, -0.62, tr("head {head}", head=h + 1), ha="center", va="bottom", fontsize=9)
     ax.set_xticks(range(E))
     ax.set_yticks([0], [token])
-    ax.set_xlabel("feature index e (0 .. E-1)")
-    ax.set_ylabel("token")
+    ax.set_xlabel(tr("feature index e (0 .. E-1)"))
+    ax.set_ylabel(tr("token"))
     ax.set_ylim(0.5, -1.0)
-    ax.set_title(f"'{token}': E = {E} features cut into H = {num_heads} contiguous blocks of D = {D}", pad=4)
-    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02).set_label("feature value")
+    ax.set_title(tr("'{token}': E = {E} features cut into H = {H} contiguous blocks of D = {D}", token=token, E=E,
+                    H=num_heads, D=D), pad=4)
+    fig.colorbar(image, ax=ax, fraction=0.03, pad=0.02).set_label(tr("feature value"))
     fig.tight_layout()
     return fig
 
@@ -94,17 +96,17 @@ def head_maps_figure(weights: torch.Tensor, tokens: Sequence[str], *, title: str
             ax.set_visible(False)
             continue
         image = ax.imshow(to_numpy(maps[h]), cmap=CMAP, vmin=0.0, vmax=1.0, aspect="auto")
-        ax.set_title(f"Head {h + 1}", fontsize=12)
+        ax.set_title(tr("Head {head}", head=h + 1), fontsize=12)
         key_labels = list(tokens) if S == L else list(range(S))
         ax.set_xticks(range(S), key_labels, rotation=90, fontsize=11)
         ax.set_yticks(range(L), list(tokens), fontsize=11)
-        ax.set_xlabel("key (S)", fontsize=11)
+        ax.set_xlabel(tr("key (S)"), fontsize=11)
         if h % cols == 0:
-            ax.set_ylabel("query (L)", fontsize=11)
-    fig.suptitle(title or f"{H} heads, one sentence: each head attends in its own pattern")
+            ax.set_ylabel(tr("query (L)"), fontsize=11)
+    fig.suptitle(title or tr("{H} heads, one sentence: each head attends in its own pattern", H=H))
     fig.tight_layout()
     fig.colorbar(image, ax=[ax for ax in axes.flat if ax.get_visible()], fraction=0.02, pad=0.02).set_label(
-        "attention weight", fontsize=11)
+        tr("attention weight"), fontsize=11)
     return fig
 
 
@@ -132,32 +134,35 @@ def head_token_figure(weights: torch.Tensor, tokens: Sequence[str], head: int, t
     left.set_xticks(range(L), list(tokens), rotation=45, ha="right")
     left.set_yticks(range(L), list(tokens))
     left.add_patch(plt.Rectangle((-0.5, token - 0.5), L, 1, fill=False, edgecolor="red", linewidth=2))
-    left.set_xlabel("key (attended to)")
-    left.set_ylabel("query (attending)")
-    left.set_title(f"Head {head + 1} of {H}: all queries")
-    fig.colorbar(image, ax=left, fraction=0.046, pad=0.04).set_label("attention weight")
+    left.set_xlabel(tr("key (attended to)"))
+    left.set_ylabel(tr("query (attending)"))
+    left.set_title(tr("Head {head} of {H}: all queries", head=head + 1, H=H))
+    fig.colorbar(image, ax=left, fraction=0.046, pad=0.04).set_label(tr("attention weight"))
     row = to_numpy(maps[head, token])
     colours = plt.get_cmap(CMAP)(row)
     right.bar(range(L), row, color=colours, edgecolor="black", linewidth=0.5)
     right.set_xticks(range(L), list(tokens), rotation=45, ha="right")
     right.set_ylim(0, 1)
-    right.set_xlabel("key (attended to)")
-    right.set_ylabel("weight")
+    right.set_xlabel(tr("key (attended to)"))
+    right.set_ylabel(tr("weight"))
     top = int(row.argmax())
     tied = [tokens[i] for i in range(L) if row[top] - row[i] < 1e-6]
     if len(tied) == L:
-        right.set_title(f"'{tokens[token]}': uniform, no preference ({row[top]:.2f} each)")
+        right.set_title(tr("'{token}': uniform, no preference ({weight:.2f} each)", token=tokens[token],
+                           weight=row[top]))
     elif len(tied) > 1:
-        right.set_title(f"'{tokens[token]}' looks equally at " + " and ".join(f"'{t}'" for t in tied)
-                        + f" ({row[top]:.2f} each)")
+        right.set_title(tr("'{token}' looks equally at {keys} ({weight:.2f} each)", token=tokens[token],
+                           keys=tr(" and ").join(f"'{t}'" for t in tied), weight=row[top]))
     else:
-        right.set_title(f"'{tokens[token]}' looks mostly at '{tokens[top]}' ({row[top]:.2f})")
+        right.set_title(tr("'{token}' looks mostly at '{key}' ({weight:.2f})", token=tokens[token], key=tokens[top],
+                           weight=row[top]))
     fig.tight_layout()
     return fig
 
 
-def head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 - JS divergence") -> Figure:
-    """The ``(H, H)`` head-similarity matrix from :func:`utils.heads.head_similarity`, annotated.
+def head_similarity_figure(similarity: torch.Tensor, *, metric: str | None = None) -> Figure:
+    """The ``(H, H)`` head-similarity matrix from :func:`utils.heads.head_similarity`, annotated; ``metric``
+    names the measure in the title (default: "1 - JS divergence").
 
     >>> fig = head_similarity_figure(torch.eye(3))
     >>> fig.axes[0].get_xlabel()
@@ -167,6 +172,7 @@ def head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 - JS di
     if sim.dim() != 2 or sim.shape[0] != sim.shape[1]:
         raise ValueError(f"similarity must be (H, H), got {tuple(sim.shape)}")
     H = sim.shape[0]
+    metric = tr("1 - JS divergence") if metric is None else metric
     off = sim[~torch.eye(H, dtype=torch.bool)]
     mean_off = float(off.mean()) if off.numel() else float("nan")
     fig, ax = plt.subplots(figsize=(3.2 + 0.9 * H, 2.4 + 0.8 * H))
@@ -174,16 +180,17 @@ def head_similarity_figure(similarity: torch.Tensor, *, metric: str = "1 - JS di
     labels = [str(h + 1) for h in range(H)]
     ax.set_xticks(range(H), labels)
     ax.set_yticks(range(H), labels)
-    ax.set_xlabel("head")
-    ax.set_ylabel("head")
+    ax.set_xlabel(tr("head"))
+    ax.set_ylabel(tr("head"))
     if H <= 10:
         for i in range(H):
             for j in range(H):
                 value = float(sim[i, j])
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=11,
                         color="black" if value > 0.5 else "white")
-    ax.set_title(f"Head similarity ({metric}); mean off-diagonal {mean_off:.2f}\n(near 1 = redundant heads)")
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04).set_label(f"similarity ({metric})")
+    ax.set_title(tr("Head similarity ({metric}); mean off-diagonal {mean:.2f}\n(near 1 = redundant heads)",
+                    metric=metric, mean=mean_off))
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04).set_label(tr("similarity ({metric})", metric=metric))
     fig.tight_layout()
     return fig
 
@@ -210,8 +217,8 @@ def speed_ratio_figure(rows: Sequence[dict]) -> Figure:
     ax.bar(range(len(rows)), ratios, yerr=[low, high], capsize=4, color=colours, edgecolor="black")
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1)
     ax.set_xticks(range(len(rows)), labels, fontsize=8)
-    ax.set_ylabel("time / built-in time")
-    ax.set_xlabel("implementation and mode")
-    ax.set_title("Below the dashed line = faster than the PyTorch built-in (median, min-max bars)")
+    ax.set_ylabel(tr("time / built-in time"))
+    ax.set_xlabel(tr("implementation and mode"))
+    ax.set_title(tr("Below the dashed line = faster than the PyTorch built-in (median, min-max bars)"))
     fig.tight_layout()
     return fig

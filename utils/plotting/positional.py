@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, to_numpy
 
 if TYPE_CHECKING:
@@ -35,14 +36,14 @@ def _check_table(pe) -> torch.Tensor:
     return pe
 
 
-def encoding_heatmap(pe, *, title: str = "Each row is a position: fast stripes on the left, slow on the right",
+def encoding_heatmap(pe, *, title: str | None = None,
                      ax=None, highlight_position: int | None = None,
                      highlight_dimension: int | None = None) -> Figure:
     """Draw an encoding table as a positions x dimensions heatmap.
 
     Args:
         pe: ``(L, E)`` table.
-        title: what to notice.
+        title: what to notice. Default: "Each row is a position: fast stripes on the left, slow on the right".
         ax: draw into this axes instead of a new figure.
         highlight_position: outline this row. Default: ``None``.
         highlight_dimension: outline this column. Default: ``None``.
@@ -60,28 +61,28 @@ def encoding_heatmap(pe, *, title: str = "Each row is a position: fast stripes o
         fig = ax.figure
     limit = float(abs(table).max()) or 1.0  # symmetric colour range, so 0 is always the middle colour
     image = ax.imshow(table, cmap=CMAP, aspect="auto", vmin=-limit, vmax=limit, interpolation="nearest")
-    ax.set_xlabel("dimension j")
-    ax.set_ylabel("position p")
-    ax.set_title(title)
+    ax.set_xlabel(tr("dimension j"))
+    ax.set_ylabel(tr("position p"))
+    ax.set_title(tr("Each row is a position: fast stripes on the left, slow on the right") if title is None else title)
     if highlight_position is not None:
         ax.axhline(highlight_position - 0.5, color="white", lw=1)
         ax.axhline(highlight_position + 0.5, color="white", lw=1)
     if highlight_dimension is not None:
         ax.axvline(highlight_dimension - 0.5, color="white", lw=1, ls="--")
         ax.axvline(highlight_dimension + 0.5, color="white", lw=1, ls="--")
-    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label="value")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label=tr("value"))
     fig.tight_layout()
     return fig
 
 
 def encoding_curves(pe, dimensions: Sequence[int], *,
-                    title: str = "Low dimensions oscillate fast, high dimensions slowly") -> Figure:
+                    title: str | None = None) -> Figure:
     """Plot ``pe[:, j]`` against the position for a few dimensions ``j``.
 
     Args:
         pe: ``(L, E)`` table.
         dimensions: the columns ``j`` to draw.
-        title: what to notice.
+        title: what to notice. Default: "Low dimensions oscillate fast, high dimensions slowly".
 
     >>> from utils.positional import sinusoidal_encoding
     >>> fig = encoding_curves(sinusoidal_encoding(20, 8), [0, 1, 6])
@@ -98,17 +99,18 @@ def encoding_curves(pe, dimensions: Sequence[int], *,
     for colour, j in zip(colours, dimensions):
         kind = "sin" if j % 2 == 0 else "cos"
         ax.plot(range(L), to_numpy(table[:, j]), color=colour, label=f"j = {j} ({kind})")
-    ax.set_xlabel("position p")
+    ax.set_xlabel(tr("position p"))
     ax.set_ylabel("PE[p, j]")
-    ax.set_title(title)
+    ax.set_title(tr("Low dimensions oscillate fast, high dimensions slowly") if title is None else title)
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     return fig
 
 
 def wavelength_plot(d_model: int, *, base: float = 10000.0,
-                    title: str = "Wavelengths grow geometrically: a straight line on a log scale") -> Figure:
-    """Plot the wavelength ``2 pi base^(2i / E)`` of each pair ``i`` on a log axis.
+                    title: str | None = None) -> Figure:
+    """Plot the wavelength ``2 pi base^(2i / E)`` of each pair ``i`` on a log axis (default title:
+    "Wavelengths grow geometrically: a straight line on a log scale").
 
     >>> fig = wavelength_plot(16)
     >>> fig.axes[0].get_yscale()
@@ -118,22 +120,22 @@ def wavelength_plot(d_model: int, *, base: float = 10000.0,
     wavelength = 2 * math.pi * base ** (pairs / d_model)
     fig, ax = plt.subplots(figsize=(6, 3.2))
     colour = plt.get_cmap(CMAP)(0.3)
-    ax.plot(range(len(pairs)), wavelength.numpy(), "o-", color=colour, ms=3, label="wavelength of pair i")
+    ax.plot(range(len(pairs)), wavelength.numpy(), "o-", color=colour, ms=3, label=tr("wavelength of pair i"))
     ax.axhline(2 * math.pi, color="gray", ls=":", label="2π")
     ax.axhline(2 * math.pi * base, color="gray", ls="--", label=f"{base:g}·2π")
     ax.set_yscale("log")
-    ax.set_xlabel("pair index i (dimensions 2i, 2i+1)")
-    ax.set_ylabel("wavelength (positions)")
-    ax.set_title(title)
+    ax.set_xlabel(tr("pair index i (dimensions 2i, 2i+1)"))
+    ax.set_ylabel(tr("wavelength (positions)"))
+    ax.set_title(tr("Wavelengths grow geometrically: a straight line on a log scale") if title is None else title)
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
 
 def similarity_figure(pe, position: int, *,
-                      title: str = "PE(p)·PE(q) depends only on the offset q - p") -> Figure:
+                      title: str | None = None) -> Figure:
     """Left: the ``(L, L)`` matrix of dot products ``PE(p)·PE(q)``. Right: the row of ``position``
-    against the offset ``q - p``.
+    against the offset ``q - p``. Default title: "PE(p)·PE(q) depends only on the offset q - p".
 
     >>> from utils.positional import sinusoidal_encoding
     >>> fig = similarity_figure(sinusoidal_encoding(16, 8), position=5)
@@ -147,17 +149,17 @@ def similarity_figure(pe, position: int, *,
     sim = table @ table.T  # (L, L)
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.8))
     image = left.imshow(to_numpy(sim), cmap=CMAP, aspect="auto", interpolation="nearest")
-    left.set_xlabel("position q")
-    left.set_ylabel("position p")
-    left.set_title("PE(p)·PE(q): constant along each diagonal")
+    left.set_xlabel(tr("position q"))
+    left.set_ylabel(tr("position p"))
+    left.set_title(tr("PE(p)·PE(q): constant along each diagonal"))
     fig.colorbar(image, ax=left, fraction=0.046, pad=0.04, label="PE(p)·PE(q)")
     offsets = torch.arange(L) - position
     right.plot(offsets.numpy(), to_numpy(sim[position]), "o-", ms=2, color=plt.get_cmap(CMAP)(0.3))
     right.axvline(0, color="gray", ls=":")
-    right.set_xlabel("offset q - p")
-    right.set_ylabel(f"PE({position})·PE({position} + offset)")
-    right.set_title(f"row p = {position}, against the offset")
-    fig.suptitle(title)
+    right.set_xlabel(tr("offset q - p"))
+    right.set_ylabel(tr("PE({p})·PE({p} + offset)", p=position))
+    right.set_title(tr("row p = {p}, against the offset", p=position))
+    fig.suptitle(tr("PE(p)·PE(q) depends only on the offset q - p") if title is None else title)
     fig.tight_layout()
     return fig
 
@@ -168,19 +170,20 @@ def positional_explorer_figure(data: PositionalExplorerState) -> Figure:
     position to every other one against the offset."""
     fig, (heat, row, curve) = plt.subplots(1, 3, figsize=(13, 3.6), gridspec_kw={"width_ratios": [1.3, 1, 1]})
     p, j = data.position, data.dimension
-    encoding_heatmap(data.table, ax=heat, title=f"{data.label}: table (row p = {p}, column j = {j})",
+    encoding_heatmap(data.table, ax=heat,
+                     title=tr("{label}: table (row p = {p}, column j = {j})", label=data.label, p=p, j=j),
                      highlight_position=p, highlight_dimension=j)
     colour = plt.get_cmap(CMAP)(0.3)
     values = to_numpy(data.row)
     row.bar(range(len(values)), values, color=colour)
     row.bar([j], [values[j]], color=plt.get_cmap(CMAP)(0.85))
-    row.set_xlabel("dimension j")
-    row.set_ylabel(f"value at p = {p}")
-    row.set_title(f"encoding of position {p}")
+    row.set_xlabel(tr("dimension j"))
+    row.set_ylabel(tr("value at p = {p}", p=p))
+    row.set_title(tr("encoding of position {p}", p=p))
     curve.plot(to_numpy(data.offsets), to_numpy(data.similarity), "o-", ms=2, color=colour)
     curve.axvline(0, color="gray", ls=":")
-    curve.set_xlabel("offset q - p")
-    curve.set_ylabel("dot product")
+    curve.set_xlabel(tr("offset q - p"))
+    curve.set_ylabel(tr("dot product"))
     curve.set_title(data.similarity_title)
     fig.tight_layout()
     return fig

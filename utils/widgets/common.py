@@ -13,12 +13,19 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
+from utils.i18n.messages import tr
 from utils.widgets.grid import GRID_ENV, render_grid
 
 __all__ = ["figure_png", "show_figure", "wire_explorer", "powers_of_two"]
 
 KERNEL_NOTE = "Typing your own needs a kernel: open this chapter in Binder or Colab."
-"""What the static edition says beside a text box it can only offer as a list of choices."""
+"""What the static edition says beside a text box it can only offer as a list of choices (in English; the
+explorer shows it in the learner's language)."""
+
+
+def _kernel_note() -> str:
+    """:data:`KERNEL_NOTE` in the learner's language."""
+    return tr("Typing your own needs a kernel: open this chapter in Binder or Colab.")
 
 
 def figure_png(fig, *, dpi: int = 80, **savefig_kwargs) -> bytes:
@@ -105,7 +112,7 @@ def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Cal
     box.rows, box.compute, box.draw, box.savefig_kwargs = list(rows), compute, draw, savefig_kwargs
     box.paused = False
     text_boxes = [c for c in box.controls.values() if isinstance(c, (w.Text, w.Textarea, w.Combobox))]
-    box.kernel_note = kernel_note if kernel_note is not None else (KERNEL_NOTE if text_boxes else None)
+    box.kernel_note = kernel_note if kernel_note is not None else (_kernel_note() if text_boxes else None)
 
     def redraw(_change=None) -> None:
         state = compute()

@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from utils.i18n.messages import tr
+
 __all__ = ["GRID_ENV", "MAX_GRID_STATES", "GRID_TIME_BUDGET_S", "GridControl", "grid_controls", "grid_size", "snap",
            "png_to_webp", "render_grid"]
 
@@ -104,8 +106,8 @@ def _control(name: str, control: Any, declared: Sequence[Any] | None) -> GridCon
         return GridControl(name, kind, description, tuple(values), names, values.index(current))
     if isinstance(control, (w.ToggleButton, w.Checkbox)):
         values = chosen([False, True])
-        return GridControl(name, "check", description, tuple(values), tuple("on" if v else "off" for v in values),
-                           values.index(current))
+        names = tuple(tr("on") if v else tr("off") for v in values)
+        return GridControl(name, "check", description, tuple(values), names, values.index(current))
     if isinstance(control, (w.Text, w.Textarea, w.Combobox)):
         if declared is None and not getattr(control, "options", None):
             raise ValueError(f"grid[{name!r}]: the text box {description!r} takes free text, which cannot be "

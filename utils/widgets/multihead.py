@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from utils.heads import apple_example
+from utils.i18n.messages import tr
 from utils.plotting.multihead import head_token_figure
 from utils.widgets.common import wire_explorer
 from utils.widgets.quiz import Choice, Quiz
@@ -44,10 +45,10 @@ class HeadExplorerState:
     def preference(self) -> str:
         """One phrase for the chosen row: where it looks most, "uniform: no preference", or a tie."""
         if self.top is None:
-            return "uniform: no preference"
+            return tr("uniform: no preference")
         if len(self.tied) > 1:
-            return "attends most, equally, to " + " and ".join(f"'{t}'" for t in self.tied)
-        return f"attends most to '{self.top}'"
+            return tr("attends most, equally, to {keys}", keys=tr(" and ").join(f"'{t}'" for t in self.tied))
+        return tr("attends most to '{key}'", key=self.top)
 
 
 def head_explorer_state(num_heads: int = 3, head: int = 0, token: int = 5) -> HeadExplorerState:
@@ -97,16 +98,17 @@ def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
     import ipywidgets as w
 
     tokens = list(head_explorer_state(num_heads).tokens)
-    heads = w.Dropdown(options=head_count_options(12), value=num_heads, description="heads H")
-    which = w.IntSlider(value=head + 1, min=1, max=num_heads, description="head")
-    query = w.Dropdown(options=[(t, i) for i, t in enumerate(tokens)], value=token, description="query token")
+    heads = w.Dropdown(options=head_count_options(12), value=num_heads, description=tr("heads H"))
+    which = w.IntSlider(value=head + 1, min=1, max=num_heads, description=tr("head"))
+    query = w.Dropdown(options=[(t, i) for i, t in enumerate(tokens)], value=token, description=tr("query token"))
     info = w.HTML()
 
     def compute() -> HeadExplorerState:
         which.max = heads.value
         state = head_explorer_state(heads.value, which.value - 1, query.value)
-        info.value = (f"E = 12, H = {heads.value}, D = {state.head_dim}: '{state.tokens[state.token]}' "
-                      f"in head {state.head + 1}: {state.preference}")
+        info.value = tr("E = 12, H = {H}, D = {D}: '{token}' in head {head}: {preference}", H=heads.value,
+                        D=state.head_dim, token=state.tokens[state.token], head=state.head + 1,
+                        preference=state.preference)
         return state
 
     def draw(state: HeadExplorerState):
@@ -123,83 +125,87 @@ def ch3_quiz() -> Quiz:
     return Quiz(
         [
             Choice(
-                "With d_model = 512 and D = d_model / H, you go from H = 8 heads to H = 16. "
-                "What happens to the number of parameters of the attention layer?",
-                ["It doubles", "It halves", "It stays the same", "It grows by sqrt(2)"],
+                tr("With d_model = 512 and D = d_model / H, you go from H = 8 heads to H = 16. "
+                   "What happens to the number of parameters of the attention layer?"),
+                [tr("It doubles"), tr("It halves"), tr("It stays the same"), tr("It grows by sqrt(2)")],
                 answer=2,
                 feedback=[
-                    "No: each head gets half as many dimensions (D = 32 instead of 64), so the total is unchanged.",
-                    "No: the projections are still (E, E) matrices; only how their columns are grouped changes.",
-                    "Yes: W_Q, W_K, W_V and W_O are (E, E) whatever H is; H only decides how the E columns are cut.",
-                    "No: nothing in the layer's size depends on sqrt(H).",
+                    tr("No: each head gets half as many dimensions (D = 32 instead of 64), so the total is unchanged."),
+                    tr("No: the projections are still (E, E) matrices; only how their columns are grouped changes."),
+                    tr("Yes: W_Q, W_K, W_V and W_O are (E, E) whatever H is; H only decides how the E columns "
+                       "are cut."),
+                    tr("No: nothing in the layer's size depends on sqrt(H)."),
                 ],
-                explanation="Heads are a way of slicing the same (E, E) projections, not extra parameters.",
+                explanation=tr("Heads are a way of slicing the same (E, E) projections, not extra parameters."),
             ),
             Choice(
-                "After `out.transpose(1, 2)` you call `.view(N, L, E)` without `.contiguous()`. What happens?",
+                tr("After `out.transpose(1, 2)` you call `.view(N, L, E)` without `.contiguous()`. What happens?"),
                 [
-                    "Training runs but the loss becomes NaN",
-                    "PyTorch raises a RuntimeError about size and stride",
-                    "The values are silently scrambled",
-                    "It works, only a little slower",
+                    tr("Training runs but the loss becomes NaN"),
+                    tr("PyTorch raises a RuntimeError about size and stride"),
+                    tr("The values are silently scrambled"),
+                    tr("It works, only a little slower"),
                 ],
                 answer=1,
                 feedback=[
-                    "That is a popular story, but we ran it: `.view` refuses to run at all, so no loss is computed.",
-                    "Yes: `.view` cannot describe the transposed memory layout with one set of strides, so it "
-                    "raises and suggests `.reshape`.",
-                    "The silent bug is a different one: reshaping (N, H, L, D) to (N, L, E) *without* the transpose.",
-                    "It does not run: `.view` never copies, so it raises when strides do not fit.",
+                    tr("That is a popular story, but we ran it: `.view` refuses to run at all, so no loss is "
+                       "computed."),
+                    tr("Yes: `.view` cannot describe the transposed memory layout with one set of strides, so it "
+                       "raises and suggests `.reshape`."),
+                    tr("The silent bug is a different one: reshaping (N, H, L, D) to (N, L, E) *without* the "
+                       "transpose."),
+                    tr("It does not run: `.view` never copies, so it raises when strides do not fit."),
                 ],
-                explanation="Use `.reshape` (copies only when needed) or `.contiguous().view`.",
+                explanation=tr("Use `.reshape` (copies only when needed) or `.contiguous().view`."),
             ),
             Choice(
-                "`nn.MultiheadAttention(512, 8, batch_first=True)(x, x, x)` with x of shape (N, L, 512) "
-                "returns weights of which shape by default?",
+                tr("`nn.MultiheadAttention(512, 8, batch_first=True)(x, x, x)` with x of shape (N, L, 512) "
+                   "returns weights of which shape by default?"),
                 ["(N, 8, L, L)", "(N, L, L)", "(8, L, L)", "(N, L, 512)"],
                 answer=1,
                 feedback=[
-                    "That is what you get with `average_attn_weights=False` (and what our module returns).",
-                    "Yes: by default torch averages the weights over the heads, which hides what each head does.",
-                    "No: the batch axis is kept; it is the heads axis that is averaged away.",
-                    "That is the shape of the output, not of the weights.",
+                    tr("That is what you get with `average_attn_weights=False` (and what our module returns)."),
+                    tr("Yes: by default torch averages the weights over the heads, which hides what each head does."),
+                    tr("No: the batch axis is kept; it is the heads axis that is averaged away."),
+                    tr("That is the shape of the output, not of the weights."),
                 ],
-                explanation="Pass `average_attn_weights=False` to see each head.",
+                explanation=tr("Pass `average_attn_weights=False` to see each head."),
             ),
             Choice(
-                "You split the projected (N, L, E) tensor with `x.view(N, H, L, D)` directly, without the "
-                "`view(N, L, H, D).transpose(1, 2)` route. What happens?",
+                tr("You split the projected (N, L, E) tensor with `x.view(N, H, L, D)` directly, without the "
+                   "`view(N, L, H, D).transpose(1, 2)` route. What happens?"),
                 [
-                    "PyTorch raises, because the strides do not fit",
-                    "It runs, and each head gets the right features of each token",
-                    "It runs, and each head's rows mix features of different tokens",
-                    "It runs, but only when N = 1",
+                    tr("PyTorch raises, because the strides do not fit"),
+                    tr("It runs, and each head gets the right features of each token"),
+                    tr("It runs, and each head's rows mix features of different tokens"),
+                    tr("It runs, but only when N = 1"),
                 ],
                 answer=2,
                 feedback=[
-                    "No: x is contiguous and the sizes multiply out, so `.view` is happy; that is what makes "
-                    "this bug silent.",
-                    "No: memory holds token 0's E features, then token 1's; cutting that into (H, L, D) gives "
-                    "head 0 the first L*D numbers, which belong to several tokens.",
-                    "Yes: the shape is right and nothing raises, but a head's row holds D numbers that may "
-                    "come from another token. The check names this mistake.",
-                    "No: N is not the problem; it scrambles tokens and heads inside every sample.",
+                    tr("No: x is contiguous and the sizes multiply out, so `.view` is happy; that is what makes "
+                       "this bug silent."),
+                    tr("No: memory holds token 0's E features, then token 1's; cutting that into (H, L, D) gives "
+                       "head 0 the first L*D numbers, which belong to several tokens."),
+                    tr("Yes: the shape is right and nothing raises, but a head's row holds D numbers that may "
+                       "come from another token. The check names this mistake."),
+                    tr("No: N is not the problem; it scrambles tokens and heads inside every sample."),
                 ],
-                explanation="Cut the last axis first, view(N, L, H, D), then move the heads axis with transpose(1, 2).",
+                explanation=tr("Cut the last axis first, view(N, L, H, D), then move the heads axis with "
+                               "transpose(1, 2)."),
             ),
             Choice(
-                "A layer with E = 512 and H = 8 heads. By what do you divide each head's scores q @ k^T?",
+                tr("A layer with E = 512 and H = 8 heads. By what do you divide each head's scores q @ k^T?"),
                 ["sqrt(512)", "sqrt(64)", "sqrt(8)", "64"],
                 answer=1,
                 feedback=[
-                    "No: that is the model dimension. Each head's dot product sums only its D = 64 products.",
-                    "Yes: a head's dot product is a sum of D = E / H = 64 products, so its variance grows "
-                    "with D, and 1/sqrt(D) brings it back to about 1 (chapter 2).",
-                    "No: the number of heads plays no part in one head's dot product.",
-                    "No: dividing by D shrinks the scores too much; the standard deviation grows like sqrt(D).",
+                    tr("No: that is the model dimension. Each head's dot product sums only its D = 64 products."),
+                    tr("Yes: a head's dot product is a sum of D = E / H = 64 products, so its variance grows "
+                       "with D, and 1/sqrt(D) brings it back to about 1 (chapter 2)."),
+                    tr("No: the number of heads plays no part in one head's dot product."),
+                    tr("No: dividing by D shrinks the scores too much; the standard deviation grows like sqrt(D)."),
                 ],
-                explanation="The scale follows the head dimension D = E // H, not E and not H.",
+                explanation=tr("The scale follows the head dimension D = E // H, not E and not H."),
             ),
         ],
-        title="Chapter 3 quiz: multi-head attention",
+        title=tr("Chapter 3 quiz: multi-head attention"),
     )

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
+from utils.i18n.messages import tr
 from utils.positional import LearnedPositionalEncoding, apply_rotary, sinusoidal_encoding
 from utils.widgets.common import wire_explorer
 from utils.widgets.quiz import Choice, Numeric, Quiz
@@ -22,6 +23,13 @@ ENCODING_KINDS = {
     "learned": "learned (random init)",
     "rope": "RoPE",
 }
+"""Encoding key -> its display name, in English (the explorer shows it in the learner's language)."""
+
+
+def _display_name(kind: str) -> str:
+    """``ENCODING_KINDS[kind]`` in the learner's language."""
+    names = {"sinusoidal": tr("sinusoidal"), "learned": tr("learned (random init)"), "rope": "RoPE"}
+    return names[kind]
 
 
 @dataclass(frozen=True)
@@ -77,10 +85,10 @@ def positional_explorer_state(kind: str, position: int, dimension: int, *, lengt
             content = torch.randn(d_model)  # (E,) one token's query/key
             table = apply_rotary(content.expand(length, d_model))  # (L, E): R(p) u for each p
     similarity = table @ table[position]  # (L,)
-    note = "same shape wherever p is" if kind != "learned" else "changes as you move p"
+    note = tr("same shape wherever p is") if kind != "learned" else tr("changes as you move p")
     return PositionalExplorerState(
         kind=kind,
-        label=ENCODING_KINDS[kind],
+        label=_display_name(kind),
         position=position,
         dimension=dimension,
         table=table,
@@ -88,7 +96,7 @@ def positional_explorer_state(kind: str, position: int, dimension: int, *, lengt
         column=table[:, dimension],
         offsets=torch.arange(length) - position,
         similarity=similarity,
-        similarity_title=f"similarity to p = {position}\n({note})",  # two lines: fits the panel
+        similarity_title=tr("similarity to p = {p}\n({note})", p=position, note=note),  # two lines: fits the panel
     )
 
 
@@ -105,11 +113,11 @@ def positional_explorer(length: int = 48, d_model: int = 32):
 
     from utils.plotting.positional import positional_explorer_figure
 
-    kind = w.ToggleButtons(options=[(label, key) for key, label in ENCODING_KINDS.items()], value="sinusoidal",
-                           description="encoding")
-    position = w.IntSlider(value=length // 3, min=0, max=length - 1, description="position p",
+    kind = w.ToggleButtons(options=[(_display_name(key), key) for key in ENCODING_KINDS], value="sinusoidal",
+                           description=tr("encoding"))
+    position = w.IntSlider(value=length // 3, min=0, max=length - 1, description=tr("position p"),
                            continuous_update=False)
-    dimension = w.IntSlider(value=0, min=0, max=d_model - 1, description="dimension j",
+    dimension = w.IntSlider(value=0, min=0, max=d_model - 1, description=tr("dimension j"),
                             continuous_update=False)
     return wire_explorer(
         [kind, w.HBox([position, dimension])], {"kind": kind, "position": position, "dimension": dimension},
@@ -123,94 +131,94 @@ def ch4_quiz() -> Quiz:
     """The chapter 4 quiz: order blindness, the shift matrix, the batch-axis bug, extrapolation, RoPE."""
     return Quiz([
         Choice(
-            "Self-attention with no positional information reads 'dog bites man' and 'man bites dog'. "
-            "How do the two sets of output vectors compare?",
-            ["They are completely different, because the words are in a different order.",
-             "Every output vector is identical, whatever the token.",
-             "They are the same vectors, in the permuted order.",
-             "They differ only by a small numerical error."],
+            tr("Self-attention with no positional information reads 'dog bites man' and 'man bites dog'. "
+               "How do the two sets of output vectors compare?"),
+            [tr("They are completely different, because the words are in a different order."),
+             tr("Every output vector is identical, whatever the token."),
+             tr("They are the same vectors, in the permuted order."),
+             tr("They differ only by a small numerical error.")],
             answer=2,
-            feedback=["Nothing in Q, K, V or the softmax looks at the order, so permuting the input can only "
-                      "permute the output.",
-                      "Each token still gets its own output (its own query); only the order is lost.",
-                      "Right: self-attention is permutation-equivariant. 'dog' gets the same output in both "
-                      "sentences, so the model cannot tell who bit whom.",
-                      "The match is exact up to float rounding, and the reason is structural, not numerical."],
-            explanation="Positions have to be injected from outside: that is this chapter.",
+            feedback=[tr("Nothing in Q, K, V or the softmax looks at the order, so permuting the input can only "
+                         "permute the output."),
+                      tr("Each token still gets its own output (its own query); only the order is lost."),
+                      tr("Right: self-attention is permutation-equivariant. 'dog' gets the same output in both "
+                         "sentences, so the model cannot tell who bit whom."),
+                      tr("The match is exact up to float rounding, and the reason is structural, not numerical.")],
+            explanation=tr("Positions have to be injected from outside: that is this chapter."),
         ),
         Choice(
-            "For the sinusoidal encoding, how is PE(p + k) related to PE(p)?",
-            ["PE(p + k) = M_k PE(p), with one matrix M_k (2 x 2 rotations) that is the same for every p.",
+            tr("For the sinusoidal encoding, how is PE(p + k) related to PE(p)?"),
+            [tr("PE(p + k) = M_k PE(p), with one matrix M_k (2 x 2 rotations) that is the same for every p."),
              "PE(p + k) = PE(p) + PE(k).",
-             "PE(p + k) = M PE(p) with a matrix that depends on both p and k.",
-             "There is no simple relation; the model has to memorise every pair."],
+             tr("PE(p + k) = M PE(p) with a matrix that depends on both p and k."),
+             tr("There is no simple relation; the model has to memorise every pair.")],
             answer=0,
-            feedback=["Right: the angle-addition formulas give a block of rotations by k * w_i, "
-                      "independent of p.",
-                      "sin(a + b) is not sin a + sin b: the cell after exercise 2 prints how far PE(p) + PE(7) "
-                      "is from PE(p + 7), and it is not close.",
-                      "The whole point is that M_k does not depend on p: that is what makes an offset "
-                      "learnable with one linear map.",
-                      "You built the matrix yourself in the exercise."],
-            explanation="A linear layer can in principle express 'k positions later'; whether it learns it is "
-                        "another question.",
+            feedback=[tr("Right: the angle-addition formulas give a block of rotations by k * w_i, "
+                         "independent of p."),
+                      tr("sin(a + b) is not sin a + sin b: the cell after exercise 2 prints how far PE(p) + PE(7) "
+                         "is from PE(p + 7), and it is not close."),
+                      tr("The whole point is that M_k does not depend on p: that is what makes an offset "
+                         "learnable with one linear map."),
+                      tr("You built the matrix yourself in the exercise.")],
+            explanation=tr("A linear layer can in principle express 'k positions later'; whether it learns it is "
+                           "another question."),
         ),
         Choice(
-            "x is batch-first, shape (N, L, E) = (8, 8, 64), and pe is the (5000, 64) table. "
-            "What does `x + pe[:x.size(0)]` do?",
-            ["It raises a shape error.",
-             "It adds PE(n) to every position of sample n.",
-             "It adds random rows of the table.",
-             "The right thing, but only by luck: pe[:N] equals pe[:L] because N == L. With N = 1 the same line "
-             "silently adds PE(0) to every token."],
+            tr("x is batch-first, shape (N, L, E) = (8, 8, 64), and pe is the (5000, 64) table. "
+               "What does `x + pe[:x.size(0)]` do?"),
+            [tr("It raises a shape error."),
+             tr("It adds PE(n) to every position of sample n."),
+             tr("It adds random rows of the table."),
+             tr("The right thing, but only by luck: pe[:N] equals pe[:L] because N == L. With N = 1 the same line "
+                "silently adds PE(0) to every token.")],
             answer=3,
-            feedback=["(8, 8, 64) + (8, 64) broadcasts: the (8, 64) slice lines up with the (L, E) axes. "
-                      "It only raises when N is neither 1 nor L.",
-                      "That is what the same line does with a (max_len, 1, E) table from a sequence-first recipe; "
-                      "with a (max_len, E) table the slice broadcasts along N instead.",
-                      "The rows are PE(0) .. PE(N-1), in order; nothing is random.",
-                      "Right: x.size(0) is N. A test with N == L cannot catch this; test with N == 1 and N != L."],
-            explanation="Slice by x.size(1), and test with N == 1 and N != L.",
+            feedback=[tr("(8, 8, 64) + (8, 64) broadcasts: the (8, 64) slice lines up with the (L, E) axes. "
+                         "It only raises when N is neither 1 nor L."),
+                      tr("That is what the same line does with a (max_len, 1, E) table from a sequence-first recipe; "
+                         "with a (max_len, E) table the slice broadcasts along N instead."),
+                      tr("The rows are PE(0) .. PE(N-1), in order; nothing is random."),
+                      tr("Right: x.size(0) is N. A test with N == L cannot catch this; test with N == 1 and N != L.")],
+            explanation=tr("Slice by x.size(1), and test with N == 1 and N != L."),
         ),
         Choice(
-            "A model with sinusoidal encodings is trained on sequences of length <= 128. What do the "
-            "encodings guarantee at position 1000?",
-            ["That the model works there as well as at position 100.",
-             "That PE(1000) exists and has the same norm and relative-offset structure, but not that the "
-             "trained model handles these unseen input values well.",
-             "Nothing: PE(1000) is undefined or NaN.",
-             "That the model raises an error."],
+            tr("A model with sinusoidal encodings is trained on sequences of length <= 128. What do the "
+               "encodings guarantee at position 1000?"),
+            [tr("That the model works there as well as at position 100."),
+             tr("That PE(1000) exists and has the same norm and relative-offset structure, but not that the "
+                "trained model handles these unseen input values well."),
+             tr("Nothing: PE(1000) is undefined or NaN."),
+             tr("That the model raises an error.")],
             answer=1,
-            feedback=["The network never saw those values in training; extrapolation is an empirical question, "
-                      "and measurements (Press et al., 2022, 'Train Short, Test Long', the ALiBi paper) show it "
-                      "degrades quickly.",
-                      "Right: a defined input is not a generalising model.",
-                      "The formula works for any p; you computed PE at positions far past the training length.",
-                      "Only a learned table with no row for that position has to raise."],
-            explanation="'Can handle longer sequences' means 'can be computed for', not 'works well on'.",
+            feedback=[tr("The network never saw those values in training; extrapolation is an empirical question, "
+                         "and measurements (Press et al., 2022, 'Train Short, Test Long', the ALiBi paper) show it "
+                         "degrades quickly."),
+                      tr("Right: a defined input is not a generalising model."),
+                      tr("The formula works for any p; you computed PE at positions far past the training length."),
+                      tr("Only a learned table with no row for that position has to raise.")],
+            explanation=tr("'Can handle longer sequences' means 'can be computed for', not 'works well on'."),
         ),
         Choice(
-            "With RoPE, the score between a query at position m and a key at position n depends on the "
-            "positions through...",
-            ["m and n separately.",
-             "nothing: RoPE removes position from the scores.",
-             "only m - n.",
-             "only m + n."],
+            tr("With RoPE, the score between a query at position m and a key at position n depends on the "
+               "positions through..."),
+            [tr("m and n separately."),
+             tr("nothing: RoPE removes position from the scores."),
+             tr("only m - n."),
+             tr("only m + n.")],
             answer=2,
-            feedback=["That is what happens with additive encodings: (q + PE(m))·(k + PE(n)) has terms with m "
-                      "and n on their own.",
-                      "The scores do change with the offset; you saw the curve.",
-                      "Right: rotating q by m w and k by n w leaves their dot product a function of (m - n) w "
-                      "(the signed offset: (5, 2) and (2, 5) score differently).",
-                      "Rotations compose by adding angles, but the dot product subtracts them."],
-            explanation="That is why RoPE is applied to q and k, not added to the embeddings.",
+            feedback=[tr("That is what happens with additive encodings: (q + PE(m))·(k + PE(n)) has terms with m "
+                         "and n on their own."),
+                      tr("The scores do change with the offset; you saw the curve."),
+                      tr("Right: rotating q by m w and k by n w leaves their dot product a function of (m - n) w "
+                         "(the signed offset: (5, 2) and (2, 5) score differently)."),
+                      tr("Rotations compose by adding angles, but the dot product subtracts them.")],
+            explanation=tr("That is why RoPE is applied to q and k, not added to the embeddings."),
         ),
         Numeric(
-            "With d_model = 512 and base 10000, what is the ratio of the longest wavelength to the shortest "
-            "(to the nearest integer)?",
+            tr("With d_model = 512 and base 10000, what is the ratio of the longest wavelength to the shortest "
+               "(to the nearest integer)?"),
             answer=10000 ** (510 / 512),
             tolerance=1.0,
-            explanation="10000^(510/512) ≈ 9647: slightly below 10000, because the last pair is i = 255.",
-            hint="The wavelength of pair i is 2π·10000^(2i/512), with i from 0 to 255.",
+            explanation=tr("10000^(510/512) ≈ 9647: slightly below 10000, because the last pair is i = 255."),
+            hint=tr("The wavelength of pair i is 2π·10000^(2i/512), with i from 0 to 255."),
         ),
-    ], title="Chapter 4 quiz: positional encoding")
+    ], title=tr("Chapter 4 quiz: positional encoding"))

@@ -16,6 +16,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from utils.i18n.messages import tr
+
 __all__ = ["Choice", "Numeric", "Quiz"]
 
 
@@ -48,11 +50,11 @@ class Choice:
     def grade(self, choice: int | None) -> tuple[bool, str]:
         """Return (correct, feedback) for the option index ``choice``."""
         if choice is None:
-            return False, "Pick an answer first."
+            return False, tr("Pick an answer first.")
         if not 0 <= choice < len(self.options):
             raise ValueError(f"choice={choice} is not an index into {len(self.options)} options")
         correct = choice == self.answer
-        text = self.feedback[choice] if self.feedback else ("Correct." if correct else "Not quite.")
+        text = self.feedback[choice] if self.feedback else (tr("Correct.") if correct else tr("Not quite."))
         return correct, text
 
 
@@ -71,11 +73,14 @@ class Numeric:
         try:
             number = float(value)  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            return False, f"{value!r} is not a number."
+            return False, tr("{value!r} is not a number.", value=value)
         if math.isclose(number, self.answer, abs_tol=self.tolerance, rel_tol=0.0):
-            return True, "Correct."
-        direction = "high" if number > self.answer else "low"
-        return False, f"Too {direction}. {self.hint}".strip()
+            return True, tr("Correct.")
+        if not self.hint:
+            return False, tr("Too high.") if number > self.answer else tr("Too low.")
+        if number > self.answer:
+            return False, tr("Too high. {hint}", hint=self.hint)
+        return False, tr("Too low. {hint}", hint=self.hint)
 
 
 class Quiz:
@@ -83,14 +88,14 @@ class Quiz:
 
     Args:
         questions: :class:`Choice` and :class:`Numeric` questions.
-        title: shown above the questions.
+        title: shown above the questions. Default: "Quick quiz" (in the learner's language).
     """
 
-    def __init__(self, questions: Sequence[Choice | Numeric], title: str = "Quick quiz") -> None:
+    def __init__(self, questions: Sequence[Choice | Numeric], title: str | None = None) -> None:
         if not questions:
             raise ValueError("questions: a quiz needs at least one question")
         self.questions = list(questions)
-        self.title = title
+        self.title = tr("Quick quiz") if title is None else title
         self._widget = None
         self._controls: list[dict] = []
 
@@ -125,8 +130,8 @@ class Quiz:
                     options=list(question.options), value=None, layout=w.Layout(width="max-content")
                 )
             else:
-                picker = w.Text(placeholder="type a number")
-            button = w.Button(description="Check", button_style="info")
+                picker = w.Text(placeholder=tr("type a number"))
+            button = w.Button(description=tr("Check"), button_style="info")
             result = w.HTML()
             button.on_click(self._handler(question, picker, result))
             self._controls.append({"picker": picker, "check": button, "feedback": result})
