@@ -138,14 +138,14 @@ def receptive_field_figure(field: torch.Tensor, *, query: int, ax=None) -> Figur
     reach = [int(r) for r in array.sum(axis=1)]
     full = next((d + 1 for d, r in enumerate(reach) if r == L), None)
     if depth == 1:
-        seen = tr("t{query} sees {reach} of {length} inputs after {depth} layer", query=query, reach=reach[-1],
+        seen = tr("t{index} sees {reach} of {length} inputs after {depth} layer", index=query, reach=reach[-1],
                   length=L, depth=depth)
     else:
-        seen = tr("t{query} sees {reach} of {length} inputs after {depth} layers", query=query, reach=reach[-1],
+        seen = tr("t{index} sees {reach} of {length} inputs after {depth} layers", index=query, reach=reach[-1],
                   length=L, depth=depth)
     whole = tr("; all of them from layer {full}", full=full) if full is not None else ""
     ax.set_title(seen + whole)
-    _bool_key(ax, image, tr("no path"), tr("reaches\nt{query}", query=query))
+    _bool_key(ax, image, tr("no path"), tr("reaches\nt{index}", index=query))
     return fig
 
 
@@ -273,7 +273,7 @@ def kv_cache_explorer_figure(state: KVCacheExplorerState) -> Figure:
     attention.set_xlabel(tr("key position"))
     attention.set_ylabel(tr("query position (row)"))
     lost = tr("; no longer sees {span}", span=_span(state.hidden)) if state.hidden else ""
-    attention.set_title(tr("Row t{query} ({word!r}) computed", query=state.query, word=state.labels[state.query])
+    attention.set_title(tr("Row t{index} ({word!r}) computed", index=state.query, word=state.labels[state.query])
                         + lost, fontsize=9)
     attention.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in (colors[2], colors[1], (0.85, 0.3, 0.3))],
                      labels=[tr("this step"), tr("earlier steps"), tr("out of the window")], fontsize=7,
