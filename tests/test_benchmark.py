@@ -91,6 +91,19 @@ def test_one_table_formatter_aligns_columns():
     assert all(line == line.rstrip() for line in lines)
 
 
+def test_table_aligns_chinese_headers_by_display_width():
+    """A Chinese character takes two columns of a terminal or a notebook's monospace output."""
+    import unicodedata
+
+    def columns(text):
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+    text = text_table(("实现", "峰值内存", "后端"), [("naive", "16.8 MiB", "MATH"), ("tiled_autograd", "4.4 MiB", "")])
+    lines = text.splitlines()
+    assert [columns(line[:line.index(line.split()[1])]) for line in lines] == [16, 16, 16]
+    assert columns(lines[0][:lines[0].index("后端")]) == columns(lines[1][:lines[1].index("MATH")]) == 26
+
+
 def test_python_dash_m_runs_the_package(tmp_path):
     """`python -m utils.benchmark attention --quick` still works now that the benchmark is a package."""
     import subprocess

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from utils._proc import peak_rss_bytes, status_bytes
 from utils.at_scale import naive_attention, naive_bytes, sdpa_backend
 from utils.benchmark.common import environment_line, save_plot, text_table
+from utils.i18n.messages import tr
 from utils.tiled_attention import tiled_attention
 
 __all__ = ["MEMORY_IMPLS", "BACKWARD_IMPLS", "MEMORY_MODES", "MEMORY_LENGTHS", "measure_memory",
@@ -327,16 +328,16 @@ def format_memory_table(rows: Sequence[dict]) -> str:
 
     backward = any(r.get("mode") == "backward" for r in rows)
     if backward:
-        header = ("implementation", "L", "peak above inputs and gradients", "vs sdpa (memory)", "forward",
-                  "vs sdpa", "backward", "vs sdpa", "backend")
+        header = (tr("implementation"), "L", tr("peak above inputs and gradients"), tr("vs sdpa (memory)"),
+                  tr("forward"), tr("vs sdpa"), tr("backward"), tr("vs sdpa"), tr("backend"))
     else:
-        header = ("implementation", "L", "peak above inputs", "vs sdpa (memory)", "time", "vs sdpa (time)",
-                  "backend")
+        header = (tr("implementation"), "L", tr("peak above inputs"), tr("vs sdpa (memory)"), tr("time"),
+                  tr("vs sdpa (time)"), tr("backend"))
     body = []
     for r in rows:
         if r["skipped"]:
-            body.append((r["impl"], str(r["length"]), f"skipped (needs ~{r['predicted_mib'] / 1024:.1f} GiB)",
-                         *["-"] * (len(header) - 4), ""))
+            skipped = tr("skipped (needs ~{gib:.1f} GiB)", gib=r["predicted_mib"] / 1024)
+            body.append((r["impl"], str(r["length"]), skipped, *["-"] * (len(header) - 4), ""))
         elif backward:
             body.append((r["impl"], str(r["length"]), f"{r['peak_mib']:.1f} MiB", ratio(r, "mem_ratio"),
                          f"{r['forward_seconds'] * 1e3:.1f} ms", ratio(r, "forward_ratio"),

@@ -14,6 +14,7 @@ import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
+from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, to_numpy
 
 if TYPE_CHECKING:
@@ -34,14 +35,17 @@ def _bool_key(ax, image, false_label: str, true_label: str) -> None:
 
 _STYLE = {"naive": ("o", "tab:red"), "tiled_autograd": ("D", "tab:orange"), "sdpa": ("s", "tab:blue"),
           "tiled": ("^", "tab:green")}
-_LABEL = {"forward": {"naive": "naive (scores (L, L))", "sdpa": "F.scaled_dot_product_attention",
-                      "tiled": "tiled_attention"},
-          "backward": {"tiled_autograd": "tiled loop under autograd", "sdpa": "SDPA's fused backward",
-                       "tiled": "tiled_attention's recomputing backward"}}
-_TITLE = {"forward": "Naive attention grows as L², tiled as L",
-          "backward": "Autograd through the tiled loop grows as L², the recomputing backward as L"}
-_YLABEL = {"forward": "peak memory above the inputs (MiB)",
-           "backward": "peak memory above inputs and gradients (MiB)"}
+def _mode_text(mode: str) -> tuple[dict[str, str], str, str]:
+    """The legend label of each implementation, the title and the y label of ``mode``'s figure, in the
+    learner's language (built when drawn: see :mod:`utils.i18n.messages`)."""
+    if mode == "forward":
+        return ({"naive": tr("naive (scores (L, L))"), "sdpa": "F.scaled_dot_product_attention",
+                 "tiled": "tiled_attention"},
+                tr("Naive attention grows as L², tiled as L"), tr("peak memory above the inputs (MiB)"))
+    return ({"tiled_autograd": tr("tiled loop under autograd"), "sdpa": tr("SDPA's fused backward"),
+             "tiled": tr("tiled_attention's recomputing backward")},
+            tr("Autograd through the tiled loop grows as L², the recomputing backward as L"),
+            tr("peak memory above inputs and gradients (MiB)"))
 
 
 def memory_scaling_figure(rows: Sequence[dict], *, heads: int = 8) -> Figure:
@@ -58,41 +62,44 @@ def memory_scaling_figure(rows: Sequence[dict], *, heads: int = 8) -> Figure:
     'Autograd through the tiled loop grows as L², the recomputing backward as L (H=2, float32)'
     """
     mode = "backward" if any(r.get("mode") == "backward" for r in rows) else "forward"
+    labels, title, ylabel = _mode_text(mode)
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     for impl in (impl for impl in _STYLE if any(r["impl"] == impl for r in rows)):
         measured = [r for r in rows if r["impl"] == impl and not r["skipped"]]
         marker, color = _STYLE[impl]
         if measured:
             ax.plot([r["length"] for r in measured], [max(r["peak_mib"], 0.1) for r in measured],
-                    marker=marker, color=color, label=_LABEL[mode].get(impl, impl))
+                    marker=marker, color=color, label=labels.get(impl, impl))
         skipped = [r for r in rows if r["impl"] == impl and r["skipped"]]
         if skipped:
             ax.plot([r["length"] for r in skipped], [r["predicted_mib"] for r in skipped], marker=marker,
-                    color=color, linestyle="--", markerfacecolor="none", label=f"{impl}: predicted, not run")
+                    color=color, linestyle="--", markerfacecolor="none",
+                    label=tr("{impl}: predicted, not run", impl=impl))
     lengths = sorted({r["length"] for r in rows})
     if lengths:
         last = lengths[-1]
         top = max([r["peak_mib"] or 0.0 for r in rows if not r["skipped"]]
                   + [r["predicted_mib"] or 0.0 for r in rows if r["skipped"]] + [1.0])
-        ax.plot(lengths, [top * (n / last) ** 2 for n in lengths], ":", color="gray", label="slope 2: O(L²)")
-        ax.plot(lengths, [top / 16 * n / last for n in lengths], "-.", color="gray", label="slope 1: O(L)")
+        ax.plot(lengths, [top * (n / last) ** 2 for n in lengths], ":", color="gray", label=tr("slope 2: O(L²)"))
+        ax.plot(lengths, [top / 16 * n / last for n in lengths], "-.", color="gray", label=tr("slope 1: O(L)"))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     if lengths:
         ax.set_xticks(lengths, [str(n) for n in lengths])
         ax.minorticks_off()
-    ax.set_xlabel("sequence length L (tokens)")
-    ax.set_ylabel(_YLABEL[mode])
-    ax.set_title(f"{_TITLE[mode]} (H={heads}, float32)", fontsize=10 if mode == "backward" else None)
+    ax.set_xlabel(tr("sequence length L (tokens)"))
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{title} (H={heads}, float32)", fontsize=10 if mode == "backward" else None)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     return fig
 
 
-def window_mask_figure(mask: torch.Tensor, *, title: str = "Sliding-window mask: each query sees a band",
-                       ax=None) -> Figure:
-    """Draw a boolean (L, L) mask (True = may attend) with position tick labels and a colour key."""
+def window_mask_figure(mask: torch.Tensor, *, title: str | None = None, ax=None) -> Figure:
+    """Draw a boolean (L, L) mask (True = may attend) with position tick labels and a colour key.
+
+    ``title`` defaults to "Sliding-window mask: each query sees a band" (in the learner's language)."""
     array = to_numpy(mask).astype(float)
     own_figure = ax is None
     if own_figure:
@@ -104,10 +111,10 @@ def window_mask_figure(mask: torch.Tensor, *, title: str = "Sliding-window mask:
     ticks = list(range(0, L, max(1, L // 8)))
     ax.set_xticks(ticks, [f"t{j}" for j in ticks])
     ax.set_yticks(ticks, [f"t{i}" for i in ticks])
-    ax.set_xlabel("key position (attended to)")
-    ax.set_ylabel("query position (attending)")
-    ax.set_title(title)
-    _bool_key(ax, image, "blocked\n(False)", "may attend\n(True)")
+    ax.set_xlabel(tr("key position (attended to)"))
+    ax.set_ylabel(tr("query position (attending)"))
+    ax.set_title(tr("Sliding-window mask: each query sees a band") if title is None else title)
+    _bool_key(ax, image, tr("blocked\n(False)"), tr("may attend\n(True)"))
     if own_figure:
         fig.tight_layout()
     return fig
@@ -125,15 +132,20 @@ def receptive_field_figure(field: torch.Tensor, *, query: int, ax=None) -> Figur
     depth, L = array.shape
     ticks = list(range(0, L, max(1, L // 8)))
     ax.set_xticks(ticks, [f"t{j}" for j in ticks])
-    ax.set_yticks(range(depth), [f"layer {d + 1}" for d in range(depth)])
-    ax.set_xlabel("input position that can influence it")
-    ax.set_ylabel("after layer")
+    ax.set_yticks(range(depth), [tr("layer {n}", n=d + 1) for d in range(depth)])
+    ax.set_xlabel(tr("input position that can influence it"))
+    ax.set_ylabel(tr("after layer"))
     reach = [int(r) for r in array.sum(axis=1)]
     full = next((d + 1 for d, r in enumerate(reach) if r == L), None)
-    layers = "layer" if depth == 1 else "layers"
-    whole = f"; all of them from layer {full}" if full is not None else ""
-    ax.set_title(f"t{query} sees {reach[-1]} of {L} inputs after {depth} {layers}{whole}")
-    _bool_key(ax, image, "no path", "reaches\n" f"t{query}")
+    if depth == 1:
+        seen = tr("t{index} sees {reach} of {length} inputs after {depth} layer", index=query, reach=reach[-1],
+                  length=L, depth=depth)
+    else:
+        seen = tr("t{index} sees {reach} of {length} inputs after {depth} layers", index=query, reach=reach[-1],
+                  length=L, depth=depth)
+    whole = tr("; all of them from layer {full}", full=full) if full is not None else ""
+    ax.set_title(seen + whole)
+    _bool_key(ax, image, tr("no path"), tr("reaches\nt{index}", index=query))
     return fig
 
 
@@ -142,8 +154,8 @@ def window_explorer_figure(state: WindowExplorerState) -> Figure:
     from :func:`utils.widgets.at_scale.window_explorer_state`."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
     window_mask_figure(state.mask, ax=left,
-                       title=f"window={state.window}, global={state.num_global}: "
-                             f"{state.fraction:.0%} of (L, L) kept")
+                       title=tr("window={window}, global={num_global}: {fraction:.0%} of (L, L) kept",
+                                window=state.window, num_global=state.num_global, fraction=state.fraction))
     receptive_field_figure(state.field, query=state.query, ax=right)
     fig.tight_layout()
     return fig
@@ -166,26 +178,26 @@ def online_softmax_figure(x: torch.Tensor, block_size: int) -> Figure:
         ends.append(min(start + block_size, x.numel()))
     fig, (ax_x, ax_s) = plt.subplots(1, 2, figsize=(9, 3.4))
     S = x.numel()
-    ax_x.bar(range(S), to_numpy(x), color="tab:gray", label="scores x")
+    ax_x.bar(range(S), to_numpy(x), color="tab:gray", label=tr("scores x"))
     # a bar spans position ± 0.5, so block b covers [start - 0.5, end - 0.5]: the max steps at the boundary
     ax_x.stairs(maxes, [-0.5, *(end - 0.5 for end in ends)], baseline=None, color="tab:red", linewidth=2,
-                label="running max after the block")
+                label=tr("running max after the block"))
     for end in ends[:-1]:
         ax_x.axvline(end - 0.5, color="black", linewidth=0.8, linestyle=":")
     ax_x.set_xticks(range(S))
     ax_x.set_xlim(-0.5, S - 0.5)
     low, high = min(0.0, x.min().item()), max(0.0, x.max().item())
     ax_x.set_ylim(low - 0.1 * (high - low), high + 0.35 * (high - low))  # room for the legend on top
-    ax_x.set_xlabel(f"position in the row (blocks of {block_size}, dotted)")
-    ax_x.set_ylabel("score")
-    ax_x.set_title("The running max only ever goes up")
+    ax_x.set_xlabel(tr("position in the row (blocks of {block_size}, dotted)", block_size=block_size))
+    ax_x.set_ylabel(tr("score"))
+    ax_x.set_title(tr("The running max only ever goes up"))
     ax_x.legend(fontsize=8, loc="upper left", ncol=2)
-    ax_s.plot(range(1, len(sums) + 1), sums, marker="o", color="tab:green", label="running sum")
-    ax_s.axhline(torch.exp(x - x.max()).sum().item(), color="black", linestyle="--", label="exact Σ exp(x - max)")
+    ax_s.plot(range(1, len(sums) + 1), sums, marker="o", color="tab:green", label=tr("running sum"))
+    ax_s.axhline(torch.exp(x - x.max()).sum().item(), color="black", linestyle="--", label=tr("exact Σ exp(x - max)"))
     ax_s.set_xticks(range(1, len(sums) + 1))
-    ax_s.set_xlabel("blocks seen")
-    ax_s.set_ylabel("Σ exp(x - running max)")
-    ax_s.set_title("After the last block the sum is exact")
+    ax_s.set_xlabel(tr("blocks seen"))
+    ax_s.set_ylabel(tr("Σ exp(x - running max)"))
+    ax_s.set_title(tr("After the last block the sum is exact"))
     ax_s.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -203,9 +215,9 @@ def cache_memory_figure(tokens: Sequence[int], cache_bytes: dict[str, Sequence[i
     colors = plt.get_cmap(CMAP)([0.15, 0.6, 0.9])
     for (label, values), color in zip(cache_bytes.items(), [*colors] * len(cache_bytes)):
         ax.plot(list(tokens), [b / 2**10 for b in values], color=color, linewidth=2, label=label)
-    ax.set_xlabel("tokens so far (prompt + generated)")
-    ax.set_ylabel("KV cache, all layers (KiB)")
-    ax.set_title("The full cache grows with the text; the ring buffer stays flat")
+    ax.set_xlabel(tr("tokens so far (prompt + generated)"))
+    ax.set_ylabel(tr("KV cache, all layers (KiB)"))
+    ax.set_title(tr("The full cache grows with the text; the ring buffer stays flat"))
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=8)
     ax.grid(True, alpha=0.3)
@@ -235,16 +247,22 @@ def kv_cache_explorer_figure(state: KVCacheExplorerState) -> Figure:
     codes = [[0 if p < 0 else 2 if p in state.written else 1 for p in slots]]
     table.imshow(codes, cmap=ListedColormap([colors[0], colors[1], colors[2]]), vmin=0, vmax=2, aspect="auto")
     for slot, position in enumerate(slots):
-        text = "empty" if position < 0 else f"t{position} {state.labels[position]}"
+        text = tr("empty") if position < 0 else f"t{position} {state.labels[position]}"
         table.text(slot, 0, text, rotation=90, ha="center", va="center", fontsize=7,
                    color="black" if position in state.written else "white")
     table.set_yticks([])
     table.set_xticks(range(len(slots)))
     table.tick_params(labelsize=6)
-    table.set_xlabel("slot")
-    kind = "full cache" if state.window is None else f"ring buffer of W = {state.window} slots"
-    table.set_title(f"Layer 0's {kind} after step {state.step}: {len(state.written)} written (bright), "
-                    f"{state.cache_bytes[-1] / 2**10:.1f} KiB in all layers", fontsize=9)
+    table.set_xlabel(tr("slot"))
+    kiB = state.cache_bytes[-1] / 2**10
+    if state.window is None:
+        slots_title = tr("Layer 0's full cache after step {step}: {written} written (bright), {kib:.1f} KiB in all "
+                         "layers", step=state.step, written=len(state.written), kib=kiB)
+    else:
+        slots_title = tr("Layer 0's ring buffer of W = {window} slots after step {step}: {written} written "
+                         "(bright), {kib:.1f} KiB in all layers", window=state.window, step=state.step,
+                         written=len(state.written), kib=kiB)
+    table.set_title(slots_title, fontsize=9)
     # the attention matrix: which rows were computed, and which keys each could see
     T = state.grid.shape[0]
     attention.imshow(to_numpy(state.grid), cmap=ListedColormap([[0.93, 0.93, 0.93, 1], colors[1], colors[2],
@@ -252,26 +270,30 @@ def kv_cache_explorer_figure(state: KVCacheExplorerState) -> Figure:
     ticks = range(0, T, max(1, T // 12))
     attention.set_xticks(ticks, [f"t{t}" for t in ticks], fontsize=7, rotation=90)
     attention.set_yticks(ticks, [f"t{t}" for t in ticks], fontsize=7)
-    attention.set_xlabel("key position")
-    attention.set_ylabel("query position (row)")
-    lost = f"; no longer sees {_span(state.hidden)}" if state.hidden else ""
-    attention.set_title(f"Row t{state.query} ({state.labels[state.query]!r}) computed{lost}", fontsize=9)
+    attention.set_xlabel(tr("key position"))
+    attention.set_ylabel(tr("query position (row)"))
+    lost = tr("; no longer sees {span}", span=_span(state.hidden)) if state.hidden else ""
+    attention.set_title(tr("Row t{index} ({word!r}) computed", index=state.query, word=state.labels[state.query])
+                        + lost, fontsize=9)
     attention.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in (colors[2], colors[1], (0.85, 0.3, 0.3))],
-                     labels=["this step", "earlier steps", "out of the window"], fontsize=7, loc="upper right")
+                     labels=[tr("this step"), tr("earlier steps"), tr("out of the window")], fontsize=7,
+                     loc="upper right")
     # memory: this cache against the full cache
     horizon = T + 1
     memory.plot(state.tokens_so_far, [b / 2**10 for b in state.full_bytes], color=colors[1], linewidth=2,
-                label="full cache")
+                label=tr("full cache"))
     memory.plot(state.tokens_so_far, [b / 2**10 for b in state.cache_bytes], color=colors[3], linewidth=2,
-                linestyle="--", label="shown cache" if state.window is None else f"ring buffer, W = {state.window}")
+                linestyle="--", label=tr("shown cache") if state.window is None
+                else tr("ring buffer, W = {window}", window=state.window))
     memory.set_xlim(state.tokens_so_far[0] - 0.5, horizon)
     memory.set_ylim(bottom=0)
-    memory.set_xlabel("tokens so far")
-    memory.set_ylabel("KV cache, all layers (KiB)")
-    memory.set_title("Cache memory", fontsize=9)
+    memory.set_xlabel(tr("tokens so far"))
+    memory.set_ylabel(tr("KV cache, all layers (KiB)"))
+    memory.set_title(tr("Cache memory"), fontsize=9)
     memory.legend(fontsize=7, loc="upper left")
     memory.grid(True, alpha=0.3)
-    fig.suptitle(f"Step {state.step}: predicts {state.predicted!r} for t{state.query + 1}; positions run "
-                 f"with cache {state.positions_run_cached}, without {state.positions_run_uncached}", fontsize=10)
+    fig.suptitle(tr("Step {step}: predicts {word!r} for t{next}; positions run with cache {cached}, without "
+                    "{uncached}", step=state.step, word=state.predicted, next=state.query + 1,
+                    cached=state.positions_run_cached, uncached=state.positions_run_uncached), fontsize=10)
     fig.tight_layout()
     return fig

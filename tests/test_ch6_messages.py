@@ -1,0 +1,80 @@
+"""Chapter 6's explorers, quiz, figures and memory table speak the learner's language: English unchanged
+(the stored outputs of the English notebook), Chinese from the message catalogues."""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from utils.benchmark.memory import format_memory_table
+from utils.i18n.messages import using_language
+from utils.plotting.at_scale import (
+    kv_cache_explorer_figure,
+    memory_scaling_figure,
+    online_softmax_figure,
+    window_explorer_figure,
+)
+from utils.widgets.at_scale import ch6_quiz, kv_cache_explorer_state, window_explorer, window_explorer_state
+
+ROWS = [{"impl": "sdpa", "length": 1024, "peak_mib": 2.0, "seconds": 0.01, "mem_ratio": 1.0, "time_ratio": 1.0,
+         "skipped": False, "backend": "FLASH_ATTENTION"},
+        {"impl": "naive", "length": 16384, "peak_mib": None, "predicted_mib": 16384.0, "skipped": True}]
+
+
+def _has_chinese(text: str) -> bool:
+    return any("\u4e00" <= c <= "\u9fff" for c in text)
+
+
+def _texts(fig) -> list[str]:
+    found = [fig._suptitle.get_text()] if fig._suptitle else []
+    for ax in fig.axes:
+        found += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), *(t.get_text() for t in ax.get_yticklabels())]
+        legend = ax.get_legend()
+        found += [t.get_text() for t in legend.get_texts()] if legend else []
+    plt.close(fig)
+    return [t for t in found if t]
+
+
+def _kv_state():
+    from utils.decoder import TinyDecoder, decode_trace
+
+    torch.manual_seed(0)
+    model = TinyDecoder(vocab_size=17, d_model=8, num_heads=2, num_layers=1, max_len=16).eval()
+    prompt = torch.tensor([[0, 1, 2, 16]])
+    traces = {None: decode_trace(model, prompt, 6), 3: decode_trace(model, prompt, 6, window=3)}
+    return kv_cache_explorer_state([0, 1, 2, 16], traces, 4, window=3)
+
+
+def test_english_table_and_titles_are_unchanged():
+    with using_language("en"):
+        table = format_memory_table(ROWS).splitlines()
+        assert table[0].split("  ")[0] == "implementation" and "skipped (needs ~16.0 GiB)" in table[2]
+        titles = _texts(window_explorer_figure(window_explorer_state(2, 1, 3, length=16)))
+        assert "t15 sees 16 of 16 inputs after 3 layers; all of them from layer 2" in titles
+        assert ch6_quiz().title == "Chapter 6 quiz: attention at scale"
+
+
+@pytest.mark.parametrize("figure", ["memory", "window", "online", "kv"])
+def test_chinese_figures_have_chinese_titles_and_labels(figure):
+    with using_language("zh"):
+        fig = {"memory": lambda: memory_scaling_figure(ROWS[:1]),
+               "window": lambda: window_explorer_figure(window_explorer_state(2, 1, 3, length=16)),
+               "online": lambda: online_softmax_figure(torch.tensor([1.0, 3.0, 0.5, 2.0]), 2),
+               "kv": lambda: kv_cache_explorer_figure(_kv_state())}[figure]()
+        texts = _texts(fig)
+    words = [t for t in texts if not t.startswith("$") and any(c.isalpha() for c in t)]  # not numeric ticks
+    english = [t for t in words if not _has_chinese(t) and t != "F.scaled_dot_product_attention"]
+    assert all(t.startswith("t") and t[1:].isdigit() for t in english), english  # only position ticks stay
+
+
+def test_chinese_quiz_explorer_and_table():
+    with using_language("zh"):
+        quiz = ch6_quiz()
+        box = window_explorer(length=16)
+        table = format_memory_table(ROWS)
+    assert _has_chinese(quiz.title) and all(_has_chinese(q.question) for q in quiz.questions)
+    assert all(_has_chinese(o) for q in quiz.questions for o in q.options if o != "O(1)")
+    assert all(_has_chinese(f) for q in quiz.questions for f in q.feedback)
+    assert [c.description for c in box.controls.values()] == ["窗口", "全局词元", "层数"]
+    assert table.splitlines()[0].startswith("实现") and "已跳过（约需 16.0 GiB）" in table
