@@ -340,7 +340,8 @@ def layer_head_similarity_figure(similarity: torch.Tensor, *, metric: str | None
 def attention_view_figure(view: AttentionView) -> Figure:
     """One head's ``(L, L)`` map on one sentence, with the pronoun's row outlined and its label in red,
     from :func:`utils.widgets.transformer.attention_view`."""
-    fig = attention_heatmap(view.weights, view.tokens, title=view.title, vmin=0.0, vmax=1.0, annotate=False)
+    fig = attention_heatmap(view.weights, view.tokens, title=view.title, vmin=0.0, vmax=1.0, annotate=False,
+                            xlabel=tr("key (attended to)"), ylabel=tr("query (attending)"))
     ax = fig.axes[0]
     L = len(view.tokens)
     ax.add_patch(Rectangle((-0.5, view.pronoun_pos - 0.5), L, 1, fill=False, edgecolor="red", lw=2))

@@ -158,7 +158,8 @@ def _unknown_message(unknown: dict[str, list[str]]) -> str:
     for word, near in unknown.items():
         hint = tr("nearest known: {words}", words=", ".join(near)) if near else tr("no known word is close")
         shown = word if word.isprintable() else ascii(word)  # an invisible character is spelled out
-        parts.append(f"'{shown}' ({hint})" if shown == word else f"{shown} ({hint})")
+        parts.append(tr("'{word}' ({hint})", word=shown, hint=hint) if shown == word
+                     else tr("{word} ({hint})", word=shown, hint=hint))
     return tr("Not in the task's vocabulary: {words}. The model only knows: {known}", words="; ".join(parts),
               known=" ".join(_KNOWN))
 
