@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 
 from utils.attention import padding_mask
+from utils.i18n.messages import tr
 from utils.plotting.transformer import attention_view_figure, sentence_figure
 from utils.tasks import AGREEMENT, NOUNS, VOCAB, PronounData
 from utils.widgets.common import wire_explorer
@@ -59,8 +60,9 @@ def attention_view(model, data: PronounData, index: int, layer: int, head: int) 
     tokens = one.words(0)
     predicted = NOUNS[int(logits[0, pronoun].argmax())]
     share = float(weights[pronoun, referent])
-    title = (f"Layer {layer + 1}, Head {head + 1}: '{tokens[pronoun]}' gives {share:.0%} of its attention "
-             f"to '{tokens[referent]}' (model says: {predicted})")
+    title = tr("Layer {layer}, Head {head}: '{pronoun}' gives {share:.0%} of its attention to '{referent}' "
+               "(model says: {predicted})", layer=layer + 1, head=head + 1, pronoun=tokens[pronoun], share=share,
+               referent=tokens[referent], predicted=predicted)
     return AttentionView(weights, tokens, pronoun, referent, predicted, title)
 
 
@@ -77,10 +79,11 @@ def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
 
     num_layers = len(model.layers)
     num_heads = model.layers[0].self_attn.num_heads
-    sentence = w.IntSlider(value=0, min=0, max=min(num_examples, len(data)) - 1, description="sentence")
-    layer = w.Dropdown(options=[(f"layer {i + 1}", i) for i in range(num_layers)], value=num_layers - 1,
-                       description="layer")
-    head = w.Dropdown(options=[(f"head {h + 1}", h) for h in range(num_heads)], value=0, description="head")
+    sentence = w.IntSlider(value=0, min=0, max=min(num_examples, len(data)) - 1, description=tr("sentence"))
+    layer = w.Dropdown(options=[(tr("layer {n}", n=i + 1), i) for i in range(num_layers)], value=num_layers - 1,
+                       description=tr("layer"))
+    head = w.Dropdown(options=[(tr("head {n}", n=h + 1), h) for h in range(num_heads)], value=0,
+                      description=tr("head"))
     caption = w.HTML()
 
     def compute() -> AttentionView:
@@ -153,10 +156,12 @@ class SentenceState:
 def _unknown_message(unknown: dict[str, list[str]]) -> str:
     parts = []
     for word, near in unknown.items():
-        hint = f"nearest known: {', '.join(near)}" if near else "no known word is close"
+        hint = tr("nearest known: {words}", words=", ".join(near)) if near else tr("no known word is close")
         shown = word if word.isprintable() else ascii(word)  # an invisible character is spelled out
-        parts.append(f"'{shown}' ({hint})" if shown == word else f"{shown} ({hint})")
-    return "Not in the task's vocabulary: " + "; ".join(parts) + ". The model only knows: " + " ".join(_KNOWN)
+        parts.append(tr("'{word}' ({hint})", word=shown, hint=hint) if shown == word
+                     else tr("{word} ({hint})", word=shown, hint=hint))
+    return tr("Not in the task's vocabulary: {words}. The model only knows: {known}", words="; ".join(parts),
+              known=" ".join(_KNOWN))
 
 
 @torch.no_grad()
@@ -193,7 +198,7 @@ def sentence_state(model, text: str, layer: int = 0, head: int = 0) -> SentenceS
     if unknown:
         return SentenceState(words, unknown, message=_unknown_message(unknown), **empty)
     if not words or len(words) > MAX_WORDS:
-        message = f"Type a sentence of 1 to {MAX_WORDS} words (this one has {len(words)})."
+        message = tr("Type a sentence of 1 to {most} words (this one has {n}).", most=MAX_WORDS, n=len(words))
         return SentenceState(words, unknown, message=message, **empty)
     model.eval()
     tokens = torch.tensor([[VOCAB.index(word) for word in words]])  # (1, L)
@@ -202,26 +207,29 @@ def sentence_state(model, text: str, layer: int = 0, head: int = 0) -> SentenceS
     pronouns = [i for i, word in enumerate(words) if word in AGREEMENT]
     if not pronouns:
         return SentenceState(words, unknown, maps, None, None, None, None, None, None, layer, head,
-                             "No pronoun (he, she, it, they): the model only answers at one, so there is no "
-                             "prediction; the maps are still what it computes.")
+                             tr("No pronoun (he, she, it, they): the model only answers at one, so there is no "
+                                "prediction; the maps are still what it computes."))
     pronoun = pronouns[-1]
     probabilities = logits[0, pronoun].softmax(-1)  # (C,)
     best = int(probabilities.argmax())
     predicted, confidence = NOUNS[best], float(probabilities[best])
     agreeing = [i for i, word in enumerate(words) if word in AGREEMENT[words[pronoun]]]
-    said = f"At '{words[pronoun]}' (word {pronoun + 1}) the model says '{predicted}' ({confidence:.0%})"
+    said = tr("At '{pronoun}' (word {pos}) the model says '{predicted}' ({confidence:.0%})", pronoun=words[pronoun],
+              pos=pronoun + 1, predicted=predicted, confidence=confidence)
     if len(agreeing) != 1:
-        nouns = ", ".join(f"'{words[i]}' (word {i + 1})" for i in agreeing) or "none"
-        message = (f"{said}. Nouns that agree with '{words[pronoun]}': {nouns}, so there is no single referent "
-                   "to score it against.")
+        nouns = ", ".join(tr("'{noun}' (word {pos})", noun=words[i], pos=i + 1) for i in agreeing) or tr("none")
+        message = tr("{said}. Nouns that agree with '{pronoun}': {nouns}, so there is no single referent to score "
+                     "it against.", said=said, pronoun=words[pronoun], nouns=nouns)
         return SentenceState(words, unknown, maps, pronoun, predicted, confidence, None, None, None, layer, head,
                              message)
     referent = agreeing[0]
     share = maps[:, :, pronoun, referent]  # (layers, H)
     correct = predicted == words[referent]
-    message = (f"{said}: {'right' if correct else 'WRONG'}, the noun that agrees is '{words[referent]}'. "
-               f"Share of the pronoun's attention on it: "
-               + ", ".join(f"L{i + 1}H{h + 1} {share[i, h]:.0%}" for i in range(num_layers) for h in range(num_heads)))
+    verdict = (tr("right, the noun that agrees is '{noun}'", noun=words[referent]) if correct
+               else tr("WRONG, the noun that agrees is '{noun}'", noun=words[referent]))
+    shares = ", ".join(f"L{i + 1}H{h + 1} {share[i, h]:.0%}" for i in range(num_layers) for h in range(num_heads))
+    message = tr("{said}: {verdict}. Share of the pronoun's attention on it: {shares}", said=said, verdict=verdict,
+                 shares=shares)
     return SentenceState(words, unknown, maps, pronoun, predicted, confidence, referent, share, correct, layer, head,
                          message)
 
@@ -247,9 +255,10 @@ def sentence_explorer(model, examples=(), *, text: str = ""):
     num_layers, num_heads = len(model.layers), model.layers[0].self_attn.num_heads
     sentence = w.Combobox(value=text or (examples[0] if examples else ""), options=examples,
                           placeholder="the big king met the girl because she left .", ensure_option=False,
-                          continuous_update=False, description="sentence", layout=w.Layout(width="520px"))
-    enlarge = w.Dropdown(options=[(f"Layer {i + 1}, Head {h + 1}", (i, h)) for i in range(num_layers)
-                                  for h in range(num_heads)], value=(0, 0), description="enlarge")
+                          continuous_update=False, description=tr("sentence"), layout=w.Layout(width="520px"))
+    enlarge = w.Dropdown(options=[(tr("Layer {layer}, Head {head}", layer=i + 1, head=h + 1), (i, h))
+                                  for i in range(num_layers) for h in range(num_heads)], value=(0, 0),
+                         description=tr("enlarge"))
     caption = w.HTML()
 
     def compute() -> SentenceState:
@@ -265,67 +274,68 @@ def ch5_quiz() -> Quiz:
     """Four questions: the pre-LN residual path, the feed-forward share, post-LN vs pre-LN, the causal mask."""
     return Quiz([
         Choice(
-            "In a pre-LN layer, which tensor is carried around the attention sublayer by the residual path?",
-            ["The LayerNorm of x", "x itself, un-normalised", "The attention output", "Nothing: pre-LN drops it"],
+            tr("In a pre-LN layer, which tensor is carried around the attention sublayer by the residual path?"),
+            [tr("The LayerNorm of x"), tr("x itself, un-normalised"), tr("The attention output"),
+             tr("Nothing: pre-LN drops it")],
             answer=1,
             feedback=[
-                "No: that is the classic pre-LN bug. Only the sublayer's input is normalised; the residual "
-                "stream keeps x as it is.",
-                "Yes: x = x + attention(norm1(x)). Nothing on the residual path is ever normalised, so the "
-                "gradient has a plain path from the loss to every layer.",
-                "The attention output is what gets *added* to the residual path, not what the path carries.",
-                "Pre-LN keeps both residual connections; it only moves the LayerNorm.",
+                tr("No: that is the classic pre-LN bug. Only the sublayer's input is normalised; the residual "
+                   "stream keeps x as it is."),
+                tr("Yes: x = x + attention(norm1(x)). Nothing on the residual path is ever normalised, so the "
+                   "gradient has a plain path from the loss to every layer."),
+                tr("The attention output is what gets *added* to the residual path, not what the path carries."),
+                tr("Pre-LN keeps both residual connections; it only moves the LayerNorm."),
             ],
-            explanation="Pre-LN normalises what enters each sublayer, never the stream itself (hence the final "
-                        "LayerNorm before the head).",
+            explanation=tr("Pre-LN normalises what enters each sublayer, never the stream itself (hence the final "
+                           "LayerNorm before the head)."),
         ),
         Choice(
-            "With E = 512 and F = 2048, roughly what share of an encoder layer's parameters sit in the "
-            "feed-forward block?",
-            ["About 1/6", "About 1/3", "About 2/3", "Almost all (99%)"],
+            tr("With E = 512 and F = 2048, roughly what share of an encoder layer's parameters sit in the "
+               "feed-forward block?"),
+            [tr("About 1/6"), tr("About 1/3"), tr("About 2/3"), tr("Almost all (99%)")],
             answer=2,
             feedback=[
-                "Too low: attention has 4·E² weights, the feed-forward 2·E·F = 8·E².",
-                "That is the attention's share: 4·E² out of about 12·E².",
-                "Yes: 2·E·F = 8·E² against 4·E² for the four attention projections.",
-                "The attention projections are still a third of the layer.",
+                tr("Too low: attention has 4·E² weights, the feed-forward 2·E·F = 8·E²."),
+                tr("That is the attention's share: 4·E² out of about 12·E²."),
+                tr("Yes: 2·E·F = 8·E² against 4·E² for the four attention projections."),
+                tr("The attention projections are still a third of the layer."),
             ],
-            explanation="Calling attention + residual + LayerNorm 'the layer' leaves out two thirds of it.",
+            explanation=tr("Calling attention + residual + LayerNorm 'the layer' leaves out two thirds of it."),
         ),
         Choice(
-            "You train a 6-layer model at a high learning rate with no warm-up. Which is the likely outcome?",
-            ["Post-LN and pre-LN behave the same: LayerNorm placement is cosmetic",
-             "Post-LN is more likely to stall or diverge; pre-LN usually trains",
-             "Pre-LN diverges because its residual stream is never normalised",
-             "Both diverge; only warm-up can fix either"],
+            tr("You train a 6-layer model at a high learning rate with no warm-up. Which is the likely outcome?"),
+            [tr("Post-LN and pre-LN behave the same: LayerNorm placement is cosmetic"),
+             tr("Post-LN is more likely to stall or diverge; pre-LN usually trains"),
+             tr("Pre-LN diverges because its residual stream is never normalised"),
+             tr("Both diverge; only warm-up can fix either")],
             answer=1,
             feedback=[
-                "The chapter measured the opposite: same weights, same batches, very different curves.",
-                "Yes: in the chapter's measurement post-LN stayed at chance while pre-LN learned, and Xiong et "
-                "al. (2020) explain why post-LN needs a warm-up.",
-                "The un-normalised stream is what keeps pre-LN's gradients well-behaved; the final LayerNorm "
-                "takes care of the output scale.",
-                "Pre-LN learned without warm-up in the chapter's measurement, although its loss spiked along "
-                "the way; post-LN did not learn at all.",
+                tr("The chapter measured the opposite: same weights, same batches, very different curves."),
+                tr("Yes: in the chapter's measurement post-LN stayed at chance while pre-LN learned, and Xiong et "
+                   "al. (2020) explain why post-LN needs a warm-up."),
+                tr("The un-normalised stream is what keeps pre-LN's gradients well-behaved; the final LayerNorm "
+                   "takes care of the output scale."),
+                tr("Pre-LN learned without warm-up in the chapter's measurement, although its loss spiked along "
+                   "the way; post-LN did not learn at all."),
             ],
-            explanation="Post-LN puts a LayerNorm on the residual path after every sublayer, so the gradient "
-                        "reaching an early layer passes through every norm above it; pre-LN keeps the residual "
-                        "path a plain sum. In the chapter's small model the gradients at initialisation were "
-                        "similar in both settings; what differed was training at a high learning rate, the risk "
-                        "a warm-up guards against.",
+            explanation=tr("Post-LN puts a LayerNorm on the residual path after every sublayer, so the gradient "
+                           "reaching an early layer passes through every norm above it; pre-LN keeps the residual "
+                           "path a plain sum. In the chapter's small model the gradients at initialisation were "
+                           "similar in both settings; what differed was training at a high learning rate, the risk "
+                           "a warm-up guards against."),
         ),
         Choice(
-            "The decoder masks its self-attention with a causal mask. What does that mask change?",
-            ["It removes the future tokens from the input",
-             "Query i gets zero weight on keys j > i, so output i cannot depend on later tokens",
-             "It adds the cross-attention to the encoder",
-             "It replaces the softmax by a cumulative sum"],
+            tr("The decoder masks its self-attention with a causal mask. What does that mask change?"),
+            [tr("It removes the future tokens from the input"),
+             tr("Query i gets zero weight on keys j > i, so output i cannot depend on later tokens"),
+             tr("It adds the cross-attention to the encoder"),
+             tr("It replaces the softmax by a cumulative sum")],
             answer=1,
             feedback=[
-                "The input still has every token; the mask acts on the scores, per query.",
-                "Yes: the masked scores become -inf before the softmax, so those weights are exactly 0.",
-                "Cross-attention is a separate sublayer with its own queries (decoder) and keys (encoder).",
-                "The softmax stays; only the allowed keys change.",
+                tr("The input still has every token; the mask acts on the scores, per query."),
+                tr("Yes: the masked scores become -inf before the softmax, so those weights are exactly 0."),
+                tr("Cross-attention is a separate sublayer with its own queries (decoder) and keys (encoder)."),
+                tr("The softmax stays; only the allowed keys change."),
             ],
         ),
-    ], title="Chapter 5 quiz")
+    ], title=tr("Chapter 5 quiz"))
