@@ -9,8 +9,7 @@ test opens chapter 1 in headless Chromium and checks that:
 - the hanzi really render: two different menu labels give different pixels (a missing CJK font
   draws every character as the same empty box, "tofu");
 - the notebook runs top to bottom without an error, and its explorer responds to the slider;
-- the explorer's labels contain Chinese (an expected failure until the widgets translate their
-  labels with ``tr()``; see the ``xfail`` below).
+- the explorer's labels contain Chinese (the widgets translate them with ``tr()``).
 """
 
 from __future__ import annotations
@@ -152,6 +151,4 @@ def test_chinese_chapter_runs_in_a_chinese_jupyterlab(lab_zh, browser_context, t
         raise
     finally:
         page.close()
-    if not any(HANZI.search(text) for text in texts):
-        pytest.xfail("the explorer's labels are still English: utils/widgets does not translate them with "
-                     "tr() yet (issue 20); turn this into an assert once it does. Labels: " + repr(texts[:6]))
+    assert any(HANZI.search(text) for text in texts), f"the explorer's labels are English: {texts[:6]}"
