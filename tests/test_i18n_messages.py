@@ -175,3 +175,14 @@ def test_messages_use_the_glossary_and_keep_code_and_numbers(po):
     problems = [f"{m.context or m.id[:40]}: {p}" for m in read_catalogue(po) if m.id and m.string
                 for p in glossary_problems(words(m.id), words(m.string), terms) + kept_problems(m.id, m.string)]
     assert problems == []
+
+
+def test_one_english_message_has_one_chinese_translation():
+    """The run-time table is keyed by the English alone: two catalogues must agree on a shared message."""
+    seen: dict[str, dict[str, list[str]]] = {}
+    for po in LOCALE_FILES:
+        for entry in read_entries(po):
+            if entry.msgstr and not entry.fuzzy:
+                seen.setdefault(entry.msgid, {}).setdefault(entry.msgstr, []).append(po.stem)
+    conflicts = {english: chinese for english, chinese in seen.items() if len(chinese) > 1}
+    assert conflicts == {}
