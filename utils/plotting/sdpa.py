@@ -156,7 +156,7 @@ def scale_explorer_figure(state: ScaleExplorerState) -> Figure:
     ax_row.set_ylabel(tr("weight"))
     ax_row.set_title(tr("Row 0: max weight {top:.2f}, entropy {entropy:.2f} of {most:.2f} nats",
                         top=state.max_weight, entropy=state.entropy, most=state.max_entropy))
-    fig.suptitle(tr("D = {dim}, temperature {temperature:.2f}, scaling {state}", dim=state.dim,
+    fig.suptitle(tr("D = {d}, temperature {temperature:.2f}, scaling {state}", d=state.dim,
                     temperature=state.temperature, state=tr("on") if state.scaled else tr("off")))
     fig.tight_layout()
     return fig
