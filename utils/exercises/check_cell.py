@@ -82,11 +82,11 @@ def run_hidden_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int | 
         else:
             passed = sum(part.hidden[0] for part in graded.parts)
             failing = [tr("{part} ({why})", part=credit.part_text(p.name),
-                          why=", ".join(map(category_text, p.hidden_categories)) or credit.status_text(p.status))
+                          why=tr(", ").join(map(category_text, p.hidden_categories)) or credit.status_text(p.status))
                        for p in graded.parts if not p.passed]
             verdict = Verdict(False, graded.status, tr("{name}: {passed} of {n} hidden cases pass (seed {seed}); not "
                                                        "passed: {parts}", name=name, passed=passed, n=len(cases),
-                                                       seed=seed, parts="; ".join(failing)),
+                                                       seed=seed, parts=tr("; ").join(failing)),
                               next((c for p in graded.parts for c in p.hidden_categories), "error"))
     if not quiet:
         print(verdict.line)

@@ -129,9 +129,9 @@ class PartResult:
                 hidden = tr("{counts}: {reason}", counts=hidden, reason=self.hidden_verdict.message)
             elif hid_ok < hid_n and self.hidden_categories:
                 hidden = tr("{counts} ({categories})", counts=hidden,
-                            categories=", ".join(map(category_text, self.hidden_categories)))
+                            categories=tr(", ").join(map(category_text, self.hidden_categories)))
             said.append(hidden)
-        return "; ".join(said)
+        return tr("; ").join(said)
 
 
 @dataclass(frozen=True)
@@ -156,8 +156,8 @@ class Graded:
                       hidden=n_hid)
         failing = [p for p in self.parts if not p.passed]
         if mode == "score":
-            return tr("parts not passed: {parts}", parts=", ".join(part_text(p.name) for p in failing))
-        return "; ".join(tr("{part}: {reason}", part=part_text(p.name), reason=p.reason(mode)) for p in failing)
+            return tr("parts not passed: {parts}", parts=tr(", ").join(part_text(p.name) for p in failing))
+        return tr("; ").join(tr("{part}: {reason}", part=part_text(p.name), reason=p.reason(mode)) for p in failing)
 
 
 def credit_for(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], n_public: int, *,

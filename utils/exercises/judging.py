@@ -259,20 +259,22 @@ def _failure_verdict(
         category = "error" if matched[3] is None else matched[3][0]
         return Verdict(False, Status.FAILED, tr("{reason} ({where})", reason=translate(mistake.diagnosis),
                                                 where=_where(index, n_cases, case)), category)
-    hint = " " + tr("Hint: {hint}", hint=translate(exercise.hint)) if exercise.hint else ""
+    hint = tr("Hint: {hint}", hint=translate(exercise.hint)) if exercise.hint else ""
     if outcome.error:
         kind, message = outcome.error
         if kind == "NotImplementedError":
             return Verdict(False, status, tr("your function still raises NotImplementedError ({where}): finish it "
                                              "for inputs like these", where=_where(index, n_cases, case)), category)
         advice = _signature_advice(kind, message, case) or hint
-        return Verdict(
-            False, status, tr("your function raised {kind}: {message} ({where}).{advice}", kind=kind,
-                              message=message, where=_where(index, n_cases, case), advice=advice),
-            category,
-        )
-    return Verdict(False, status, tr("{reason} ({where}).{hint}", reason=reason[1],
-                                     where=_where(index, n_cases, case), hint=hint), category)
+        where = _where(index, n_cases, case)
+        text = (tr("your function raised {kind}: {message} ({where}). {advice}", kind=kind, message=message,
+                   where=where, advice=advice) if advice else
+                tr("your function raised {kind}: {message} ({where}).", kind=kind, message=message, where=where))
+        return Verdict(False, status, text, category)
+    where = _where(index, n_cases, case)
+    text = (tr("{reason} ({where}). {hint}", reason=reason[1], where=where, hint=hint) if hint else
+            tr("{reason} ({where}).", reason=reason[1], where=where))
+    return Verdict(False, status, text, category)
 
 
 def _best_mistake(
@@ -305,8 +307,8 @@ def _signature_advice(kind: str, message: str, case: Case) -> str:
     if kind == "TypeError" and any(
         text in message for text in ("unexpected keyword argument", "required positional argument", "multiple values")
     ):
-        return " " + tr("Keep the parameter names of the template, {names}: the check calls your function with "
-                        "them by name.", names=", ".join(case))
+        return tr("Keep the parameter names of the template, {names}: the check calls your function with "
+                  "them by name.", names=", ".join(case))
     return ""
 
 
