@@ -27,9 +27,10 @@ from utils.exercises import credit
 from utils.exercises.common import Status
 from utils.exercises.definition import HIDDEN_CHECK_SEED, PUBLIC_SEED, Exercise
 from utils.exercises.forbidden import forbidden_in_function
-from utils.exercises.judging import Verdict, describe, judge
+from utils.exercises.judging import Verdict, category_text, describe, judge
 from utils.exercises.registry import all_exercises
 from utils.exercises.runner import run_cases
+from utils.i18n.messages import tr
 from utils.notebook_setup import verify_course_package
 
 CASE_KINDS = ("public", "hidden")
@@ -38,12 +39,13 @@ CASE_KINDS = ("public", "hidden")
 def _static_verdict(exercise: Exercise, fn: Any) -> Verdict | None:
     """The verdict decided without running ``fn``: not a function, or a forbidden name in its source."""
     if not callable(fn):
-        return Verdict(False, Status.ERROR, f"expected your function {exercise.func_name}, got {describe(fn)}",
-                       "error")
+        return Verdict(False, Status.ERROR, tr("expected your function {name}, got {got}",
+                                               name=exercise.func_name, got=describe(fn)), "error")
     name = forbidden_in_function(fn, exercise.forbidden)
     if name:
         return Verdict(False, Status.FORBIDDEN,
-                       f"your function uses {name}; this exercise asks you to implement it yourself", "forbidden")
+                       tr("your function uses {name}; this exercise asks you to implement it yourself", name=name),
+                       "forbidden")
     return None
 
 
@@ -55,8 +57,8 @@ def run_public_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = 
         cases = exercise.cases(seed)
         verdict = judge(exercise, cases, run_cases(fn, cases, exercise.forbidden, exercise.gradients))
         if verdict.passed:
-            verdict = Verdict(True, Status.PASSED, f"{exercise.func_name}: all {len(cases)} public cases pass "
-                                                   f"(the grader also runs hidden cases)")
+            verdict = Verdict(True, Status.PASSED, tr("{name}: all {n} public cases pass (the grader also runs "
+                                                      "hidden cases)", name=exercise.func_name, n=len(cases)))
     if not quiet:
         print(verdict.line)
     return verdict
@@ -75,12 +77,16 @@ def run_hidden_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int | 
         if graded.decided is not None:
             verdict = Verdict(False, graded.decided.status, graded.decided.message, graded.decided.category)
         elif graded.status == Status.PASSED:
-            verdict = Verdict(True, Status.PASSED, f"{name}: all {len(cases)} hidden cases pass (seed {seed})")
+            verdict = Verdict(True, Status.PASSED, tr("{name}: all {n} hidden cases pass (seed {seed})", name=name,
+                                                      n=len(cases), seed=seed))
         else:
             passed = sum(part.hidden[0] for part in graded.parts)
-            failing = [f"{p.name} ({', '.join(p.hidden_categories) or p.status})" for p in graded.parts if not p.passed]
-            verdict = Verdict(False, graded.status, f"{name}: {passed} of {len(cases)} hidden cases pass (seed "
-                                                    f"{seed}); not passed: {'; '.join(failing)}",
+            failing = [tr("{part} ({why})", part=credit.part_text(p.name),
+                          why=tr(", ").join(map(category_text, p.hidden_categories)) or credit.status_text(p.status))
+                       for p in graded.parts if not p.passed]
+            verdict = Verdict(False, graded.status, tr("{name}: {passed} of {n} hidden cases pass (seed {seed}); not "
+                                                       "passed: {parts}", name=name, passed=passed, n=len(cases),
+                                                       seed=seed, parts=tr("; ").join(failing)),
                               next((c for p in graded.parts for c in p.hidden_categories), "error"))
     if not quiet:
         print(verdict.line)

@@ -29,7 +29,8 @@ from fractions import Fraction
 
 from utils.exercises.common import Case, Outcome, Status
 from utils.exercises.definition import Exercise, Part
-from utils.exercises.judging import Verdict, judge
+from utils.exercises.judging import Verdict, category_text, judge
+from utils.i18n.messages import tr, translate
 
 FEEDBACK_MODES = ("full", "public", "score")
 DEFAULT_FEEDBACK = "public"
@@ -42,8 +43,23 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def _count(n: int, what: str) -> str:
-    return f"{n} {what} case{'' if n == 1 else 's'}"
+def _count(n: int, hidden: bool) -> str:
+    if hidden:
+        return tr("{n} hidden case", n=n) if n == 1 else tr("{n} hidden cases", n=n)
+    return tr("{n} public case", n=n) if n == 1 else tr("{n} public cases", n=n)
+
+
+def part_text(name: str) -> str:
+    """A part's name (kept English in data: it names a grade's column) as a learner reads it."""
+    return tr("all cases") if name == "all cases" else translate(name)
+
+
+def status_text(status: str) -> str:
+    """A :class:`~utils.exercises.common.Status` (kept English in data) as a learner reads it."""
+    texts = {"passed": tr("passed"), "failed": tr("failed"), "error": tr("error"),
+             "not attempted": tr("not attempted"), "timeout": tr("timeout"), "memory": tr("memory"),
+             "forbidden": tr("forbidden"), "missing": tr("missing"), "invalid": tr("invalid")}
+    return texts.get(str(status), str(status))
 
 
 @dataclass(frozen=True)
@@ -83,36 +99,39 @@ class PartResult:
         """What the part's public cases alone say: the learner's own check shows the same."""
         pub_ok, pub_n = self.public
         if pub_n == 0:
-            return "this part has no public case"
+            return tr("this part has no public case")
         if pub_ok < pub_n and self.public_verdict is not None:
             return self.public_verdict.message
-        return f"{pub_ok} of {_count(pub_n, 'public')} pass"
+        return tr("{ok} of {cases} pass", ok=pub_ok, cases=_count(pub_n, False))
 
     def reason(self, mode: str = DEFAULT_FEEDBACK) -> str:
         """Why this part earned its points, as much as ``mode`` may say."""
         check_mode(mode)
         (pub_ok, pub_n), (hid_ok, hid_n) = self.public, self.hidden
         if pub_n + hid_n == 0:
-            return "no case of this part was run, so it earns nothing"
+            return tr("no case of this part was run, so it earns nothing")
         if self.passed:
             if mode == "score":
-                return "passed"
-            counts = [_count(n, kind) for n, kind in ((pub_n, "public"), (hid_n, "hidden")) if n]
-            return f"all {' and '.join(counts)} pass"
+                return tr("passed")
+            if pub_n and hid_n:
+                return tr("all {public} and {hidden} pass", public=_count(pub_n, False), hidden=_count(hid_n, True))
+            return tr("all {cases} pass", cases=_count(pub_n, False) if pub_n else _count(hid_n, True))
         if mode == "score":
-            return "not every case of this part passes"
+            return tr("not every case of this part passes")
         said = []
         if pub_n:
             said.append(self.public_verdict.message if pub_ok < pub_n and self.public_verdict
-                        else ("its public case passes" if pub_n == 1 else f"its {pub_n} public cases pass"))
+                        else (tr("its public case passes") if pub_n == 1
+                              else tr("its {n} public cases pass", n=pub_n)))
         if hid_n:
-            hidden = f"hidden cases: {hid_ok} of {hid_n} pass"
+            hidden = tr("hidden cases: {ok} of {n} pass", ok=hid_ok, n=hid_n)
             if hid_ok < hid_n and mode == "full" and self.hidden_verdict is not None:
-                hidden += f": {self.hidden_verdict.message}"
+                hidden = tr("{counts}: {reason}", counts=hidden, reason=self.hidden_verdict.message)
             elif hid_ok < hid_n and self.hidden_categories:
-                hidden += f" ({', '.join(self.hidden_categories)})"
+                hidden = tr("{counts} ({categories})", counts=hidden,
+                            categories=tr(", ").join(map(category_text, self.hidden_categories)))
             said.append(hidden)
-        return "; ".join(said)
+        return tr("; ").join(said)
 
 
 @dataclass(frozen=True)
@@ -133,11 +152,12 @@ class Graded:
         if self.status == Status.PASSED:
             n_pub = sum(p.public[1] for p in self.parts)
             n_hid = sum(p.hidden[1] for p in self.parts)
-            return f"all {n_pub + n_hid} cases pass ({n_pub} public, {n_hid} hidden)"
+            return tr("all {n} cases pass ({public} public, {hidden} hidden)", n=n_pub + n_hid, public=n_pub,
+                      hidden=n_hid)
         failing = [p for p in self.parts if not p.passed]
         if mode == "score":
-            return f"parts not passed: {', '.join(p.name for p in failing)}"
-        return "; ".join(f"{p.name}: {p.reason(mode)}" for p in failing)
+            return tr("parts not passed: {parts}", parts=tr(", ").join(part_text(p.name) for p in failing))
+        return tr("; ").join(tr("{part}: {reason}", part=part_text(p.name), reason=p.reason(mode)) for p in failing)
 
 
 def credit_for(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], n_public: int, *,
@@ -187,7 +207,7 @@ def _part(exercise: Exercise, part: Part, cases: Sequence[Case], outcomes: Seque
         if indices and ok < len(indices) and (diagnose_hidden or not hidden):  # one diagnosis across its failures
             ran = [i for i in indices if i < len(outcomes)]
             verdict = judge(exercise, [cases[i] for i in indices], [outcomes[i] for i in ran]) if ran else \
-                Verdict(False, Status.ERROR, "your function never ran on these cases", "error")
+                Verdict(False, Status.ERROR, tr("your function never ran on these cases"), "error")
         groups.append(((ok, len(indices)), verdict, indices))
     (public, public_verdict, _), (hidden, hidden_verdict, hidden_indices) = groups
     categories: list[str] = []

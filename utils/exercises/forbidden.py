@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from utils.exercises.common import resolve
+from utils.i18n.messages import tr
 
 _COURSE_PACKAGE = __name__.split(".")[0]  # "utils": the course's own code, trusted by the checks
 
@@ -108,22 +109,24 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
             if alias.name.split(".")[0] in UNSAFE_MODULES:
                 return f"import {alias.name}"
             if alias.name.split(".")[0] == _COURSE_PACKAGE:
-                return f"import {alias.name} (the course's own code, including the machinery that checks it)"
+                return tr("{code} (the course's own code, including the machinery that checks it)",
+                          code=f"import {alias.name}")
             if alias.name.startswith(("torch._", "torch.ops")):
-                return f"import {alias.name} (torch's internals)"
+                return tr("{code} (torch's internals)", code=f"import {alias.name}")
     if isinstance(node, ast.ImportFrom):
         module = node.module or ""
         if module.split(".")[0] in UNSAFE_MODULES:
             return f"from {module} import ..."
         if module.split(".")[0] == _COURSE_PACKAGE:
-            return f"from {module} import ... (the course's own code, including the machinery that checks it)"
+            return tr("{code} (the course's own code, including the machinery that checks it)",
+                      code=f"from {module} import ...")
         if module.startswith(("torch._", "torch.ops")):
-            return f"from {module} import ... (torch's internals)"
+            return tr("{code} (torch's internals)", code=f"from {module} import ...")
         for alias in node.names:
             if alias.name in UNSAFE_BUILTINS | UNSAFE_ATTRIBUTES or (module == "sys" and alias.name == "modules"):
                 return f"from {module} import {alias.name}"
             if module.split(".")[0] in _TORCH_MODULES and (alias.name.startswith("_") or alias.name == "ops"):
-                return f"from {module} import {alias.name} (torch's internals)"
+                return tr("{code} (torch's internals)", code=f"from {module} import {alias.name}")
     if isinstance(node, ast.Name) and node.id in UNSAFE_BUILTINS:
         return node.id
     if isinstance(node, ast.Attribute):
@@ -135,11 +138,11 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
             return "sys.modules"
         chain = _attribute_chain(node)
         if chain and chain[0] in torch_names and any(part.startswith("_") or part == "ops" for part in chain[1:]):
-            return f"{'.'.join(chain)} (torch's internals)"
+            return tr("{code} (torch's internals)", code=".".join(chain))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
         name = node.args[1] if len(node.args) > 1 else None
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-            return "getattr with a computed attribute name"
+            return tr("getattr with a computed attribute name")
         if name.value.startswith("_") or name.value in UNSAFE_ATTRIBUTES or name.value in ("ops", "modules"):
             return f"getattr(..., {name.value!r})"
     return None

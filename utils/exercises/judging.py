@@ -28,6 +28,7 @@ from utils.exercises.common import (
     plain_copy,
 )
 from utils.exercises.definition import Exercise, Mistake
+from utils.i18n.messages import tr, translate
 
 
 @dataclass(frozen=True)
@@ -55,35 +56,51 @@ CATEGORIES = ("shapes", "dtype", "non-finite values", "values", "types", "error"
 """The diagnosis categories a failing verdict can carry."""
 
 NOT_ATTEMPTED_MESSAGE = "not implemented yet: replace `raise NotImplementedError` with your code"
+"""The English of the ``not attempted`` verdict (a verdict shows :func:`not_attempted_message`)."""
+
+
+def not_attempted_message() -> str:
+    """:data:`NOT_ATTEMPTED_MESSAGE` in the learner's language."""
+    return tr("not implemented yet: replace `raise NotImplementedError` with your code")
+
+
+def category_text(category: str) -> str:
+    """A diagnosis category (one of :data:`CATEGORIES`, kept English in data) as a learner reads it."""
+    texts = {"shapes": tr("shapes"), "dtype": tr("dtype"), "non-finite values": tr("non-finite values"),
+             "values": tr("values"), "types": tr("types"), "error": tr("error"),
+             "in-place change": tr("in-place change"), "gradients": tr("gradients"),
+             "forbidden": tr("forbidden"), "not attempted": tr("not attempted")}
+    return texts.get(category, category)
 
 
 def describe(value: Any) -> str:
     """A short description of a value for messages: ``tensor (2, 3) float32``, ``tuple of 2``…"""
     if isinstance(value, torch.Tensor):
-        return f"tensor {tuple(value.shape)} {str(value.dtype).replace('torch.', '')}"
+        return tr("tensor {shape} {dtype}", shape=tuple(value.shape), dtype=str(value.dtype).replace("torch.", ""))
     if isinstance(value, tuple):
-        return f"tuple of {len(value)}"
+        return tr("tuple of {n}", n=len(value))
     return type(value).__name__
 
 
-def compare(got: Any, expected: Any, atol: float, rtol: float, where: str = "output") -> str | None:
-    """Return None when ``got`` matches ``expected``, else a one-line reason naming ``where``."""
+def compare(got: Any, expected: Any, atol: float, rtol: float, where: str | None = None) -> str | None:
+    """Return None when ``got`` matches ``expected``, else a one-line reason naming ``where`` (default: the
+    output, in the learner's language)."""
     found = compare_with_category(got, expected, atol, rtol, where)
     return None if found is None else found[1]
 
 
 def compare_with_category(got: Any, expected: Any, atol: float, rtol: float,
-                          where: str = "output") -> tuple[str, str] | None:
+                          where: str | None = None) -> tuple[str, str] | None:
     """Like :func:`compare`, with the reason's category first (one of :data:`CATEGORIES`)."""
+    where = tr("output") if where is None else where
     got = plain_copy(got)
     if isinstance(expected, tuple):
         if not isinstance(got, (tuple, list)):
-            return "shapes", (
-                f"{where} should be a tuple of {len(expected)} ({', '.join(map(describe, expected))}), "
-                f"got {describe(got)}"
-            )
+            return "shapes", tr("{where} should be a tuple of {n} ({items}), got {got}", where=where,
+                                n=len(expected), items=", ".join(map(describe, expected)), got=describe(got))
         if len(got) != len(expected):
-            return "shapes", f"{where} should be a tuple of {len(expected)}, got a tuple of {len(got)}"
+            return "shapes", tr("{where} should be a tuple of {n}, got a tuple of {got}", where=where,
+                                n=len(expected), got=len(got))
         for i, (g, e) in enumerate(zip(got, expected)):
             found = compare_with_category(g, e, atol, rtol, f"{where}[{i}]")
             if found:
@@ -93,13 +110,14 @@ def compare_with_category(got: Any, expected: Any, atol: float, rtol: float,
         return _compare_tensors(got, expected, atol, rtol, where)
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         if not isinstance(got, (int, float)) or isinstance(got, bool):
-            return "types", f"{where} should be a number, got {describe(got)}"
+            return "types", tr("{where} should be a number, got {got}", where=where, got=describe(got))
         if not math.isclose(float(got), float(expected), rel_tol=rtol, abs_tol=atol):
-            return "values", f"{where} is {got}, expected {expected}"
+            return "values", tr("{where} is {got}, expected {expected}", where=where, got=got, expected=expected)
         return None
     # Exact types first: an object of another class could claim equality through its __eq__.
     if type(got) is not type(expected) or got != expected:
-        return ("types" if type(got) is not type(expected) else "values"), f"{where} is {got!r}, expected {expected!r}"
+        return ("types" if type(got) is not type(expected) else "values"), tr(
+            "{where} is {got!r}, expected {expected!r}", where=where, got=got, expected=expected)
     return None
 
 
@@ -109,23 +127,30 @@ _HALF_PRECISION_TOLERANCE = {torch.float16: 4e-3, torch.bfloat16: 3e-2}  # about
 def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
                      where: str) -> tuple[str, str] | None:
     if not isinstance(got, torch.Tensor):
-        return "shapes", f"{where} should be a tensor of shape {tuple(expected.shape)}, got {describe(got)}"
+        return "shapes", tr("{where} should be a tensor of shape {shape}, got {got}", where=where,
+                            shape=tuple(expected.shape), got=describe(got))
     if got.shape != expected.shape:
-        return "shapes", f"{where} has shape {tuple(got.shape)}, expected {tuple(expected.shape)}"
+        return "shapes", tr("{where} has shape {got}, expected {expected}", where=where, got=tuple(got.shape),
+                            expected=tuple(expected.shape))
     if expected.dtype == torch.bool and got.dtype != torch.bool:
-        return "dtype", f"{where} has dtype {got.dtype}, expected torch.bool (True = may attend)"
+        return "dtype", tr("{where} has dtype {dtype}, expected torch.bool (True = may attend)", where=where,
+                           dtype=got.dtype)
     if expected.is_floating_point() and not got.is_floating_point():
-        return "dtype", f"{where} has dtype {got.dtype}, expected a floating-point tensor ({expected.dtype})"
+        return "dtype", tr("{where} has dtype {dtype}, expected a floating-point tensor ({expected})", where=where,
+                           dtype=got.dtype, expected=expected.dtype)
     if expected.is_floating_point() and got.dtype != expected.dtype:
-        return "dtype", (f"{where} has dtype {got.dtype}, expected {expected.dtype}: look for a `.float()` "
-                         f"or `.double()` cast, or a new tensor made without `dtype=`")
+        return "dtype", tr("{where} has dtype {dtype}, expected {expected}: look for a `.float()` or `.double()` "
+                           "cast, or a new tensor made without `dtype=`", where=where, dtype=got.dtype,
+                           expected=expected.dtype)
     if got.is_floating_point() and not torch.isfinite(got).all() and torch.isfinite(expected).all():
         bad = int((~torch.isfinite(got)).sum())
-        return "non-finite values", f"{where} contains {bad} NaN/inf values where the reference is finite"
+        return "non-finite values", tr("{where} contains {bad} NaN/inf values where the reference is finite",
+                                       where=where, bad=bad)
     if expected.dtype == torch.bool or not expected.is_floating_point():
         if not torch.equal(got.to(expected.dtype), expected):
             wrong = int((got.to(expected.dtype) != expected).sum())
-            return "values", f"{where} differs from the reference in {wrong} of {expected.numel()} entries"
+            return "values", tr("{where} differs from the reference in {wrong} of {n} entries", where=where,
+                                wrong=wrong, n=expected.numel())
         return None
     g, e = got.double(), expected.double()
     # A correct answer computed in another order differs from the reference by rounding; in a
@@ -136,7 +161,8 @@ def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
         err = (g - e).abs().masked_fill(g == e, 0.0)  # equal infinities are no error
         err = err.nan_to_num(nan=math.inf)
         idx = tuple(int(i) for i in torch.unravel_index(err.argmax(), err.shape))
-        return "values", f"{where} differs from the reference: max abs error {err.max().item():.3g} at index {idx}"
+        return "values", tr("{where} differs from the reference: max abs error {error:.3g} at index {index}",
+                            where=where, error=err.max().item(), index=idx)
     return None
 
 
@@ -152,17 +178,18 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
     for counting the cases that pass).
     """
     if not outcomes:
-        return Verdict(False, Status.ERROR, "your function was never called", "error")
+        return Verdict(False, Status.ERROR, tr("your function was never called"), "error")
     if all(outcome.error and outcome.error[0] == "NotImplementedError" and not outcome.forbidden
            for outcome in outcomes):
-        return Verdict(False, Status.NOT_ATTEMPTED, NOT_ATTEMPTED_MESSAGE, "not attempted")
+        return Verdict(False, Status.NOT_ATTEMPTED, not_attempted_message(), "not attempted")
     failures: list[tuple[int, Case, Outcome, tuple[str, str] | None]] = []  # (index, case, outcome, reason)
     gradient_failures: list[str] = []  # right outputs that would not train
     for index, (case, outcome) in enumerate(zip(cases, outcomes)):
         if outcome.forbidden:
             return Verdict(
                 False, Status.FORBIDDEN,
-                f"your function calls {outcome.forbidden}, which this exercise asks you to implement yourself",
+                tr("your function calls {name}, which this exercise asks you to implement yourself",
+                   name=outcome.forbidden),
                 "forbidden",
             )
         if outcome.error:
@@ -172,8 +199,8 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
             names = ", ".join(outcome.mutated)
             return Verdict(
                 False, Status.FAILED,
-                f"your function changed its input {names} in place; work on a copy or use out-of-place ops "
-                f"(e.g. `x + y`, not `x += y`; `masked_fill`, not `masked_fill_`)",
+                tr("your function changed its input {names} in place; work on a copy or use out-of-place ops "
+                   "(e.g. `x + y`, not `x += y`; `masked_fill`, not `masked_fill_`)", names=names),
                 "in-place change",
             )
         expected = plain_copy(exercise.reference(**clone_case(case)))
@@ -181,15 +208,16 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
         if reason is not None:
             failures.append((index, case, outcome, reason))
         elif exercise.gradients and (untrainable := _gradient_reason(exercise, case, outcome)):
-            gradient_failures.append(f"{untrainable} ({_where(index, len(cases), case)})")
+            gradient_failures.append(tr("{reason} ({where})", reason=untrainable,
+                                        where=_where(index, len(cases), case)))
     if failures:
         return _failure_verdict(exercise, len(cases), failures, diagnose)
     if gradient_failures:
         return Verdict(False, Status.FAILED, gradient_failures[0], "gradients")
     if len(outcomes) < len(cases):  # e.g. the grader's sandbox died part-way: never pass on part
-        return Verdict(False, Status.ERROR, f"your function ran on only {len(outcomes)} of {len(cases)} cases",
-                       "error")
-    return Verdict(True, Status.PASSED, f"{exercise.func_name}: all {len(cases)} cases pass")
+        return Verdict(False, Status.ERROR, tr("your function ran on only {ran} of {n} cases",
+                                               ran=len(outcomes), n=len(cases)), "error")
+    return Verdict(True, Status.PASSED, tr("{name}: all {n} cases pass", name=exercise.func_name, n=len(cases)))
 
 
 def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | None:
@@ -200,19 +228,20 @@ def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | 
     if error is not None or all(state == "missing" for state in expected.values()):
         return None  # the reference itself is not differentiated here: nothing to ask of the learner
     if outcome.backward_error is not None:
-        return (f"your output is right, but backward through your function fails ({outcome.backward_error}): "
-                f"an in-place write such as `masked_fill_` or `w[...] = 0` on a tensor autograd still needs; "
-                f"use the out-of-place form (`w = w.masked_fill(...)`)")
+        return tr("your output is right, but backward through your function fails ({error}): an in-place write "
+                  "such as `masked_fill_` or `w[...] = 0` on a tensor autograd still needs; use the out-of-place "
+                  "form (`w = w.masked_fill(...)`)", error=outcome.backward_error)
     for name, state in expected.items():
         got = outcome.gradients.get(name)
         if state == "flows" and got in ("missing", "zero"):
-            return (f"your output is right, but no gradient reaches `{name}`: something cuts the graph "
-                    f"(`.detach()`, `.data`, `torch.no_grad()`, or a new tensor made with `torch.tensor(...)`), "
-                    f"so nothing before your function could learn")
+            return tr("your output is right, but no gradient reaches `{name}`: something cuts the graph "
+                      "(`.detach()`, `.data`, `torch.no_grad()`, or a new tensor made with `torch.tensor(...)`), "
+                      "so nothing before your function could learn", name=name)
         if state in ("flows", "zero") and got == "non-finite":
-            return (f"your output is right, but the gradient reaching `{name}` contains NaN or inf: a NaN or an "
-                    f"infinite value computed on the way (e.g. -inf added to the scores, or log(0)) poisons the "
-                    f"backward pass even where the output hides it; fill with `masked_fill` instead of adding")
+            return tr("your output is right, but the gradient reaching `{name}` contains NaN or inf: a NaN or an "
+                      "infinite value computed on the way (e.g. -inf added to the scores, or log(0)) poisons the "
+                      "backward pass even where the output hides it; fill with `masked_fill` instead of adding",
+                      name=name)
     return None
 
 
@@ -228,20 +257,24 @@ def _failure_verdict(
         index, case = where
         matched = next(f for f in failures if f[0] == index)
         category = "error" if matched[3] is None else matched[3][0]
-        return Verdict(False, Status.FAILED, f"{mistake.diagnosis} ({_where(index, n_cases, case)})", category)
-    hint = f" Hint: {exercise.hint}" if exercise.hint else ""
+        return Verdict(False, Status.FAILED, tr("{reason} ({where})", reason=translate(mistake.diagnosis),
+                                                where=_where(index, n_cases, case)), category)
+    hint = tr("Hint: {hint}", hint=translate(exercise.hint)) if exercise.hint else ""
     if outcome.error:
         kind, message = outcome.error
         if kind == "NotImplementedError":
-            return Verdict(False, status, f"your function still raises NotImplementedError "
-                                          f"({_where(index, n_cases, case)}): finish it for inputs like these",
-                           category)
+            return Verdict(False, status, tr("your function still raises NotImplementedError ({where}): finish it "
+                                             "for inputs like these", where=_where(index, n_cases, case)), category)
         advice = _signature_advice(kind, message, case) or hint
-        return Verdict(
-            False, status, f"your function raised {kind}: {message} ({_where(index, n_cases, case)}).{advice}",
-            category,
-        )
-    return Verdict(False, status, f"{reason[1]} ({_where(index, n_cases, case)}).{hint}", category)
+        where = _where(index, n_cases, case)
+        text = (tr("your function raised {kind}: {message} ({where}). {advice}", kind=kind, message=message,
+                   where=where, advice=advice) if advice else
+                tr("your function raised {kind}: {message} ({where}).", kind=kind, message=message, where=where))
+        return Verdict(False, status, text, category)
+    where = _where(index, n_cases, case)
+    text = (tr("{reason} ({where}). {hint}", reason=reason[1], where=where, hint=hint) if hint else
+            tr("{reason} ({where}).", reason=reason[1], where=where))
+    return Verdict(False, status, text, category)
 
 
 def _best_mistake(
@@ -274,13 +307,13 @@ def _signature_advice(kind: str, message: str, case: Case) -> str:
     if kind == "TypeError" and any(
         text in message for text in ("unexpected keyword argument", "required positional argument", "multiple values")
     ):
-        return (f" Keep the parameter names of the template, {', '.join(case)}: the check calls your "
-                f"function with them by name.")
+        return tr("Keep the parameter names of the template, {names}: the check calls your function with "
+                  "them by name.", names=", ".join(case))
     return ""
 
 
 def _where(index: int, n_cases: int, case: Case) -> str:
-    return f"case {index + 1} of {n_cases}: {_case_summary(case)}"
+    return tr("case {i} of {n}: {inputs}", i=index + 1, n=n_cases, inputs=_case_summary(case))
 
 
 def _case_summary(case: Case, limit: int = 4) -> str:
@@ -293,5 +326,5 @@ def _case_summary(case: Case, limit: int = 4) -> str:
         elif value is None or isinstance(value, (int, float, bool, str, tuple)):
             parts.append(f"{key}={value!r}")
     if len(parts) > limit:
-        parts = [*parts[:limit], f"+{len(parts) - limit} more"]
+        parts = [*parts[:limit], tr("+{n} more", n=len(parts) - limit)]
     return ", ".join(parts)

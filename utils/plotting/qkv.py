@@ -17,11 +17,11 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, attention_heatmap, to_numpy
 
 __all__ = ["parameter_free_figure", "linear_weight_figure", "scores_figure", "query_scores_figure"]
 
-_SCORE_LABEL = "score q_i · k_j (unscaled dot product)"
 
 
 def _check_square(name: str, values: torch.Tensor, tokens: Sequence[str]) -> None:
@@ -56,13 +56,14 @@ def parameter_free_figure(tokens: Sequence[str], scores: torch.Tensor, weights: 
     _check_square("scores", scores, tokens)
     _check_square("weights", weights, tokens)
     fig, (left, right) = plt.subplots(1, 2, figsize=(12.5, 5.2))
-    attention_heatmap(scores, tokens, title="scores X Xᵀ: mirror-symmetric", ax=left, annotate=False,
-                      xlabel="key token (S)", ylabel="query token (L)")
-    attention_heatmap(weights, tokens, title="weights softmax(X Xᵀ): the diagonal wins", ax=right,
-                      annotate=False, vmin=0.0, vmax=1.0, xlabel="key token (S)", ylabel="query token (L)")
-    _label_colorbar(left, "score x_i · x_j")
-    _label_colorbar(right, "weight (each row sums to 1)")
-    fig.suptitle("Without projections, every pair scores the same both ways and each token mostly attends to itself")
+    attention_heatmap(scores, tokens, title=tr("scores X Xᵀ: mirror-symmetric"), ax=left, annotate=False,
+                      xlabel=tr("key token (S)"), ylabel=tr("query token (L)"))
+    attention_heatmap(weights, tokens, title=tr("weights softmax(X Xᵀ): the diagonal wins"), ax=right,
+                      annotate=False, vmin=0.0, vmax=1.0, xlabel=tr("key token (S)"), ylabel=tr("query token (L)"))
+    _label_colorbar(left, tr("score x_i · x_j"))
+    _label_colorbar(right, tr("weight (each row sums to 1)"))
+    fig.suptitle(tr("Without projections, every pair scores the same both ways and each token mostly attends to "
+                    "itself"))
     fig.tight_layout()
     return fig
 
@@ -92,9 +93,9 @@ def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear) -> Figur
     high = float(max(weight.max(), stored.max(), bias.max()))
     fig, axes = plt.subplots(1, 3, figsize=(11, 4.4), gridspec_kw={"width_ratios": [d, e, 1.2]}, layout="constrained")
     panels = [
-        (to_numpy(weight), f"W: (E, D) = ({e}, {d})", "output feature (D)", "input feature (E)"),
-        (to_numpy(stored), f"linear.weight: (D, E) = ({d}, {e})", "input feature (E)", "output feature (D)"),
-        (to_numpy(bias)[:, None], f"linear.bias: (D,) = ({d},)", "", "output feature (D)"),
+        (to_numpy(weight), f"W: (E, D) = ({e}, {d})", tr("output feature (D)"), tr("input feature (E)")),
+        (to_numpy(stored), f"linear.weight: (D, E) = ({d}, {e})", tr("input feature (E)"), tr("output feature (D)")),
+        (to_numpy(bias)[:, None], f"linear.bias: (D,) = ({d},)", "", tr("output feature (D)")),
     ]
     for ax, (array, title, xlabel, ylabel) in zip(axes, panels):
         image = ax.imshow(array, cmap=CMAP, vmin=low, vmax=high, aspect="auto")
@@ -104,8 +105,8 @@ def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear) -> Figur
         ax.set_yticks(range(array.shape[0]))
         ax.set_xticks(range(array.shape[1]) if array.shape[1] > 1 else [])
     colorbar = fig.colorbar(image, ax=list(axes), fraction=0.03)
-    colorbar.set_label("entry value, one scale for all three panels")
-    fig.suptitle("nn.Linear keeps W transposed, (D, E), and adds a bias: lin(x) = x @ lin.weight.T + lin.bias")
+    colorbar.set_label(tr("entry value, one scale for all three panels"))
+    fig.suptitle(tr("nn.Linear keeps W transposed, (D, E), and adds a bias: lin(x) = x @ lin.weight.T + lin.bias"))
     return fig
 
 
@@ -125,9 +126,9 @@ def scores_figure(tokens: Sequence[str], scores: torch.Tensor, *, title: str) ->
     'score q_i · k_j (unscaled dot product)'
     """
     _check_square("scores", scores, tokens)
-    fig = attention_heatmap(scores, tokens, annotate=False, xlabel="key token (S)", ylabel="query token (L)",
+    fig = attention_heatmap(scores, tokens, annotate=False, xlabel=tr("key token (S)"), ylabel=tr("query token (L)"),
                             title=title)
-    _label_colorbar(fig.axes[0], _SCORE_LABEL)
+    _label_colorbar(fig.axes[0], tr("score q_i · k_j (unscaled dot product)"))
     fig.tight_layout()  # again, to make room for the colour bar's label
     return fig
 
@@ -162,14 +163,15 @@ def query_scores_figure(tokens: Sequence[str], scores: torch.Tensor, query_index
     bars_ax.bar(range(len(row)), row, color=colours)
     bars_ax.axhline(0.0, color="black", linewidth=0.8)
     bars_ax.set_xticks(range(len(tokens)), list(tokens), rotation=45, ha="right")
-    bars_ax.set_xlabel("key token (S)")
-    bars_ax.set_ylabel(f"score of '{query}' against each key")
-    bars_ax.set_title(f"scores of query '{query}' (row {query_index})")
-    attention_heatmap(scores, tokens, title="all scores (L, S); the chosen row is outlined", ax=heat_ax,
-                      annotate=False, xlabel="key token (S)", ylabel="query token (L)")
-    _label_colorbar(heat_ax, _SCORE_LABEL)
+    bars_ax.set_xlabel(tr("key token (S)"))
+    bars_ax.set_ylabel(tr("score of '{query}' against each key", query=query))
+    bars_ax.set_title(tr("scores of query '{query}' (row {row})", query=query, row=query_index))
+    attention_heatmap(scores, tokens, title=tr("all scores (L, S); the chosen row is outlined"), ax=heat_ax,
+                      annotate=False, xlabel=tr("key token (S)"), ylabel=tr("query token (L)"))
+    _label_colorbar(heat_ax, tr("score q_i · k_j (unscaled dot product)"))
     heat_ax.add_patch(Rectangle((-0.5, query_index - 0.5), scores.shape[1], 1.0, fill=False,
                                 edgecolor="white", linewidth=2.5))
-    fig.suptitle(title or f"Query '{query}' scores highest against key '{tokens[top]}' (position {top})")
+    fig.suptitle(title or tr("Query '{query}' scores highest against key '{key}' (position {position})",
+                             query=query, key=tokens[top], position=top))
     fig.tight_layout()
     return fig

@@ -16,6 +16,7 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, attention_heatmap, to_numpy
 
 if TYPE_CHECKING:
@@ -43,10 +44,11 @@ def sdpa_steps_figure(scores: torch.Tensor, scaled: torch.Tensor, weights: torch
                       tokens: Sequence[str]) -> Figure:
     """The three matrices of one attention call side by side: ``Q K^T``, scaled, softmax. Each is (L, S)."""
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-    panels = (("1. scores Q Kᵀ", scores), ("2. scaled by 1/√D", scaled), ("3. softmax: rows sum to 1", weights))
+    panels = ((tr("1. scores Q Kᵀ"), scores), (tr("2. scaled by 1/√D"), scaled),
+              (tr("3. softmax: rows sum to 1"), weights))
     for ax, (title, matrix) in zip(axes, panels):
         attention_heatmap(matrix, tokens, tokens, title=title, ax=ax, colorbar=False)
-    fig.suptitle("Scaling shrinks the scores; the softmax turns each row into weights")
+    fig.suptitle(tr("Scaling shrinks the scores; the softmax turns each row into weights"))
     fig.tight_layout()
     return fig
 
@@ -55,12 +57,12 @@ def variance_figure(data: dict[str, list[float]]) -> Figure:
     """Log-log plot of var(q . k) against D, with the line var = D, and the scaled variance."""
     fig, ax = plt.subplots(figsize=(6, 4))
     dims = data["dims"]
-    ax.loglog(dims, data["raw"], "o-", color=_COLORS[1], label="var(q·k), measured")
+    ax.loglog(dims, data["raw"], "o-", color=_COLORS[1], label=tr("var(q·k), measured"))
     ax.loglog(dims, dims, "--", color="gray", label="var = D")
-    ax.loglog(dims, data["scaled"], "s-", color=_COLORS[0], label="var(q·k / √D), measured")
-    ax.set_xlabel("D (size of each query and key)")
-    ax.set_ylabel("variance over random q, k")
-    ax.set_title("Raw dot products grow like D; dividing by √D keeps them at 1")
+    ax.loglog(dims, data["scaled"], "s-", color=_COLORS[0], label=tr("var(q·k / √D), measured"))
+    ax.set_xlabel(tr("D (size of each query and key)"))
+    ax.set_ylabel(tr("variance over random q, k"))
+    ax.set_title(tr("Raw dot products grow like D; dividing by √D keeps them at 1"))
     ax.legend()
     fig.tight_layout()
     return fig
@@ -70,16 +72,16 @@ def saturation_figure(data: dict[str, list[float]]) -> Figure:
     """Two panels over D: the largest softmax weight, and the gradient norm, scaled vs unscaled."""
     fig, (ax_max, ax_grad) = plt.subplots(1, 2, figsize=(11, 4))
     dims = data["dims"]
-    for key, color, label in (("scaled", _COLORS[0], "scaled by 1/√D"), ("raw", _COLORS[1], "unscaled")):
+    for key, color, label in (("scaled", _COLORS[0], tr("scaled by 1/√D")), ("raw", _COLORS[1], tr("unscaled"))):
         ax_max.semilogx(dims, data[f"max_weight_{key}"], "o-", color=color, label=label)
         ax_grad.loglog(dims, data[f"grad_norm_{key}"], "o-", color=color, label=label)
-    ax_max.set_xlabel("D (size of each query and key)")
-    ax_max.set_ylabel("mean largest weight in a row")
-    ax_max.set_title("Unscaled, the softmax becomes one-hot")
+    ax_max.set_xlabel(tr("D (size of each query and key)"))
+    ax_max.set_ylabel(tr("mean largest weight in a row"))
+    ax_max.set_title(tr("Unscaled, the softmax becomes one-hot"))
     ax_max.set_ylim(0, 1.05)
-    ax_grad.set_xlabel("D (size of each query and key)")
-    ax_grad.set_ylabel("mean ‖∂loss/∂scores‖")
-    ax_grad.set_title("…and its gradient vanishes")
+    ax_grad.set_xlabel(tr("D (size of each query and key)"))
+    ax_grad.set_ylabel(tr("mean ‖∂loss/∂scores‖"))
+    ax_grad.set_title(tr("…and its gradient vanishes"))
     for ax in (ax_max, ax_grad):
         ax.legend()
     fig.tight_layout()
@@ -100,13 +102,14 @@ def training_figure(curves: dict[str, list[list[float]]], *, dim: int | None = N
     seeds = list(range(len(curves["scaled"]))) if seeds is None else list(seeds)
     for name, color in (("scaled", _COLORS[0]), ("unscaled", _COLORS[1])):
         for i, (seed, losses) in enumerate(zip(seeds, curves[name])):
-            label = f"{'scaled by 1/√D' if name == 'scaled' else 'unscaled'}, seed {seed}"
+            label = tr("{run}, seed {seed}", run=tr("scaled by 1/√D") if name == "scaled" else tr("unscaled"),
+                       seed=seed)
             ax.plot(losses, color=color, ls=styles[i % len(styles)], lw=1.2, label=label)
-    ax.axhline(math.log(8), color="gray", ls=":", lw=2, label="chance (log 8)")
-    ax.set_xlabel("training step")
-    ax.set_ylabel("cross-entropy loss")
+    ax.axhline(math.log(8), color="gray", ls=":", lw=2, label=tr("chance (log 8)"))
+    ax.set_xlabel(tr("training step"))
+    ax.set_ylabel(tr("cross-entropy loss"))
     where = f" (D = {dim})" if dim else ""
-    ax.set_title(f"Same model, same batches{where}: unscaled starts saturated and falls later")
+    ax.set_title(tr("Same model, same batches{where}: unscaled starts saturated and falls later", where=where))
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return fig
@@ -120,21 +123,21 @@ def masks_figure(padding: torch.Tensor, causal: torch.Tensor, sentences: Sequenc
     fig, (ax_pad, ax_causal) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1.2, 1]})
     max_len = padding.shape[1]
     attention_heatmap(padding, [" ".join(s) for s in sentences], [str(j) for j in range(max_len)],
-                      title="Padding mask (N, S): only real tokens may be attended to", ax=ax_pad,
-                      colorbar=False, annotate=False, vmin=0, vmax=1, xlabel="key position j (S)",
-                      ylabel="sentence (N)")
+                      title=tr("Padding mask (N, S): only real tokens may be attended to"), ax=ax_pad,
+                      colorbar=False, annotate=False, vmin=0, vmax=1, xlabel=tr("key position j (S)"),
+                      ylabel=tr("sentence (N)"))
     for n, sentence in enumerate(sentences):
         for j in range(max_len):
             word = sentence[j] if j < len(sentence) else "pad"
             ax_pad.text(j, n, word, ha="center", va="center", fontsize=9,
                         color="black" if padding[n, j] > 0.5 else "white")
-    image = attention_heatmap(causal, tokens, tokens, title="Causal mask (L, L): no looking ahead", ax=ax_causal,
+    image = attention_heatmap(causal, tokens, tokens, title=tr("Causal mask (L, L): no looking ahead"), ax=ax_causal,
                               colorbar=False, annotate=False, vmin=0, vmax=1).axes[1].images[0]
-    fig.suptitle("A bool mask: True = may attend (the convention of F.scaled_dot_product_attention)")
+    fig.suptitle(tr("A bool mask: True = may attend (the convention of F.scaled_dot_product_attention)"))
     fig.tight_layout(rect=(0, 0, 0.85, 0.95))
     colorbar = fig.colorbar(image, cax=fig.add_axes((0.865, 0.25, 0.015, 0.55)), ticks=[0, 1])
-    colorbar.ax.set_yticklabels(["False:\nblocked", "True:\nmay attend"])
-    colorbar.set_label("mask value")
+    colorbar.ax.set_yticklabels([tr("False:\nblocked"), tr("True:\nmay attend")])
+    colorbar.set_label(tr("mask value"))
     return fig
 
 
@@ -142,19 +145,19 @@ def scale_explorer_figure(state: ScaleExplorerState) -> Figure:
     """Draw one state of the D / temperature explorer (see :func:`utils.widgets.sdpa.scale_explorer_state`)."""
     fig, (ax_hist, ax_row) = plt.subplots(1, 2, figsize=(11, 3.8))
     ax_hist.hist(to_numpy(state.scores).ravel(), bins=40, color=_COLORS[0])
-    ax_hist.set_xlabel("score fed to the softmax")
-    ax_hist.set_ylabel("count")
-    ax_hist.set_title(f"Scores: std {state.score_std:.2f}")
+    ax_hist.set_xlabel(tr("score fed to the softmax"))
+    ax_hist.set_ylabel(tr("count"))
+    ax_hist.set_title(tr("Scores: std {std:.2f}", std=state.score_std))
     weights = to_numpy(state.row)
     ax_row.bar(range(len(weights)), weights, color=_COLORS[1])
     ax_row.set_xticks(range(len(weights)), state.keys, rotation=45, ha="right")
     ax_row.set_ylim(0, 1.05)
-    ax_row.set_xlabel("key (S)")
-    ax_row.set_ylabel("weight")
-    ax_row.set_title(f"Row 0: max weight {state.max_weight:.2f}, entropy {state.entropy:.2f} "
-                     f"of {state.max_entropy:.2f} nats")
-    fig.suptitle(f"D = {state.dim}, temperature {state.temperature:.2f}, "
-                 f"scaling {'on' if state.scaled else 'off'}")
+    ax_row.set_xlabel(tr("key (S)"))
+    ax_row.set_ylabel(tr("weight"))
+    ax_row.set_title(tr("Row 0: max weight {top:.2f}, entropy {entropy:.2f} of {most:.2f} nats",
+                        top=state.max_weight, entropy=state.entropy, most=state.max_entropy))
+    fig.suptitle(tr("D = {d}, temperature {temperature:.2f}, scaling {state}", d=state.dim,
+                    temperature=state.temperature, state=tr("on") if state.scaled else tr("off")))
     fig.tight_layout()
     return fig
 
@@ -178,12 +181,13 @@ def mask_polarity_figure(state: MaskPolarityState) -> Figure:
     tokens, L = state.tokens, len(state.tokens)
     fig, (ax_mask, ax_weights) = plt.subplots(1, 2, figsize=(11.5, 4.6), gridspec_kw={"width_ratios": [1, 1.25]})
     allowed = to_numpy(state.read_as_allowed).astype(float)
-    attention_heatmap(allowed, tokens, tokens, title="Keys the API let each query see (yellow)", ax=ax_mask,
+    attention_heatmap(allowed, tokens, tokens, title=tr("Keys the API let each query see (yellow)"), ax=ax_mask,
                       colorbar=False, annotate=False, vmin=0, vmax=1)
     weights = to_numpy(state.weights)
     nan = weights != weights
     attention_heatmap(torch.as_tensor(weights).nan_to_num(0.0), tokens, tokens,
-                      title=f"Weights it computed: {int(state.rows_as_meant.sum())} of {L} rows as you meant",
+                      title=tr("Weights it computed: {n} of {length} rows as you meant",
+                               n=int(state.rows_as_meant.sum()), length=L),
                       ax=ax_weights, colorbar=False, annotate=False, vmin=0, vmax=1)
     for i in range(L):
         for j in range(L):
@@ -197,7 +201,7 @@ def mask_polarity_figure(state: MaskPolarityState) -> Figure:
                                 color="black" if weights[i, j] > 0.5 else "white")
     for ax in (ax_mask, ax_weights):
         _mark_rows(ax, state, L)
-    fig.suptitle(f"{state.call}\norange dashed: padded query rows; red: rows that see no key; "
-                 f"{int(state.nan_rows.sum())} NaN rows", fontsize=10)
+    fig.suptitle(tr("{call}\norange dashed: padded query rows; red: rows that see no key; {nan} NaN rows",
+                    call=state.call, nan=int(state.nan_rows.sum())), fontsize=10)
     fig.tight_layout()
     return fig

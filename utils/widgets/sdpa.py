@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from utils.attention import scaled_dot_product_attention
+from utils.i18n.messages import tr
 from utils.plotting.sdpa import mask_polarity_figure, scale_explorer_figure
 from utils.widgets.common import powers_of_two, wire_explorer
 from utils.widgets.quiz import Choice, Quiz
@@ -93,8 +94,8 @@ def scale_explorer():
     import ipywidgets as w
 
     dim = w.SelectionSlider(options=list(powers_of_two(4, 1024)), value=64, description="D")
-    temperature = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05, description="temperature")
-    scaled = w.ToggleButton(value=True, description="scale by 1/√D", icon="check")
+    temperature = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05, description=tr("temperature"))
+    scaled = w.ToggleButton(value=True, description=tr("scale by 1/√D"), icon="check")
     return wire_explorer(
         [w.HBox([dim, temperature, scaled])], {"dim": dim, "temperature": temperature, "scaled": scaled},
         lambda: scale_explorer_state(dim.value, temperature.value, scaled.value), scale_explorer_figure,
@@ -219,13 +220,13 @@ def mask_polarity_state(kind: str = "both", api: str = "sdpa", inverted: bool = 
     rows_as_meant = ((weights - expected).abs() <= 1e-6).all(-1)  # NaN compares False
     matches = bool(rows_as_meant.all())
     if matches:
-        verdict = "the weights you meant"
+        verdict = tr("the weights you meant")
     elif bool((rows_as_meant | nan_rows).all()):
-        verdict = f"the weights you meant, except {int(nan_rows.sum())} NaN rows where ours are zeros"
+        verdict = tr("the weights you meant, except {n} NaN rows where ours are zeros", n=int(nan_rows.sum()))
     else:
-        verdict = f"NOT the weights you meant in {int((~rows_as_meant).sum())} rows"
-    summary = (f"{call}: {verdict}; {int(fully_masked.sum())} of {length} queries see no key, "
-               f"{int(nan_rows.sum())} rows are NaN")
+        verdict = tr("NOT the weights you meant in {n} rows", n=int((~rows_as_meant).sum()))
+    summary = tr("{call}: {verdict}; {blind} of {length} queries see no key, {nan} rows are NaN", call=call,
+                 verdict=verdict, blind=int(fully_masked.sum()), length=length, nan=int(nan_rows.sum()))
     words = iter(_POLARITY_WORDS * length)
     tokens = [next(words) if keep else "<pad>" for keep in real.tolist()]
     return MaskPolarityState(tokens, weights, expected, allowed, padded_rows, fully_masked, nan_rows,
@@ -243,13 +244,16 @@ def mask_polarity_explorer():
     """
     import ipywidgets as w
 
-    kind = w.ToggleButtons(options=list(MASK_KINDS), value="both", description="mask")
-    api = w.ToggleButtons(options=[(label, key) for key, label in MASK_APIS.items()], value="sdpa",
-                          description="API")
-    inverted = w.ToggleButtons(options=[("as is: mask", False), ("inverted: ~mask", True)], value=False,
-                               description="pass")
-    side = w.ToggleButtons(options=["right", "left"], value="right", description="padding on")
-    pad = w.IntSlider(value=2, min=0, max=3, description="pad tokens")
+    kind_labels = {"padding": tr("padding"), "causal": tr("causal"), "both": tr("both")}
+    kind = w.ToggleButtons(options=[(kind_labels[k], k) for k in MASK_KINDS], value="both", description=tr("mask"))
+    api_labels = {"sdpa": tr("our convention / F.scaled_dot_product_attention")}
+    api = w.ToggleButtons(options=[(api_labels.get(key, label), key) for key, label in MASK_APIS.items()],
+                          value="sdpa", description="API")
+    inverted = w.ToggleButtons(options=[(tr("as is: mask"), False), (tr("inverted: ~mask"), True)], value=False,
+                               description=tr("pass"))
+    side = w.ToggleButtons(options=[(tr("right"), "right"), (tr("left"), "left")], value="right",
+                           description=tr("padding on"))
+    pad = w.IntSlider(value=2, min=0, max=3, description=tr("pad tokens"))
     caption = w.HTML()
 
     def compute() -> MaskPolarityState:
@@ -266,65 +270,65 @@ def ch2_quiz() -> Quiz:
     """Four questions: the scale, the mask conventions, the mask value and dropout."""
     return Quiz([
         Choice(
-            "q and k have 256 independent entries, each with mean 0 and variance 1. What is the standard "
-            "deviation of q·k?",
-            ["1", "16", "256", "It depends on the sequence length"],
+            tr("q and k have 256 independent entries, each with mean 0 and variance 1. What is the standard "
+               "deviation of q·k?"),
+            ["1", "16", "256", tr("It depends on the sequence length")],
             answer=1,
             feedback=[
-                "That is the std *after* dividing by √256 = 16.",
-                "Yes: the variance is the sum of 256 unit variances, so std = √256 = 16.",
-                "256 is the variance; the std is its square root.",
-                "The dot product of one q with one k never sees the sequence length.",
+                tr("That is the std *after* dividing by √256 = 16."),
+                tr("Yes: the variance is the sum of 256 unit variances, so std = √256 = 16."),
+                tr("256 is the variance; the std is its square root."),
+                tr("The dot product of one q with one k never sees the sequence length."),
             ],
-            explanation="Dividing by √D brings it back to 1 whatever D is.",
+            explanation=tr("Dividing by √D brings it back to 1 whatever D is."),
         ),
         Choice(
-            "You pass the boolean causal mask from this chapter (True = may attend) unchanged as attn_mask "
-            "to nn.MultiheadAttention. What happens?",
-            ["The same result as F.scaled_dot_product_attention",
-             "An error about the mask's dtype",
-             "It runs, but each query attends only to the future and the last row is all NaN",
-             "It runs and ignores the mask"],
+            tr("You pass the boolean causal mask from this chapter (True = may attend) unchanged as attn_mask "
+               "to nn.MultiheadAttention. What happens?"),
+            [tr("The same result as F.scaled_dot_product_attention"),
+             tr("An error about the mask's dtype"),
+             tr("It runs, but each query attends only to the future and the last row is all NaN"),
+             tr("It runs and ignores the mask")],
             answer=2,
             feedback=[
-                "No: nn.MultiheadAttention reads True as *blocked*, the opposite of SDPA.",
-                "No error is raised: a bool mask is accepted, just read the other way round.",
-                "Right: the mask is inverted, so query i sees only keys after i, and the last query sees "
-                "nothing at all, which the softmax turns into NaN.",
-                "The mask is used, read as True = blocked.",
+                tr("No: nn.MultiheadAttention reads True as *blocked*, the opposite of SDPA."),
+                tr("No error is raised: a bool mask is accepted, just read the other way round."),
+                tr("Right: the mask is inverted, so query i sees only keys after i, and the last query sees "
+                   "nothing at all, which the softmax turns into NaN."),
+                tr("The mask is used, read as True = blocked."),
             ],
-            explanation="Convert at the boundary (~mask, or utils.attention.to_torch_mask).",
+            explanation=tr("Convert at the boundary (~mask, or utils.attention.to_torch_mask)."),
         ),
         Choice(
-            "Why does the course's reference fill the blocked scores with -inf rather than -1e9?",
-            ["-1e9 is slower",
-             "-1e9 does not fit in float16: masked_fill raises, and a float mask becomes -inf anyway",
-             "-inf is what makes rows sum to 1",
-             "There is no difference in any dtype"],
+            tr("Why does the course's reference fill the blocked scores with -inf rather than -1e9?"),
+            [tr("-1e9 is slower"),
+             tr("-1e9 does not fit in float16: masked_fill raises, and a float mask becomes -inf anyway"),
+             tr("-inf is what makes rows sum to 1"),
+             tr("There is no difference in any dtype")],
             answer=1,
             feedback=[
-                "Speed is the same; the problem is range.",
-                "Yes: float16 tops out at 65504. -inf fits in every dtype and gives a blocked key a weight of "
-                "exactly 0 at any score; the reference then sets a row whose keys are all blocked to zero, "
-                "where the softmax alone would give NaN.",
-                "Rows sum to 1 with a finite fill too, as long as one key is allowed. What -inf adds is a weight "
-                "of exactly 0 whatever the scores (a finite fill such as -1e4 can leak when scores are large) "
-                "and a value every dtype can hold.",
-                "In float16 there is: we ran it in this chapter.",
+                tr("Speed is the same; the problem is range."),
+                tr("Yes: float16 tops out at 65504. -inf fits in every dtype and gives a blocked key a weight of "
+                   "exactly 0 at any score; the reference then sets a row whose keys are all blocked to zero, "
+                   "where the softmax alone would give NaN."),
+                tr("Rows sum to 1 with a finite fill too, as long as one key is allowed. What -inf adds is a weight "
+                   "of exactly 0 whatever the scores (a finite fill such as -1e4 can leak when scores are large) "
+                   "and a value every dtype can hold."),
+                tr("In float16 there is: we ran it in this chapter."),
             ],
         ),
         Choice(
-            "In model.eval(), what does dropout on the attention weights do?",
-            ["Nothing: the weights pass through unchanged",
-             "It zeroes the same fraction of weights as in training",
-             "It divides the weights by (1 - p)",
-             "It renormalises each row to sum to 1"],
+            tr("In model.eval(), what does dropout on the attention weights do?"),
+            [tr("Nothing: the weights pass through unchanged"),
+             tr("It zeroes the same fraction of weights as in training"),
+             tr("It divides the weights by (1 - p)"),
+             tr("It renormalises each row to sum to 1")],
             answer=0,
             feedback=[
-                "Right: dropout is the identity in eval mode, so outputs become deterministic.",
-                "That is training mode; eval turns it off.",
-                "The 1/(1 - p) rescaling happens in training, to the weights it keeps.",
-                "Dropout never renormalises rows; in training a row no longer sums to exactly 1.",
+                tr("Right: dropout is the identity in eval mode, so outputs become deterministic."),
+                tr("That is training mode; eval turns it off."),
+                tr("The 1/(1 - p) rescaling happens in training, to the weights it keeps."),
+                tr("Dropout never renormalises rows; in training a row no longer sums to exactly 1."),
             ],
         ),
-    ], title="Chapter 2 quiz")
+    ], title=tr("Chapter 2 quiz"))
