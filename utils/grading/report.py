@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from utils.exercises.common import FAIL, PASS, Status
+from utils.exercises.credit import part_text, status_text
 from utils.exercises.definition import points_text
 from utils.grading.serialize import safe_name
-from utils.i18n.messages import tr, translate
+from utils.i18n.messages import tr
 
 RESULTS_HEADER = ("student", "exercise", "part", "points", "max_points", "status", "feedback", "student_id")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -98,19 +99,6 @@ def _md(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
 
 
-def status_text(status: str) -> str:
-    """A status as the feedback shows it, in the current language (the CSVs keep the plain status).
-
-    >>> status_text(Status.PASSED)
-    'passed'
-    """
-    words = {Status.PASSED: tr("passed"), Status.FAILED: tr("failed"), Status.ERROR: tr("error"),
-             Status.TIMEOUT: tr("timeout"), Status.MEMORY: tr("memory"), Status.MISSING: tr("missing"),
-             Status.FORBIDDEN: tr("forbidden"), Status.INVALID: tr("invalid"),
-             Status.NOT_ATTEMPTED: tr("not attempted")}
-    return words.get(status, str(status))
-
-
 def feedback_md(student: str, rows: Sequence) -> str:
     """``feedback/<student>.md``, in the current language (``python -m utils.grade --lang``)."""
     mine = [r for r in rows if r.student == student]
@@ -130,7 +118,7 @@ def _part_md(row) -> list[str]:
     """The table lines of ``row``'s parts, under the exercise's line (none for a one-part exercise)."""
     if len(row.parts) < 2:
         return []
-    return [f"| &nbsp;&nbsp;↳ {_md(translate(p.part))} | {points_text(p.points)} / {points_text(p.max_points)} | "
+    return [f"| &nbsp;&nbsp;↳ {_md(part_text(p.part))} | {points_text(p.points)} / {points_text(p.max_points)} | "
             f"{PASS if p.status == Status.PASSED else FAIL} {status_text(p.status)} | {_md(p.feedback)} |"
             for p in row.parts]
 
