@@ -40,7 +40,7 @@ def test_a_diagnosis_is_shown_in_chinese_with_chinese_framing(capsys):
     with using_language("zh"):
         chinese = translate(mistake.diagnosis)
         verdict = run_check(exercise, mistake.fn)
-    assert chinese != mistake.diagnosis and "「用 `nn.Linear` 做同样的投影」" in chinese
+    assert chinese != mistake.diagnosis and "“用 `nn.Linear` 做同样的投影”" in chinese
     assert verdict.line.startswith(f"❌ {chinese}（用例 1/") and capsys.readouterr().out.strip() == verdict.line
 
 
