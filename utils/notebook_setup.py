@@ -11,7 +11,6 @@ import sys
 import torch
 
 from utils.device import get_device, seed_everything
-from utils.i18n.messages import set_language
 
 __all__ = ["COURSE", "setup", "verify_course_package"]
 
@@ -48,6 +47,8 @@ def setup(seed: int = 0, device: str | torch.device | None = None, lang: str | N
     device(type='cpu')
     """
     verify_course_package()
+    from utils.i18n.messages import set_language  # here, not at import: the grader's sandbox imports utils
+
     set_language(lang)
     if "google.colab" in sys.modules:  # Colab renders ipywidgets only through its custom widget manager
         from google.colab import output
