@@ -3,11 +3,11 @@ catalogue, and the English stays exactly what it was."""
 
 import re
 
-import matplotlib.pyplot as plt
 import pytest
 import torch
+from i18n_support import english_by_default  # noqa: F401  (autouse: every test starts in English)
 
-from utils.i18n.messages import LANG_ENV, set_language, using_language
+from utils.i18n.messages import using_language
 from utils.layers import TinyEncoderClassifier
 from utils.plotting import transformer as plots
 from utils.tasks import NOUNS, VOCAB, pronoun_task
@@ -17,15 +17,6 @@ from utils.widgets import transformer as widgets
 # what stays as it is in Chinese: code names and the task's English tokens
 _KEPT = {"dropout", "LayerNorm 1", "LayerNorm 2", "+", "(N, L, E)", "post-LN", "pre-LN", "'he'", "'she'"}
 _HAN = re.compile(r"[\u4e00-\u9fff]")
-
-
-@pytest.fixture(autouse=True)
-def _english_default(monkeypatch):
-    monkeypatch.delenv(LANG_ENV, raising=False)
-    set_language(None)
-    yield
-    set_language(None)
-    plt.close("all")
 
 
 def _texts(fig) -> list[str]:

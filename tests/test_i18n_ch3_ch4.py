@@ -8,9 +8,10 @@ import re
 import matplotlib.pyplot as plt
 import pytest
 import torch
+from i18n_support import english_by_default  # noqa: F401  (autouse: every test starts in English)
 
 from utils.exercises import get
-from utils.i18n.messages import LANG_ENV, set_language, translate, using_language
+from utils.i18n.messages import translate, using_language
 from utils.plotting import common as plot_common
 from utils.plotting import multihead as plot_heads
 from utils.plotting import positional as plot_positions
@@ -22,15 +23,6 @@ from utils.widgets.quiz import Choice, Numeric, Quiz
 HAN = re.compile(r"[\u4e00-\u9fff]")
 # Rendering Chinese without a CJK font warns per glyph; whether the glyphs render is the font's test, not this one.
 pytestmark = pytest.mark.filterwarnings("ignore:Glyph .* missing from font")
-
-
-@pytest.fixture(autouse=True)
-def _english_by_default(monkeypatch):
-    monkeypatch.delenv(LANG_ENV, raising=False)
-    set_language(None)
-    yield
-    set_language(None)
-    plt.close("all")
 
 
 def _texts(fig) -> list[str]:

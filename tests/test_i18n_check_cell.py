@@ -8,22 +8,14 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
-import pytest
 import torch
+from i18n_support import english_by_default  # noqa: F401  (autouse: every test starts in English)
 
 from utils.exercises import credit
 from utils.exercises.check_cell import run_check
 from utils.exercises.judging import category_text
 from utils.exercises.registry import all_exercises
-from utils.i18n.messages import LANG_ENV, set_language, translate, using_language
-
-
-@pytest.fixture(autouse=True)
-def _default_language(monkeypatch):
-    monkeypatch.delenv(LANG_ENV, raising=False)
-    set_language(None)
-    yield
-    set_language(None)
+from utils.i18n.messages import translate, using_language
 
 
 def _exercise(exercise_id):

@@ -6,6 +6,7 @@ import re
 import shutil
 
 import pytest
+from i18n_support import english_by_default  # noqa: F401  (autouse: every test starts in English)
 
 from utils.i18n import messages
 from utils.i18n.catalog import catalogue_text, read_catalogue
@@ -15,15 +16,6 @@ from utils.i18n.messages import LANG_ENV, current_language, set_language, tr, tr
 from utils.i18n.pofile import read_entries
 
 LOCALE_FILES = sorted((messages.LOCALE_DIR / "zh_CN").glob("*.po"))
-
-
-@pytest.fixture(autouse=True)
-def _default_language(monkeypatch):
-    monkeypatch.delenv(LANG_ENV, raising=False)
-    set_language(None)
-    yield
-    monkeypatch.delenv(LANG_ENV, raising=False)
-    set_language(None)
 
 
 @pytest.fixture
