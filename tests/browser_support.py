@@ -85,6 +85,16 @@ def keep_artifact(path: Path, name: str | None = None) -> Path:
     return target
 
 
+def keep_page_screenshot(page, path: Path) -> None:
+    """Save what the whole page shows at ``path`` and keep it as an artifact (a test that failed calls
+    this before it re-raises; a screenshot that could not be taken is no new error)."""
+    try:
+        page.screenshot(path=str(path), full_page=False)
+    finally:
+        if path.exists():
+            keep_artifact(path)
+
+
 def keep_screenshot(locator, tmp_path: Path, name: str) -> None:
     """Screenshot ``locator`` into ``tmp_path`` and keep it under build/test-artifacts/ (on a failure)."""
     path = tmp_path / name

@@ -21,6 +21,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,6 +66,59 @@ class Lab:
             self.api(f"sessions/{session['id']}", method="DELETE")
 
 
+def isolated_jupyter_env(top: Path) -> dict[str, str]:
+    """Fresh config, runtime, data, settings (with :data:`SETTINGS`), workspaces and IPython folders under
+    ``top``, as the environment variables that point Jupyter at them, plus a fixed hash seed and the inline
+    matplotlib backend."""
+    dirs = {name: top / name for name in ("config", "runtime", "data", "settings", "workspaces", "ipython")}
+    for folder in dirs.values():
+        folder.mkdir()
+    for rel, values in SETTINGS.items():
+        target = dirs["settings"] / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values))
+    return dict(
+        JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+        JUPYTER_DATA_DIR=str(dirs["data"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+        JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]), IPYTHONDIR=str(dirs["ipython"]),
+        PYTHONHASHSEED="0", MPLBACKEND="module://matplotlib_inline.backend_inline",
+    )
+
+
+@contextmanager
+def running_lab(command: list[str], *, cwd: Path, env: dict[str, str], root: Path, port: int, token: str,
+                log: Path, what: str, group: bool = False):
+    """Start ``command`` (a JupyterLab server), wait until its API answers, give its :class:`Lab`, and stop
+    it afterwards by its PID (its whole process group when ``group``: a wrapper that starts the server)."""
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=group)
+    server = Lab(root, port, token, process, log)
+    kill = os.killpg if group else os.kill
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"{what} exited with {process.returncode}:\n{log.read_text()[-3000:]}", pytrace=False)
+            try:
+                server.api("status")
+                break
+            except (urllib.error.URLError, ConnectionError, OSError):
+                if time.monotonic() > deadline:
+                    pytest.fail(f"{what} did not answer in {STARTUP_TIMEOUT_S} s:\n{log.read_text()[-3000:]}",
+                                pytrace=False)
+                time.sleep(0.5)
+        yield server
+    finally:
+        if process.poll() is None:
+            kill(process.pid, signal.SIGTERM)  # the server shuts its kernels down (a wrapper passes it on)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+
+
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
     top = tmp_path_factory.mktemp("lab")
@@ -73,23 +127,10 @@ def lab(tmp_path_factory):
     for name in ("utils", "solutions"):
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     shutil.copy2(REPO / "pyproject.toml", root / "pyproject.toml")
-    dirs = {name: top / name for name in ("config", "runtime", "data", "settings", "workspaces", "ipython")}
-    for folder in dirs.values():
-        folder.mkdir()
-    for rel, values in SETTINGS.items():
-        target = dirs["settings"] / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(values))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTHONPATH"))}
-    env.update(
-        JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-        JUPYTER_DATA_DIR=str(dirs["data"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
-        JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]), IPYTHONDIR=str(dirs["ipython"]),
-        PYTHONHASHSEED="0", MPLBACKEND="module://matplotlib_inline.backend_inline",
-        # The kernels import the copy's utils, not whichever tree an editable install points at (a
-        # shared venv, or a worktree's tests running against another checkout).
-        PYTHONPATH=str(root),
-    )
+    # The kernels import the copy's utils, not whichever tree an editable install points at (a shared
+    # venv, or a worktree's tests running against another checkout).
+    env.update(isolated_jupyter_env(top), PYTHONPATH=str(root))
     port, token = free_port(), secrets.token_hex(16)
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser",
@@ -99,32 +140,9 @@ def lab(tmp_path_factory):
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
-    log = top / "lab.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
-    server = Lab(root, port, token, process, log)
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"jupyter lab exited with {process.returncode}:\n{log.read_text()[-3000:]}", pytrace=False)
-            try:
-                server.api("status")
-                break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"jupyter lab did not answer in {STARTUP_TIMEOUT_S} s:\n{log.read_text()[-3000:]}",
-                                pytrace=False)
-                time.sleep(0.5)
+    with running_lab(command, cwd=root, env=env, root=root, port=port, token=token, log=top / "lab.log",
+                     what="jupyter lab") as server:
         yield server
-    finally:
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGTERM)  # the server shuts its kernels down
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.kill(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
 
 
 @pytest.fixture(scope="session")

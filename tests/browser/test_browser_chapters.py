@@ -23,7 +23,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_support import CELL_ERRORS, RUN_ALL, keep_artifact, open_notebook
+from browser_support import CELL_ERRORS, RUN_ALL, keep_page_screenshot, open_notebook
 
 from utils.build import NOTEBOOK_GLOB
 
@@ -151,9 +151,5 @@ def test_explorers_render_and_respond(lab, lab_page, path, tmp_path):
             assert after[0], f"cell {index}: the explorer's figure disappeared after moving the slider"
         assert page.errors == [], f"JavaScript errors: {page.errors}"
     except BaseException:
-        try:
-            page.screenshot(path=str(screenshot), full_page=False)
-        finally:
-            if screenshot.exists():
-                keep_artifact(screenshot)
+        keep_page_screenshot(page, screenshot)
         raise

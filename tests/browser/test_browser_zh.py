@@ -14,24 +14,18 @@ test opens chapter 1 in headless Chromium and checks that:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
-import signal
-import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pytest
-from browser_support import CELL_ERRORS, RUN_ALL, keep_artifact, open_notebook, png_pixels
+from browser_support import CELL_ERRORS, RUN_ALL, keep_artifact, keep_page_screenshot, open_notebook, png_pixels
 from test_browser_chapters import EXPLORER_CALL, figure_and_labels, move_a_slider
 
-from conftest import SETTINGS, STARTUP_TIMEOUT_S, Lab, free_port
+from conftest import free_port, isolated_jupyter_env, running_lab
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTER = "01_queries_keys_values.ipynb"
@@ -45,52 +39,18 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 def lab_zh(tmp_path_factory):
     """``python -m utils.lab --lang zh`` on a free port, serving its own Chinese work folder."""
     top = tmp_path_factory.mktemp("lab-zh")
-    dirs = {name: top / name for name in ("config", "runtime", "data", "settings", "workspaces", "ipython")}
-    for folder in dirs.values():
-        folder.mkdir()
-    for rel, values in SETTINGS.items():
-        target = dirs["settings"] / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(values))
     work, token, port = top / "work" / "zh", secrets.token_hex(16), free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUPYTER")}
     env.update(
-        COURSE_LAB_TOKEN=token, JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-        JUPYTER_DATA_DIR=str(dirs["data"]), JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
-        JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]), IPYTHONDIR=str(dirs["ipython"]),
-        PYTHONHASHSEED="0", MPLBACKEND="module://matplotlib_inline.backend_inline",
+        isolated_jupyter_env(top), COURSE_LAB_TOKEN=token,
         # the kernels import this checkout's utils (the work folder is outside it), ahead of any other path
         PYTHONPATH=os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
     )
     command = [sys.executable, "-m", "utils.lab", "--lang", "zh", "--port", str(port), "--work", str(work),
                "--chapters", str(REPO / "solutions" / "zh"), "--no-browser", "--LabApp.expose_app_in_browser=True"]
-    log = top / "lab.log"
-    with open(log, "wb") as out:
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    server = Lab(work, port, token, process, log)
-    try:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"utils.lab --lang zh exited with {process.returncode}:\n{log.read_text()[-3000:]}",
-                            pytrace=False)
-            try:
-                server.api("status")
-                break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                if time.monotonic() > deadline:
-                    pytest.fail(f"no answer in {STARTUP_TIMEOUT_S} s:\n{log.read_text()[-3000:]}", pytrace=False)
-                time.sleep(0.5)
+    with running_lab(command, cwd=REPO, env=env, root=work, port=port, token=token, log=top / "lab.log",
+                     what="utils.lab --lang zh", group=True) as server:
         yield server
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)  # the wrapper passes it on; the server stops its kernels
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
 
 
 def label_pixels(locator, tmp_path: Path, name: str) -> np.ndarray:
@@ -143,11 +103,7 @@ def test_chinese_chapter_runs_in_a_chinese_jupyterlab(lab_zh, browser_context, t
         assert errors == [], f"JavaScript errors: {errors}"
         texts = figure_and_labels(output)[1]
     except BaseException:
-        try:
-            page.screenshot(path=str(screenshot), full_page=False)
-        finally:
-            if screenshot.exists():
-                keep_artifact(screenshot)
+        keep_page_screenshot(page, screenshot)
         raise
     finally:
         page.close()
