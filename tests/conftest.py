@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -41,3 +46,19 @@ def _close_figures():
     import matplotlib.pyplot as plt
 
     plt.close("all")
+
+
+@pytest.fixture(scope="session")
+def course_wheel(tmp_path_factory) -> Path:
+    """The course package built as a wheel from a copy of ``utils/``, ``pyproject.toml`` and the README, as
+    ``pip install`` of the course builds it (Colab, a pip-installed grader): what its package data ships."""
+    repo = Path(__file__).resolve().parent.parent
+    tmp = tmp_path_factory.mktemp("wheel")
+    source = tmp / "src"
+    shutil.copytree(repo / "utils", source / "utils", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(repo / name, source / name)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp / "dist"), str(source)], check=True, capture_output=True, timeout=300)
+    [wheel] = (tmp / "dist").glob("*.whl")
+    return wheel
