@@ -55,12 +55,8 @@ CATEGORIES = ("shapes", "dtype", "non-finite values", "values", "types", "error"
               "forbidden", "not attempted")
 """The diagnosis categories a failing verdict can carry."""
 
-NOT_ATTEMPTED_MESSAGE = "not implemented yet: replace `raise NotImplementedError` with your code"
-"""The English of the ``not attempted`` verdict (a verdict shows :func:`not_attempted_message`)."""
-
-
 def not_attempted_message() -> str:
-    """:data:`NOT_ATTEMPTED_MESSAGE` in the learner's language."""
+    """The ``not attempted`` verdict's message (an untouched stub), in the learner's language."""
     return tr("not implemented yet: replace `raise NotImplementedError` with your code")
 
 
