@@ -5,7 +5,7 @@ import re
 
 import pytest
 import torch
-from i18n_support import english_by_default  # noqa: F401  (autouse: every test starts in English)
+from i18n_support import HAN, english_by_default  # noqa: F401  (autouse: every test starts in English)
 
 from utils.i18n.messages import using_language
 from utils.layers import TinyEncoderClassifier
@@ -16,7 +16,6 @@ from utils.widgets import transformer as widgets
 
 # what stays as it is in Chinese: code names and the task's English tokens
 _KEPT = {"dropout", "LayerNorm 1", "LayerNorm 2", "+", "(N, L, E)", "post-LN", "pre-LN", "'he'", "'she'"}
-_HAN = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _texts(fig) -> list[str]:
@@ -73,7 +72,7 @@ def test_every_figure_text_is_chinese_except_code_and_tokens(model_and_data):
         left = [(en, zh) for en, zh in zip(english[name], texts) if re.search(r"[A-Za-z]{2}", en)
                 and en not in _KEPT | tokens and not re.fullmatch(r"L\dH\d", en)]
         assert left, name
-        assert [pair for pair in left if not _HAN.search(pair[1])] == [], f"{name}: English left in the Chinese figure"
+        assert [pair for pair in left if not HAN.search(pair[1])] == [], f"{name}: English left in the Chinese figure"
 
 
 def test_explorer_captions_labels_and_quiz_in_chinese(model_and_data):
@@ -98,7 +97,7 @@ def test_explorer_captions_labels_and_quiz_in_chinese(model_and_data):
         assert quiz.title == "第 5 章测验"
         for question in quiz.questions:
             for text in [question.question, *question.options, *question.feedback, question.explanation]:
-                assert not text or _HAN.search(text), text
+                assert not text or HAN.search(text), text
     with using_language("en"):
         assert widgets.ch5_quiz().title == "Chapter 5 quiz"
         assert widgets.sentence_state(model, "the kinq left").message.startswith("Not in the task's vocabulary: 'kinq'")

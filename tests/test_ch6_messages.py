@@ -6,6 +6,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import pytest
 import torch
+from i18n_support import HAN
 
 from utils.benchmark.memory import format_memory_table
 from utils.i18n.messages import using_language
@@ -20,10 +21,6 @@ from utils.widgets.at_scale import ch6_quiz, kv_cache_explorer_state, window_exp
 ROWS = [{"impl": "sdpa", "length": 1024, "peak_mib": 2.0, "seconds": 0.01, "mem_ratio": 1.0, "time_ratio": 1.0,
          "skipped": False, "backend": "FLASH_ATTENTION"},
         {"impl": "naive", "length": 16384, "peak_mib": None, "predicted_mib": 16384.0, "skipped": True}]
-
-
-def _has_chinese(text: str) -> bool:
-    return any("\u4e00" <= c <= "\u9fff" for c in text)
 
 
 def _texts(fig) -> list[str]:
@@ -64,7 +61,7 @@ def test_chinese_figures_have_chinese_titles_and_labels(figure):
                "kv": lambda: kv_cache_explorer_figure(_kv_state())}[figure]()
         texts = _texts(fig)
     words = [t for t in texts if not t.startswith("$") and any(c.isalpha() for c in t)]  # not numeric ticks
-    english = [t for t in words if not _has_chinese(t) and t != "F.scaled_dot_product_attention"]
+    english = [t for t in words if not HAN.search(t) and t != "F.scaled_dot_product_attention"]
     assert all(t.startswith("t") and t[1:].isdigit() for t in english), english  # only position ticks stay
 
 
@@ -73,8 +70,8 @@ def test_chinese_quiz_explorer_and_table():
         quiz = ch6_quiz()
         box = window_explorer(length=16)
         table = format_memory_table(ROWS)
-    assert _has_chinese(quiz.title) and all(_has_chinese(q.question) for q in quiz.questions)
-    assert all(_has_chinese(o) for q in quiz.questions for o in q.options if o != "O(1)")
-    assert all(_has_chinese(f) for q in quiz.questions for f in q.feedback)
+    assert HAN.search(quiz.title) and all(HAN.search(q.question) for q in quiz.questions)
+    assert all(HAN.search(o) for q in quiz.questions for o in q.options if o != "O(1)")
+    assert all(HAN.search(f) for q in quiz.questions for f in q.feedback)
     assert [c.description for c in box.controls.values()] == ["窗口", "全局词元", "层数"]
     assert table.splitlines()[0].startswith("实现") and "已跳过（约需 16.0 GiB）" in table

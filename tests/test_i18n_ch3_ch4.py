@@ -3,12 +3,10 @@ catalogue when the language is Chinese, and stay exactly as before in English.""
 
 from __future__ import annotations
 
-import re
-
 import matplotlib.pyplot as plt
 import pytest
 import torch
-from i18n_support import english_by_default  # noqa: F401  (autouse: every test starts in English)
+from i18n_support import HAN, english_by_default  # noqa: F401  (autouse: every test starts in English)
 
 from utils.exercises import get
 from utils.i18n.messages import translate, using_language
@@ -20,7 +18,6 @@ from utils.widgets.multihead import ch3_quiz, head_explorer, head_explorer_state
 from utils.widgets.positional import ENCODING_KINDS, ch4_quiz, positional_explorer, positional_explorer_state
 from utils.widgets.quiz import Choice, Numeric, Quiz
 
-HAN = re.compile(r"[\u4e00-\u9fff]")
 # Rendering Chinese without a CJK font warns per glyph; whether the glyphs render is the font's test, not this one.
 pytestmark = pytest.mark.filterwarnings("ignore:Glyph .* missing from font")
 

@@ -15,7 +15,6 @@ test opens chapter 1 in headless Chromium and checks that:
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import sys
 from pathlib import Path
@@ -23,13 +22,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from browser_support import CELL_ERRORS, RUN_ALL, keep_artifact, keep_page_screenshot, open_notebook, png_pixels
+from i18n_support import HAN
 from test_browser_chapters import EXPLORER_CALL, figure_and_labels, move_a_slider
 
 from conftest import free_port, isolated_jupyter_env, running_lab
 
 REPO = Path(__file__).resolve().parents[2]
 CHAPTER = "01_queries_keys_values.ipynb"
-HANZI = re.compile(r"[\u4e00-\u9fff]")
 RUN_TIMEOUT_MS = 180_000
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -81,7 +80,7 @@ def test_chinese_chapter_runs_in_a_chinese_jupyterlab(lab_zh, browser_context, t
         assert ink > 0.02, f"the 文件 label shows almost no ink ({ink:.3f}): nothing drawn"
 
         heading = page.locator(".jp-MarkdownCell h1").first
-        assert HANZI.search(heading.inner_text()), f"chapter 1's heading is not Chinese: {heading.inner_text()!r}"
+        assert HAN.search(heading.inner_text()), f"chapter 1's heading is not Chinese: {heading.inner_text()!r}"
 
         assert page.evaluate(RUN_ALL, RUN_TIMEOUT_MS), "the notebook did not finish"
         cell_errors = page.evaluate(CELL_ERRORS)
@@ -107,4 +106,4 @@ def test_chinese_chapter_runs_in_a_chinese_jupyterlab(lab_zh, browser_context, t
         raise
     finally:
         page.close()
-    assert any(HANZI.search(text) for text in texts), f"the explorer's labels are English: {texts[:6]}"
+    assert any(HAN.search(text) for text in texts), f"the explorer's labels are English: {texts[:6]}"
