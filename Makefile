@@ -61,7 +61,7 @@ lab-zh: setup
 	$(BIN)/python -m utils.lab --lang zh --port $(PORT) --work $(WORK)/zh
 
 # --- tests ----------------------------------------------------------------------------------------
-test: test-prereqs setup lint unit doctest nbval binder-test browser html
+test: test-prereqs setup lint unit doctest nbval-solutions binder-test browser html
 	@echo "make test: all green"
 
 # npm and Chromium, checked before anything is installed: one line says what is missing.
@@ -74,10 +74,10 @@ quick: setup lint
 lint: setup
 	$(BIN)/ruff check utils tests solutions chapters
 
-# The browser, Binder and Colab tests have targets of their own (below). The slow tests run first and
-# each test is handed out on its own, except those sharing a module-scoped fixture (conftest.py).
+# The browser, Binder and Colab tests have targets of their own (below). Whole files are handed out, so
+# that a module-scoped fixture is built once, with the files holding slow tests first (conftest.py).
 unit: setup
-	$(PYTEST) -n $(JOBS) --dist loadgroup --no-loadscope-reorder -m "not browser" --ignore=tests/test_binder_env.py --ignore=tests/test_colab_sim.py
+	$(PYTEST) -n $(JOBS) --dist loadfile --no-loadscope-reorder -m "not browser" --ignore=tests/test_binder_env.py --ignore=tests/test_colab_sim.py
 
 doctest: setup
 	$(PYTEST) -q -p no:cacheprovider --doctest-modules utils -o testpaths=utils
@@ -89,17 +89,18 @@ nbval: nbval-solutions nbval-chapters
 nbval-solutions: setup
 	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider -p tests.nbval_budgets --nbval solutions --nbval-sanitize-with tests/nbval_sanitize.cfg -o testpaths=solutions
 
-# Top to bottom on chapters/ and chapters/zh/. Under `make test`, binder-test already runs every English
-# chapter top to bottom with the same verdict (no error outside a cell tagged raises-exception), in the
-# stricter Binder environment: there this runs chapters/zh/ only, so no chapter executes twice.
-NBVAL_CHAPTERS ?= $(if $(filter test,$(MAKECMDGOALS)),chapters/zh,chapters)
+# Top to bottom on chapters/ and chapters/zh/.
 nbval-chapters: setup
-	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider --nbval-lax $(NBVAL_CHAPTERS) -o testpaths=chapters
+	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider --nbval-lax chapters -o testpaths=chapters
 
 # Binder's environment built from binder/ as Binder would (Docker cannot run here), and Colab simulated:
-# each builds a fresh venv (pip: local wheels and cache), one per worker.
+# each builds a fresh venv (pip: local wheels and cache), one per worker. Under `make test` this session
+# also runs chapters/zh/ top to bottom (nbval-chapters' check), on the worker Colab's shorter test frees,
+# while the other still runs the English chapters in Binder's environment (the same verdict as nbval-lax,
+# no error outside a cell tagged raises-exception, in the stricter environment): no chapter runs twice.
+BINDER_NBVAL ?= $(if $(filter test,$(MAKECMDGOALS)),--nbval-lax chapters/zh,)
 binder-test: setup
-	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile tests/test_binder_env.py tests/test_colab_sim.py
+	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile tests/test_binder_env.py tests/test_colab_sim.py $(BINDER_NBVAL)
 
 # Real JupyterLab in headless Chromium (/usr/bin/chromium), and the offline HTML edition. loadfile: the
 # edition's tests (tests/test_html.py) share one worker and one build, executing its chapters 2 at a

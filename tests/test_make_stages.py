@@ -1,14 +1,18 @@
 """What each stage of ``make test`` executes, so that no notebook runs twice for the same assurance.
 
+Read from the commands ``make -n`` would run (nothing is executed):
+
 - nbval-solutions runs every solution strictly (English and Chinese) and measures its budgets
   (tests/test_notebook_budgets.py checks that recipe).
 - Every English student notebook runs top to bottom in Binder's environment (binder-test); under
-  ``make test`` nbval-chapters therefore runs only ``chapters/zh/``, and alone (``make nbval``) all of
-  ``chapters/``.
+  ``make test`` that same session runs ``chapters/zh/`` with nbval-lax on its other worker, and
+  ``make nbval-chapters`` alone runs all of ``chapters/``.
 """
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from pathlib import Path
 
 from env_support import CHAPTERS
@@ -16,27 +20,44 @@ from env_support import CHAPTERS
 from utils.build import NOTEBOOK_GLOB
 
 REPO = Path(__file__).resolve().parent.parent
-MAKEFILE = (REPO / "Makefile").read_text()
 
 
-def recipe(target: str) -> str:
-    return MAKEFILE.split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
+def pytest_runs(*goals: str) -> list[list[str]]:
+    """The argument lists of every ``python -m pytest`` that ``make -n <goals>`` prints."""
+    out = subprocess.run(["make", "-n", "--no-print-directory", *goals], cwd=REPO, capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    runs = []
+    for line in out.splitlines():
+        words = shlex.split(line) if "-m pytest" in line else []
+        if words:
+            runs.append(words[words.index("pytest") + 1:])
+    return runs
 
 
-def test_make_test_runs_binder_and_the_chapters_stage():
-    prerequisites = recipe("test").splitlines()[0].split()
-    assert {"nbval", "binder-test"} <= set(prerequisites), prerequisites
-    assert "nbval-chapters" in recipe("nbval").split()
+def notebook_paths(args: list[str], flag: str) -> list[str]:
+    """The folders a pytest run collects with ``flag`` (``--nbval`` or ``--nbval-lax``), else []."""
+    return [a for a in args if not a.startswith("-") and (REPO / a).is_dir()] if flag in args else []
 
 
-def test_under_make_test_nbval_runs_the_chinese_chapters_and_alone_all():
-    assert "NBVAL_CHAPTERS ?= $(if $(filter test,$(MAKECMDGOALS)),chapters/zh,chapters)" in MAKEFILE
-    assert "--nbval-lax $(NBVAL_CHAPTERS)" in recipe("nbval-chapters")
+def test_make_test_runs_every_notebook_stage_once():
+    runs = pytest_runs("test")
+    strict = [p for args in runs for p in notebook_paths(args, "--nbval")]
+    lax = [p for args in runs for p in notebook_paths(args, "--nbval-lax")]
+    assert strict == ["solutions"], runs
+    assert lax == ["chapters/zh"], f"under make test only the Chinese chapters run with nbval-lax: {runs}"
+    binder = [args for args in runs if "tests/test_binder_env.py" in args]
+    assert len(binder) == 1 and "--nbval-lax" in binder[0], "chapters/zh shares the Binder session's workers"
     assert sorted((REPO / "chapters" / "zh").glob(NOTEBOOK_GLOB)), "no Chinese chapters to run"
+
+
+def test_alone_nbval_chapters_runs_every_student_notebook():
+    [args] = pytest_runs("nbval-chapters")
+    assert notebook_paths(args, "--nbval-lax") == ["chapters"], args
+    [args] = pytest_runs("binder-test")
+    assert notebook_paths(args, "--nbval-lax") == [], "alone, binder-test runs only Binder and Colab"
 
 
 def test_binder_runs_every_english_chapter():
     assert CHAPTERS and {p.parent for p in CHAPTERS} == {REPO / "chapters"}, CHAPTERS
     source = (REPO / "tests" / "test_binder_env.py").read_text()
     assert '@pytest.mark.parametrize("chapter", CHAPTERS' in source
-    assert "tests/test_binder_env.py" in recipe("binder-test")
