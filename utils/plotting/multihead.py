@@ -93,9 +93,9 @@ def head_maps_figure(weights: torch.Tensor, tokens: Sequence[str], *, title: str
     if links is not None and len(links) != H:
         raise ValueError(f"links: got {len(links)} pairs for H = {H} heads (weights {tuple(maps.shape)})")
     if title is None and links is not None:
-        heads = [tr("head {n} links {pair}", n=1, pair=links[0])]
-        heads += [tr("head {n} {pair}", n=h + 1, pair=pair) for h, pair in enumerate(links[1:], start=1)]
-        title = tr("H = {H}: {heads}", H=H, heads=tr(", ").join(heads))
+        heads = tr("head {n} links {pair}", n=1, pair=links[0])
+        heads += "".join(tr(", head {n} {pair}", n=h + 1, pair=pair) for h, pair in enumerate(links[1:], start=1))
+        title = tr("H = {H}: {heads}", H=H, heads=heads)
     cols = min(H, 6)
     rows = -(-H // cols)
     size = 1.6 + 0.45 * L
