@@ -198,7 +198,7 @@ def test_chapter_3_benchmark_table_in_both_languages():
     assert english[1].split()[:3] == ["fast", "path", "forward+backward"] and english[1].endswith("faster")
     with using_language("zh"):
         chinese = format_attention_table(rows).splitlines()
-    assert chinese[0].split() == ["实现", "模式", "对比的内置实现", "比值（中位数）", "范围（最小-最大）",
+    assert chinese[0].split() == ["实现", "模式", "对比的内置实现", "比值（中位数）", "波动范围（最小-最大）",
                                   "内置实现的中位数", "重复次数", "解读"]
     assert chinese[1].split()[:4] == ["快速路径", "前向", "+", "反向"] and chinese[1].endswith("更快")
 
