@@ -113,3 +113,22 @@ def test_ablation_labels_stay_english_keys_and_show_in_chinese(model_and_data):
     assert shown == ["全部开启", *[f"关掉 {h} 这个头" for h in heads], "关掉第 1 层", "关掉第 2 层",
                      *[f"只开 {h} 一个头" for h in heads], "全部关闭"]
     assert plots._configuration_label("my own label") == "my own label"
+
+
+def test_loss_and_sentence_titles_built_from_data_in_the_learners_language():
+    words = ["the", "king", "met", "the", "girl", "because", "she", "left", "."]
+    maps = torch.rand(2, 2, len(words), len(words)).softmax(-1)
+    losses = {"post-LN": [2.0, 1.9], "pre-LN": [2.0, 1.0]}
+
+    def titles():
+        return (plots.loss_curves(losses, lr=3e-2, chance=2.0).axes[0].get_title(),
+                plots.sentence_attention_grid(maps, words, 6, referent_pos=4)._suptitle.get_text())
+
+    assert titles() == ("Adam at lr = 3e-2, no warm-up: post-LN stays near chance, pre-LN learns with spikes",
+                        "Every head on one held-out sentence: 'she' refers to 'girl'")  # the stored figures'
+    with using_language("zh"):
+        assert titles() == ("Adam，学习率 = 3e-2，不预热：post-LN 一直停在随机猜测附近，pre-LN 能学会，但损失出现尖峰",
+                            "每个头在一个留出句子上的注意力：“she”指代“girl”")
+    assert plots.loss_curves(losses, lr=2.5e-3).axes[0].get_title().startswith("Adam at lr = 2.5e-3, no warm-up")
+    assert plots.loss_curves(losses, lr=3e-2, title="t").axes[0].get_title() == "t"
+    assert plots.sentence_attention_grid(maps, words, 6)._suptitle.get_text() == "Every head on one sentence"

@@ -11,10 +11,12 @@ from i18n_support import HAN
 from utils.benchmark.memory import format_memory_table
 from utils.i18n.messages import using_language
 from utils.plotting.at_scale import (
+    cache_memory_figure,
     kv_cache_explorer_figure,
     memory_scaling_figure,
     online_softmax_figure,
     window_explorer_figure,
+    window_mask_figure,
 )
 from utils.widgets.at_scale import ch6_quiz, kv_cache_explorer_state, window_explorer, window_explorer_state
 
@@ -75,3 +77,24 @@ def test_chinese_quiz_explorer_and_table():
     assert all(HAN.search(f) for q in quiz.questions for f in q.feedback)
     assert [c.description for c in box.controls.values()] == ["窗口", "全局词元", "层数"]
     assert table.splitlines()[0].startswith("实现") and "已跳过（约需 16.0 GiB）" in table
+
+
+def test_mask_title_cache_legend_and_table_rows_in_the_learners_language():
+    from utils.at_scale import global_tokens_mask
+
+    mask = global_tokens_mask(16, window=2, num_global=1)
+    cache = {"full cache": [10, 20], "ring buffer, W = 16": [10, 10], "my cache": [1, 2]}
+
+    def shown():
+        legend = cache_memory_figure([1, 2], cache).axes[0].get_legend().get_texts()
+        titles = [window_mask_figure(mask, window=2, num_global=n).axes[0].get_title() for n in (1, 0, 3)]
+        return titles, [t.get_text() for t in legend], [line.split("  ")[0] for line in
+                                                         format_memory_table(ROWS).splitlines()[1:]]
+
+    assert shown() == (["Window 2 plus a global token t0", "Window 2", "Window 2 plus 3 global tokens t0–t2"],
+                       ["full cache", "ring buffer, W = 16", "my cache"], ["sdpa", "naive"])  # the stored English
+    with using_language("zh"):
+        assert shown() == (["窗口 2，外加一个全局词元 t0", "窗口 2", "窗口 2，外加 3 个全局词元 t0–t2"],
+                           ["完整缓存", "环形缓冲区，W = 16", "my cache"], ["sdpa", "朴素"])
+    assert window_mask_figure(mask, window=2, title="t").axes[0].get_title() == "t"
+    plt.close("all")

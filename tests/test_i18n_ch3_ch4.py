@@ -173,3 +173,40 @@ def test_every_diagnosis_hint_and_part_has_chinese(exercise_id):
     with using_language("zh"):
         for text in texts:
             assert HAN.search(translate(text)), text
+
+
+def test_chapter_3_head_maps_title_is_built_from_the_links_in_the_learners_language():
+    weights, tokens = head_explorer_state(3).weights, head_explorer_state(3).tokens
+    links = ["eats-apple", "red-apple", "girl-eats"]
+    english = plot_heads.head_maps_figure(weights, tokens, links=links)._suptitle.get_text()
+    assert english == "H = 3: head 1 links eats-apple, head 2 red-apple, head 3 girl-eats"  # the stored figure's
+    with using_language("zh"):
+        chinese = plot_heads.head_maps_figure(weights, tokens, links=links)._suptitle.get_text()
+    assert chinese == "H = 3：头 1 连接 eats-apple，头 2 连接 red-apple，头 3 连接 girl-eats"
+    with pytest.raises(ValueError, match=r"links: got 2 pairs for H = 3 heads"):
+        plot_heads.head_maps_figure(weights, tokens, links=links[:2])
+
+
+def test_chapter_3_benchmark_table_in_both_languages():
+    from utils.benchmark.attention import format_attention_table
+
+    rows = [{"name": "fast path", "mode": "forward+backward", "baseline": "nn.MultiheadAttention", "ratio": 0.8,
+             "ratio_min": 0.7, "ratio_max": 0.9, "baseline_ms": 3.0, "repeats": 5}]
+    english = format_attention_table(rows).splitlines()
+    assert english[0].split() == ["implementation", "mode", "vs", "built-in", "ratio", "(median)", "spread",
+                                  "(min-max)", "built-in", "median", "reps", "reading"]
+    assert english[1].split()[:3] == ["fast", "path", "forward+backward"] and english[1].endswith("faster")
+    with using_language("zh"):
+        chinese = format_attention_table(rows).splitlines()
+    assert chinese[0].split() == ["实现", "模式", "对比的内置实现", "比值（中位数）", "波动范围（最小-最大）",
+                                  "内置实现的中位数", "重复次数", "解读"]
+    assert chinese[1].split()[:4] == ["快速路径", "前向", "+", "反向"] and chinese[1].endswith("更快")
+
+
+def test_chapter_4_encoding_kinds_read_in_the_learners_language():
+    assert dict(ENCODING_KINDS) == {"sinusoidal": "sinusoidal", "learned": "learned (random init)", "rope": "RoPE"}
+    with using_language("zh"):
+        assert list(ENCODING_KINDS.items()) == [("sinusoidal", "正弦"), ("learned", "可学习（随机初始化）"),
+                                                ("rope", "RoPE")]
+    with pytest.raises(KeyError):
+        ENCODING_KINDS["alibi"]

@@ -125,3 +125,15 @@ def test_chapter_1_and_2_figures_and_explorers_in_chinese():
     plt.close("all")
     english = mask_polarity_state("causal", "mha").summary
     assert english.endswith("of 6 queries see no key, 1 rows are NaN"), english
+
+
+def test_chapter_1_scores_title_comes_from_the_catalogue():
+    from utils.plotting.qkv import scores_figure
+
+    english = "Q Kᵀ with random W_Q, W_K: no mirror symmetry, no bright diagonal"  # the stored English figure's
+    assert scores_figure(["a", "b"], torch.eye(2)).axes[0].get_title() == english
+    with using_language("zh"):
+        chinese = scores_figure(["a", "b"], torch.eye(2)).axes[0].get_title()
+    assert chinese == "随机 W_Q、W_K 下的 Q Kᵀ：不再镜像对称，也没有明亮的对角线"
+    assert scores_figure(["a", "b"], torch.eye(2), title="t").axes[0].get_title() == "t"
+    plt.close("all")

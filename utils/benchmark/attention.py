@@ -15,6 +15,7 @@ from torch import nn
 
 from utils.attention import MultiHeadAttention
 from utils.benchmark.common import environment_line, ratio_row, save_plot, text_table, time_round_robin
+from utils.i18n.messages import tr
 from utils.layers import TransformerEncoderLayer
 from utils.plotting.multihead import speed_ratio_figure
 
@@ -154,11 +155,15 @@ def format_attention_table(rows: Sequence[dict]) -> str:
     fast path       forward  nn.MultiheadAttention  0.95x           0.90-1.00         12.00 ms         5
     no clear difference
     """
-    header = ("implementation", "mode", "vs built-in", "ratio (median)", "spread (min-max)", "built-in median", "reps",
-              "reading")
+    header = (tr("implementation"), tr("mode"), tr("vs built-in"), tr("ratio (median)"), tr("spread (min-max)"),
+              tr("built-in median"), tr("reps"), tr("reading"))
+    words = {"fast path": tr("fast path"), "explicit path": tr("explicit path"), "encoder layer": tr("encoder layer"),
+             "forward": tr("forward"), "forward+backward": tr("forward+backward"), "faster": tr("faster"),
+             "slower": tr("slower"), "no clear difference": tr("no clear difference")}  # the rows keep the English
     body = [
-        (r["name"], r["mode"], r["baseline"], f"{r['ratio']:.2f}x", f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}",
-         f"{r['baseline_ms']:.2f} ms", str(r["repeats"]), read_ratio(r))
+        (words.get(r["name"], r["name"]), words.get(r["mode"], r["mode"]), r["baseline"], f"{r['ratio']:.2f}x",
+         f"{r['ratio_min']:.2f}-{r['ratio_max']:.2f}", f"{r['baseline_ms']:.2f} ms", str(r["repeats"]),
+         words[read_ratio(r)])
         for r in rows
     ]
     return text_table(header, body)

@@ -333,8 +333,10 @@ def format_memory_table(rows: Sequence[dict]) -> str:
     else:
         header = (tr("implementation"), "L", tr("peak above inputs"), tr("vs sdpa (memory)"), tr("time"),
                   tr("vs sdpa (time)"), tr("backend"))
+    names = {"naive": tr("naive"), "tiled": tr("tiled"), "tiled_autograd": tr("tiled_autograd")}  # sdpa stays
     body = []
     for r in rows:
+        r = {**r, "impl": names.get(r["impl"], r["impl"])}
         if r["skipped"]:
             skipped = tr("skipped (needs ~{gib:.1f} GiB)", gib=r["predicted_mib"] / 1024)
             body.append((r["impl"], str(r["length"]), skipped, *["-"] * (len(header) - 4), ""))

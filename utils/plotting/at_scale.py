@@ -96,10 +96,26 @@ def memory_scaling_figure(rows: Sequence[dict], *, heads: int = 8) -> Figure:
     return fig
 
 
-def window_mask_figure(mask: torch.Tensor, *, title: str | None = None, ax=None) -> Figure:
+def window_mask_figure(mask: torch.Tensor, *, title: str | None = None, window: int | None = None,
+                       num_global: int = 0, ax=None) -> Figure:
     """Draw a boolean (L, L) mask (True = may attend) with position tick labels and a colour key.
 
-    ``title`` defaults to "Sliding-window mask: each query sees a band" (in the learner's language)."""
+    ``title`` defaults to "Sliding-window mask: each query sees a band", or, given the ``window`` and
+    ``num_global`` the mask was made with (:func:`utils.at_scale.global_tokens_mask`), names them: "Window 2
+    plus a global token t0"; in the learner's language.
+
+    >>> from utils.at_scale import global_tokens_mask
+    >>> window_mask_figure(global_tokens_mask(8, 2, 1), window=2, num_global=1).axes[0].get_title()
+    'Window 2 plus a global token t0'
+    """
+    if title is None and window is not None:
+        if num_global == 0:
+            title = tr("Window {window}", window=window)
+        elif num_global == 1:
+            title = tr("Window {window} plus a global token t0", window=window)
+        else:
+            title = tr("Window {window} plus {n} global tokens t0–t{last}", window=window, n=num_global,
+                       last=num_global - 1)
     array = to_numpy(mask).astype(float)
     own_figure = ax is None
     if own_figure:
@@ -203,18 +219,32 @@ def online_softmax_figure(x: torch.Tensor, block_size: int) -> Figure:
     return fig
 
 
+def _cache_label(label: str) -> str:
+    """``"full cache"`` and ``"ring buffer, W = <n>"`` in the learner's language (the labels stay English in
+    the chapter's code); any other label as it is."""
+    window = label.removeprefix("ring buffer, W = ")
+    if label == "full cache":
+        return tr("full cache")
+    return tr("ring buffer, W = {window}", window=int(window)) if window != label and window.isdigit() else label
+
+
 def cache_memory_figure(tokens: Sequence[int], cache_bytes: dict[str, Sequence[int]]) -> Figure:
     """The bytes each KV cache holds against the number of tokens so far, one line per cache.
 
     Args:
         tokens: the x values, e.g. the positions run so far at each decoding step.
         cache_bytes: label -> the cache's bytes (keys and values of every layer) at each of ``tokens``,
-            e.g. from :func:`utils.decoder.decode_trace`'s ``cache_bytes``.
+            e.g. from :func:`utils.decoder.decode_trace`'s ``cache_bytes``. The labels ``"full cache"``
+            and ``"ring buffer, W = 16"`` are shown in the learner's language, any other as it is.
+
+    >>> fig = cache_memory_figure([1, 2], {"full cache": [8, 16], "ring buffer, W = 1": [8, 8]})
+    >>> [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    ['full cache', 'ring buffer, W = 1']
     """
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     colors = plt.get_cmap(CMAP)([0.15, 0.6, 0.9])
     for (label, values), color in zip(cache_bytes.items(), [*colors] * len(cache_bytes)):
-        ax.plot(list(tokens), [b / 2**10 for b in values], color=color, linewidth=2, label=label)
+        ax.plot(list(tokens), [b / 2**10 for b in values], color=color, linewidth=2, label=_cache_label(label))
     ax.set_xlabel(tr("tokens so far (prompt + generated)"))
     ax.set_ylabel(tr("KV cache, all layers (KiB)"))
     ax.set_title(tr("The full cache grows with the text; the ring buffer stays flat"))

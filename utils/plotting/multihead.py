@@ -67,17 +67,22 @@ def head_split_figure(vector: torch.Tensor, num_heads: int, *, token: str = "tok
     return fig
 
 
-def head_maps_figure(weights: torch.Tensor, tokens: Sequence[str], *, title: str | None = None) -> Figure:
+def head_maps_figure(weights: torch.Tensor, tokens: Sequence[str], *, title: str | None = None,
+                     links: Sequence[str] | None = None) -> Figure:
     """A row of per-head attention maps for one sentence, titled "Head 1", "Head 2", ...
 
     Args:
         weights: ``(H, L, S)`` for one sentence (take ``weights[0]`` of an ``(N, H, L, S)`` tensor).
         tokens: L labels (and S when square).
-        title: the figure title. Default: says to compare the heads.
+        title: the figure title. Default: names what each head links when ``links`` is given (``"H = 3:
+            head 1 links eats-apple, head 2 red-apple, ..."``), else says to compare the heads.
+        links: one ``"token-token"`` pair per head, the relation that head finds. Default: ``None``.
 
     >>> fig = head_maps_figure(torch.rand(2, 3, 3).softmax(-1), list("abc"))
     >>> [ax.get_title() for ax in fig.axes[:2]]
     ['Head 1', 'Head 2']
+    >>> head_maps_figure(torch.rand(2, 3, 3).softmax(-1), list("abc"), links=["a-b", "c-a"])._suptitle.get_text()
+    'H = 2: head 1 links a-b, head 2 c-a'
     """
     maps = torch.as_tensor(weights).detach()
     if maps.dim() != 3:
@@ -85,6 +90,12 @@ def head_maps_figure(weights: torch.Tensor, tokens: Sequence[str], *, title: str
     H, L, S = maps.shape
     if len(tokens) != L:
         raise ValueError(f"tokens: got {len(tokens)} labels for L = {L} (weights {tuple(maps.shape)})")
+    if links is not None and len(links) != H:
+        raise ValueError(f"links: got {len(links)} pairs for H = {H} heads (weights {tuple(maps.shape)})")
+    if title is None and links is not None:
+        heads = tr("head {n} links {pair}", n=1, pair=links[0])
+        heads += "".join(tr(", head {n} {pair}", n=h + 1, pair=pair) for h, pair in enumerate(links[1:], start=1))
+        title = tr("H = {H}: {heads}", H=H, heads=heads)
     cols = min(H, 6)
     rows = -(-H // cols)
     size = 1.6 + 0.45 * L

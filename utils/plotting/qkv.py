@@ -110,22 +110,25 @@ def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear) -> Figur
     return fig
 
 
-def scores_figure(tokens: Sequence[str], scores: torch.Tensor, *, title: str) -> Figure:
+def scores_figure(tokens: Sequence[str], scores: torch.Tensor, *, title: str | None = None) -> Figure:
     """The (L, S) scores Q Kᵀ as a heatmap with token labels and a labelled colour bar.
 
     Args:
         tokens: the L = S tokens.
         scores: (L, S) scores.
-        title: a title that says what to notice.
+        title: a title that says what to notice. Default: what chapter 1 sees with random W_Q, W_K (no
+            mirror symmetry, no bright diagonal), in the learner's language.
 
     Returns:
         The figure: one heatmap and its colour bar.
 
-    >>> fig = scores_figure(["a", "b"], torch.tensor([[2.0, 1.0], [0.5, 3.0]]), title="t")
-    >>> fig.axes[0].images[0].colorbar.ax.get_ylabel()
-    'score q_i · k_j (unscaled dot product)'
+    >>> fig = scores_figure(["a", "b"], torch.tensor([[2.0, 1.0], [0.5, 3.0]]))
+    >>> fig.axes[0].images[0].colorbar.ax.get_ylabel(), fig.axes[0].get_title()
+    ('score q_i · k_j (unscaled dot product)', 'Q Kᵀ with random W_Q, W_K: no mirror symmetry, no bright diagonal')
     """
     _check_square("scores", scores, tokens)
+    if title is None:
+        title = tr("Q Kᵀ with random W_Q, W_K: no mirror symmetry, no bright diagonal")
     fig = attention_heatmap(scores, tokens, annotate=False, xlabel=tr("key token (S)"), ylabel=tr("query token (L)"),
                             title=title)
     _label_colorbar(fig.axes[0], tr("score q_i · k_j (unscaled dot product)"))

@@ -47,10 +47,8 @@ def _configuration_label(label: str) -> str:
     ['all on', 'L1H2 off', 'layer 2 off', 'only L2H1 on', 'all off', 'x']
     """
     words = label.split(" ")
-    if label == "all on":
-        return tr("all on")
-    if label == "all off":
-        return tr("all off")
+    if label in ("all on", "all off"):
+        return tr("all on") if label == "all on" else tr("all off")
     if len(words) == 2 and _HEAD_NAME.fullmatch(words[0]) and words[1] == "off":
         return tr("{head} off", head=words[0])
     if len(words) == 3 and words[0] == "layer" and words[1].isdigit() and words[2] == "off":
@@ -136,13 +134,21 @@ def layer_diagrams() -> Figure:
 
 
 def loss_curves(losses: Mapping[str, Sequence[float]], *, title: str | None = None,
-                chance: float | None = None) -> Figure:
+                chance: float | None = None, lr: float | None = None) -> Figure:
     """Plot one loss curve per run (a NaN/inf loss ends its curve). ``losses``: label -> per-step losses.
 
-    ``title``: the axes' title. Default: "Training loss" (in the learner's language).
+    ``title``: the axes' title. Default: "Training loss", or with ``lr`` (the learning rate of chapter 5's
+    post-LN and pre-LN runs, Adam without warm-up) what those runs show at it; in the learner's language.
 
     ``chance``, when given, is drawn as a dashed line: the loss of a uniform guess, log(C).
+
+    >>> loss_curves({"post-LN": [2.0, 1.9]}, lr=3e-2).axes[0].get_title()
+    'Adam at lr = 3e-2, no warm-up: post-LN stays near chance, pre-LN learns with spikes'
     """
+    if title is None and lr is not None:
+        mantissa, exponent = f"{lr:e}".split("e")  # 3e-2, not 0.03 or 3.000000e-02
+        title = tr("Adam at lr = {lr}, no warm-up: post-LN stays near chance, pre-LN learns with spikes",
+                   lr=f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}")
     fig, ax = plt.subplots(figsize=(7, 3.8))
     colours = plt.get_cmap(CMAP)(torch.linspace(0.0, 0.8, max(len(losses), 1)).tolist())
     for colour, (label, values) in zip(colours, losses.items()):
@@ -205,12 +211,13 @@ def training_curves(history, *, chance: float | None = None) -> Figure:
 
 
 def sentence_attention_grid(maps: torch.Tensor, tokens: Sequence[str], pronoun_pos: int, *,
-                            title: str | None = None) -> Figure:
+                            title: str | None = None, referent_pos: int | None = None) -> Figure:
     """Every head's ``(L, L)`` map on one sentence, ``maps`` ``(num_layers, H, L, L)``, the pronoun's row outlined.
 
     Rows are the queries (the words that attend), columns the keys (the words attended to); one shared
-    colour scale from 0 to 1. ``title``: the figure's title. Default: "Every head on one sentence" (in the
-    learner's language).
+    colour scale from 0 to 1. ``title``: the figure's title. Default: "Every head on one sentence", or with
+    ``referent_pos`` (the position of the noun the pronoun refers to, in a held-out sentence) "Every head on
+    one held-out sentence: 'it' refers to 'cup'"; in the learner's language.
 
     >>> fig = sentence_attention_grid(torch.rand(2, 2, 3, 3).softmax(-1), ["a", "b", "it"], 2)
     >>> fig.axes[1].get_title(), fig.axes[-1].get_ylabel()
@@ -239,7 +246,11 @@ def sentence_attention_grid(maps: torch.Tensor, tokens: Sequence[str], pronoun_p
                 ax.set_ylabel(tr("query (attending)"), fontsize=8)
     bar = fig.colorbar(image, ax=axes.ravel().tolist(), fraction=0.03, pad=0.02)
     bar.set_label(tr("attention weight"))
-    fig.suptitle(tr("Every head on one sentence") if title is None else title, fontsize=10)
+    if title is None:
+        title = (tr("Every head on one sentence") if referent_pos is None else
+                 tr("Every head on one held-out sentence: '{pronoun}' refers to '{referent}'",
+                    pronoun=tokens[pronoun_pos], referent=tokens[referent_pos]))
+    fig.suptitle(title, fontsize=10)
     return fig
 
 

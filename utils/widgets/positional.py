@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import torch
@@ -18,18 +19,38 @@ from utils.widgets.quiz import Choice, Numeric, Quiz
 __all__ = ["ENCODING_KINDS", "PositionalExplorerState", "positional_explorer_state", "positional_explorer",
            "ch4_quiz"]
 
-ENCODING_KINDS = {
-    "sinusoidal": "sinusoidal",
-    "learned": "learned (random init)",
-    "rope": "RoPE",
-}
-"""Encoding key -> its display name, in English (the explorer shows it in the learner's language)."""
-
 
 def _display_name(kind: str) -> str:
     """``ENCODING_KINDS[kind]`` in the learner's language."""
     names = {"sinusoidal": tr("sinusoidal"), "learned": tr("learned (random init)"), "rope": "RoPE"}
     return names[kind]
+
+
+class _DisplayNames(Mapping[str, str]):
+    """Encoding key -> display name, looked up when read, so it is in the language in force then.
+
+    >>> from utils.i18n.messages import using_language
+    >>> with using_language("en"):
+    ...     ENCODING_KINDS
+    {'sinusoidal': 'sinusoidal', 'learned': 'learned (random init)', 'rope': 'RoPE'}
+    """
+
+    def __getitem__(self, kind: str) -> str:
+        return _display_name(kind)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("sinusoidal", "learned", "rope"))
+
+    def __len__(self) -> int:
+        return 3
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+ENCODING_KINDS: Mapping[str, str] = _DisplayNames()
+"""Encoding key -> its display name in the learner's language (English: ``sinusoidal``, ``learned (random
+init)``, ``RoPE``)."""
 
 
 @dataclass(frozen=True)
