@@ -250,3 +250,22 @@ def test_every_course_explorer_declares_a_bounded_grid_holding_its_initial_state
     assert set(c.name for c in grid) == set(box.controls)
     for c in grid:
         assert c.values[c.initial] == box.controls[c.name].value
+
+
+@pytest.mark.parametrize("chapter", ["ch1", "ch2", "ch3", "ch4", "ch5", "ch6"])
+def test_figure_png_draws_once_and_gives_matplotlibs_own_pixels(chapter, monkeypatch):
+    """figure_png drops the do-nothing layout engine fig.tight_layout() leaves, which would cost savefig a
+    second draw: the explorer's figure is drawn once, byte for byte what savefig gives with that draw."""
+    from matplotlib.figure import Figure
+
+    box = course_explorers()[chapter]()
+    state = box.compute()
+    reference = box.draw(state)
+    buffer = io.BytesIO()
+    reference.savefig(buffer, format="png", dpi=80, **box.savefig_kwargs)
+    draws = []
+    original = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda fig, renderer: (draws.append(1), original(fig, renderer))[1])
+    png = figure_png(box.draw(state), **box.savefig_kwargs)
+    assert png == buffer.getvalue()
+    assert len(draws) == (2 if box.savefig_kwargs.get("bbox_inches") == "tight" else 1), draws
