@@ -9,7 +9,8 @@ enables the custom widget manager, and the chapter then runs.
   the setup cell's ``COURSE_PIP_SOURCE`` override (``attention-step-by-step @ git+file://...@<sha>``:
   the same ``git+URL@ref`` form the builder stamps from ``[tool.course]``).
 - The first chapter is copied alone into an empty folder (Colab's ``/content``: no repository
-  around it) and executed with nbclient.
+  around it) and executed with nbclient; so is the Chinese first chapter, whose setup cell must select
+  Chinese by itself (the kernel has no ``COURSE_LANG``).
 
 Then: the setup cell raised nothing, the package is installed from that commit, ``utils`` is
 imported from site-packages, torch is the same distribution as before (same version, same files, not
@@ -26,8 +27,10 @@ from pathlib import Path
 
 import env_support as support
 import pytest
+from i18n_support import HAN
 
 from utils.build import PIP_SOURCE_ENV, load_config
+from utils.i18n.messages import LANG_ENV
 from utils.notebook_run import execute_notebook
 
 KERNEL = "course-colab-sim"
@@ -133,3 +136,40 @@ def test_the_setup_cell_installs_the_course_keeps_torch_and_the_chapter_runs(col
     assert not problems, f"{chapter.name} on simulated Colab:\n" + "\n".join(problems)
     assert support.displayed_widgets(nb), f"{chapter.name}: no widget was displayed"
     assert not (content / "utils").exists(), "the chapter must support.run without the repository around it"
+
+
+def notebook_texts(nb) -> list[str]:
+    """Every text a code cell showed: streams, displayed text and markdown, and error messages."""
+    texts = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []) if cell.cell_type == "code" else []:
+            if out.output_type == "stream":
+                texts.append(out.text)
+            elif out.output_type == "error":
+                texts.append(f"{out.ename}: {out.evalue}")
+            else:
+                texts.extend(str(out.get("data", {}).get(kind, "")) for kind in ("text/plain", "text/markdown"))
+    return [text for text in texts if text]
+
+
+def test_the_chinese_chapter_speaks_chinese_on_colab(colab, monkeypatch):
+    """chapters/zh/01 alone in Colab's /content: the setup cell installs the course (or finds it) and selects
+    Chinese, so every check line and diagnosis the chapter shows is Chinese, and it runs as the English one."""
+    content = colab["content"] / "zh"
+    content.mkdir()
+    source = support.REPO / "chapters" / "zh" / support.CHAPTERS[0].name
+    chapter = content / source.name
+    chapter.write_bytes(source.read_bytes())
+    kernel_env = {k: v for k, v in colab["kernel_env"].items() if k != LANG_ENV}  # the setup cell alone chooses
+    monkeypatch.setenv("JUPYTER_PATH", str(colab["root"] / "jupyter"))
+    result = execute_notebook(chapter, kernel_name=KERNEL, env=kernel_env, cwd=content, allow_errors=True)
+    nb = result.notebook
+    print(f"\nzh/{chapter.name}: {result.wall_s:.1f} s on simulated Colab")
+    assert not support.setup_cell_errors(nb), f"the setup cell failed on Colab: {support.setup_cell_errors(nb)}"
+    problems = support.unexpected_errors(nb)
+    assert not problems, f"zh/{chapter.name} on simulated Colab:\n" + "\n".join(problems)
+    assert support.displayed_widgets(nb), f"zh/{chapter.name}: no widget was displayed"
+    checks = [text for text in notebook_texts(nb) if "✅" in text or "❌" in text]
+    assert checks, f"zh/{chapter.name} showed no check line"
+    english = [text for text in checks if not HAN.search(text)]
+    assert not english, f"check lines left in English on Colab (the setup cell did not select Chinese): {english[:3]}"
