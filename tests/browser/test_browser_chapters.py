@@ -15,18 +15,22 @@ drives. For each explorer (one test each) it checks:
 - the explorer renders inside its output area as a widget with its figure (``.widget-output img``),
   neither "Loading widget..." nor a text repr such as ``IntSlider(value=3)``;
 - moving a slider of the explorer (focused ``.noUi-handle`` + arrow keys; a toggle button first when
-  every slider is disabled) changes its figure or a label it drives, and the figure stays; an explorer
-  without a slider has a dropdown changed instead;
+  every slider is disabled) changes its figure or a label it drives (the slider's own readout does not
+  count: it changes with nothing wired), and the figure stays; an explorer without a slider has a
+  dropdown changed instead;
 - no JavaScript error on the page.
 
 A PNG screenshot of the explorer is saved under the test's temp dir, and the page is copied to
 ``build/test-artifacts/`` when a test fails.
 
-Whole chapters no longer run here (they did: Run All of each ``solutions/NN_*.ipynb``, about ten CPU
-minutes, chapter 6 training a decoder and chapter 5 a classifier, only to reach these cells). They run top
-to bottom elsewhere: strictly in a kernel (nbval on ``solutions/`` and ``solutions/zh/``), in Binder's
-environment (tests/test_binder_env.py, every ``chapters/`` notebook), and once in a real JupyterLab
-(test_browser_zh.py: the Chinese chapter 1, Run All, its explorer moved with :func:`move_a_slider`).
+``test_every_solution_has_an_explorer`` checks that each English chapter still has an explorer cell.
+
+Whole chapters no longer run here. They did: Run All of each ``solutions/NN_*.ipynb``, about ten minutes
+of a loaded machine (chapter 6 trains a decoder, chapter 5 a classifier) only to reach these cells; the
+explorers notebook takes under a minute. Whole chapters run top to bottom elsewhere: strictly in a
+kernel (nbval on ``solutions/`` and ``solutions/zh/``), in Binder's environment (tests/test_binder_env.py,
+every ``chapters/`` notebook), and once in a real JupyterLab (test_browser_zh.py: the Chinese chapter 1,
+Run All, its explorer moved with :func:`move_a_slider`).
 What this file adds is the widget front end of every explorer, which only a browser shows.
 """
 
