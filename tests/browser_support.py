@@ -17,6 +17,7 @@ import atexit
 import base64
 import functools
 import io
+import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +40,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 REPO = Path(__file__).resolve().parent.parent
+# A code line (not a comment) that calls an explorer, ``*_explorer(...)``: the cells the JupyterLab tests
+# look for in a chapter, and tests/test_lab_coverage.py's check that every one of them is driven in Lab.
+EXPLORER_CALL = re.compile(r"^[^#\n]*\b\w*explorer\s*\(", re.M)
 ARTIFACTS = REPO / "build" / "test-artifacts"
 
 

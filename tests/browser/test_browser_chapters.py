@@ -1,19 +1,37 @@
-"""Every solution notebook, run in a real JupyterLab in headless Chromium: its explorers render as
-real widgets and respond to the slider.
+"""Every chapter's explorer in a real JupyterLab in headless Chromium: each renders as a real widget and
+responds to its slider.
 
-For each ``solutions/NN_*.ipynb`` the test opens the notebook, waits until its kernel is really
-connected and idle (``sessionContext.isReady``, ``connectionStatus == "connected"``, ``status ==
-"idle"``: the status indicator can read idle before that), runs all cells, and checks:
+One notebook, :data:`EXPLORERS_NOTEBOOK`, is written into the server's copy of the course (as
+``browser_support.run_cells`` does), opened once and run once for the whole module (one kernel start):
+a setup cell (torch on one thread, seeded), then one cell per explorer that no focused Lab test drives
+(:data:`EXPLORERS`: chapter 1's ``qkv_explorer``, 2's ``scale_explorer``, 3's ``head_explorer``, 4's
+``positional_explorer``, 5's ``attention_explorer`` over a seeded, untrained ``TinyEncoderClassifier``,
+6's ``window_explorer``). The other three have focused Lab tests of their own: test_browser_new_explorers.py
+(``mask_polarity_explorer``, ``sentence_explorer``) and test_browser_kv_cache.py (``kv_cache_explorer``).
+tests/test_lab_coverage.py, in the unit stage, fails when a chapter calls an explorer that none of these
+drives. For each explorer (one test each) it checks:
 
-- no cell raised, except those tagged ``raises-exception``;
-- every explorer (a code cell calling ``*_explorer(...)``; each chapter has one) renders inside its
-  output area as a widget with its figure (``.widget-output img``), neither "Loading widget..." nor a
-  text repr such as ``IntSlider(value=3)``;
-- moving a slider of the explorer (focused ``.noUi-handle`` + arrow keys) changes its figure or a
-  label it drives; an explorer without a slider (chapter 5's sentence box) has a dropdown changed instead.
+- no cell raised, and the notebook shows every cell;
+- the explorer renders inside its output area as a widget with its figure (``.widget-output img``),
+  neither "Loading widget..." nor a text repr such as ``IntSlider(value=3)``;
+- moving a slider of the explorer (focused ``.noUi-handle`` + arrow keys; a toggle button first when
+  every slider is disabled) changes its figure or a label it drives (the slider's own readout does not
+  count: it changes with nothing wired), and the figure stays; an explorer without a slider has a
+  dropdown changed instead;
+- no JavaScript error on the page.
 
-A PNG screenshot of each explorer is saved under the test's temp dir and copied to
-``build/test-artifacts/`` when the test fails.
+A PNG screenshot of the explorer is saved under the test's temp dir, and the page is copied to
+``build/test-artifacts/`` when a test fails.
+
+``test_every_solution_has_an_explorer`` checks that each English chapter still has an explorer cell.
+
+Whole chapters no longer run here. They did: Run All of each ``solutions/NN_*.ipynb``, about ten minutes
+of a loaded machine (chapter 6 trains a decoder, chapter 5 a classifier) only to reach these cells; the
+explorers notebook takes under a minute. Whole chapters run top to bottom elsewhere: strictly in a
+kernel (nbval on ``solutions/`` and ``solutions/zh/``), in Binder's environment (tests/test_binder_env.py,
+every ``chapters/`` notebook), and once in a real JupyterLab (test_browser_zh.py: the Chinese chapter 1,
+Run All, its explorer moved with :func:`move_a_slider`).
+What this file adds is the widget front end of every explorer, which only a browser shows.
 """
 
 from __future__ import annotations
@@ -23,15 +41,33 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_support import CELL_ERRORS, RUN_ALL, keep_page_screenshot, open_notebook
+from browser_support import CELL_ERRORS, EXPLORER_CALL, RUN_ALL, keep_page_screenshot, open_notebook
 
 from utils.build import NOTEBOOK_GLOB
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTIONS = sorted((REPO / "solutions").glob(NOTEBOOK_GLOB))
-EXPLORER_CALL = re.compile(r"^[^#\n]*\b\w*explorer\s*\(", re.M)
 TEXT_REPR = re.compile(r"\b(?:Int|Float|Selection)?(?:Slider|Dropdown|ToggleButtons|VBox|HBox|Output)\(")
 RUN_TIMEOUT_MS = 180_000
+EXPLORERS_NOTEBOOK = "browser_chapter_explorers.ipynb"
+SETUP = "import torch\ntorch.set_num_threads(1)\ntorch.manual_seed(0)"
+# One cell per explorer, as its chapter calls it (chapter 5's model seeded and untrained, with the
+# classifier shape and the data of tests/test_explorer_grid.py's course_explorers()).
+EXPLORERS = {
+    "qkv_explorer": 'from utils.widgets.qkv import qkv_explorer\nqkv_explorer("pronoun", d_model=16)',
+    "scale_explorer": "from utils.widgets.sdpa import scale_explorer\nscale_explorer()",
+    "head_explorer": "from utils.widgets.multihead import head_explorer\nhead_explorer()",
+    "positional_explorer": "from utils.widgets.positional import positional_explorer\npositional_explorer()",
+    "attention_explorer": (
+        "from utils.layers import TinyEncoderClassifier\n"
+        "from utils.tasks import NOUNS, VOCAB, pronoun_task\n"
+        "from utils.widgets.transformer import attention_explorer\n"
+        "torch.manual_seed(0)\n"
+        "model = TinyEncoderClassifier(len(VOCAB), 32, 2, 2, 64, len(NOUNS))\n"
+        "attention_explorer(model, pronoun_task(60, seed=2))"
+    ),
+    "window_explorer": "from utils.widgets.at_scale import window_explorer\nwindow_explorer()",
+}
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -47,8 +83,10 @@ def test_every_solution_has_an_explorer():
 
 
 def figure_and_labels(output) -> tuple[list[str], list[str]]:
+    """The sources of the explorer's figures and the texts of its labels and captions. A slider's own
+    readout is left out: moving the slider changes it even when nothing is wired to the slider."""
     srcs = output.locator(".widget-output img").evaluate_all("imgs => imgs.map(i => i.src)")
-    labels = output.locator(".widget-readout, .widget-label, .widget-html-content").evaluate_all(
+    labels = output.locator(".widget-label, .widget-html-content").evaluate_all(
         "els => els.map(e => e.innerText)"
     )
     return srcs, labels
@@ -117,39 +155,67 @@ def move_a_slider(page, output) -> tuple[tuple, tuple]:
     return before, settle(page, output)  # the figure must stay the same for a second
 
 
-@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
-def test_explorers_render_and_respond(lab, lab_page, path, tmp_path):
-    page = lab_page
-    rel = path.relative_to(REPO).as_posix()
-    served = lab.root / rel  # the server's copy, taken when it started
-    explorers = explorer_cells(served)
-    screenshot = tmp_path / f"lab-{path.stem}.png"
+
+def check_renders(output, what: str) -> None:
+    """The explorer in ``output`` is a widget with a figure: no "Loading widget...", no text repr."""
+    output.scroll_into_view_if_needed()
     try:
-        open_notebook(page, lab, rel)
-        page.evaluate(RUN_ALL, RUN_TIMEOUT_MS)
-        errors = page.evaluate(CELL_ERRORS)
-        assert not errors, f"{rel}: " + "; ".join(errors)
-        panel = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
-        cells = page.locator(f"[id='{panel}'] .jp-Notebook .jp-Cell")
-        assert cells.count() == len(nbformat.read(served, as_version=4).cells)
-        for index in explorers:
-            output = cells.nth(index).locator(".jp-OutputArea-output").first
-            output.scroll_into_view_if_needed()
-            try:
-                output.locator(".jupyter-widgets .widget-output img").first.wait_for(state="visible", timeout=30_000)
-            except Exception:
-                text = output.inner_text()
-                assert "Loading widget" not in text, f"cell {index}: the widget manager did not render the explorer"
-                assert not TEXT_REPR.search(text), f"cell {index}: the explorer shows as a text repr: {text[:200]!r}"
-                raise AssertionError(f"cell {index}: no widget with a figure in the output: {text[:200]!r}") from None
-            text = output.inner_text()
-            assert "Loading widget" not in text, f"cell {index}: the widget manager did not render the explorer"
-            assert not TEXT_REPR.search(text), f"cell {index}: the explorer shows as a text repr: {text[:200]!r}"
-            before, after = move_a_slider(page, output)
-            output.screenshot(path=str(screenshot))
-            assert after != before, f"cell {index}: moving the slider changed neither the figure nor a label"
-            assert after[0], f"cell {index}: the explorer's figure disappeared after moving the slider"
+        output.locator(".jupyter-widgets .widget-output img").first.wait_for(state="visible", timeout=30_000)
+    except Exception:
+        text = output.inner_text()
+        assert "Loading widget" not in text, f"{what}: the widget manager did not render the explorer"
+        assert not TEXT_REPR.search(text), f"{what}: the explorer shows as a text repr: {text[:200]!r}"
+        raise AssertionError(f"{what}: no widget with a figure in the output: {text[:200]!r}") from None
+    text = output.inner_text()
+    assert "Loading widget" not in text, f"{what}: the widget manager did not render the explorer"
+    assert not TEXT_REPR.search(text), f"{what}: the explorer shows as a text repr: {text[:200]!r}"
+
+
+@pytest.fixture(scope="module")
+def explorers_page(lab, browser_context, tmp_path_factory):
+    """The explorers notebook, opened and run once for the module: ``(page, cells)``, ``cells`` the
+    notebook's cell locator (cell 0 the setup, then :data:`EXPLORERS` in order)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in (SETUP, *EXPLORERS.values())]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, lab.root / EXPLORERS_NOTEBOOK)
+    page = browser_context.new_page()
+    page.errors = []
+    page.on("pageerror", lambda error: page.errors.append(str(error)))
+    try:
+        try:
+            open_notebook(page, lab, EXPLORERS_NOTEBOOK)
+            assert page.evaluate(RUN_ALL, RUN_TIMEOUT_MS), f"{EXPLORERS_NOTEBOOK} did not finish"
+            errors = page.evaluate(CELL_ERRORS)
+            assert not errors, f"{EXPLORERS_NOTEBOOK}: " + "; ".join(errors)
+            panel = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
+            cells = page.locator(f"[id='{panel}'] .jp-Notebook .jp-Cell")
+            assert cells.count() == len(nb.cells)
+        except BaseException:
+            keep_page_screenshot(page, tmp_path_factory.mktemp("explorers") / "lab-explorers-run.png")
+            raise
+        yield page, cells
+    finally:
+        page.close()
+        lab.shutdown_sessions()
+
+
+@pytest.mark.parametrize("name", EXPLORERS)
+def test_explorer_renders_and_responds(explorers_page, name, tmp_path):
+    page, cells = explorers_page
+    index = 1 + list(EXPLORERS).index(name)
+    output = cells.nth(index).locator(".jp-OutputArea-output").first
+    screenshot = tmp_path / f"lab-{name}.png"
+    try:
+        check_renders(output, name)
+        before, after = move_a_slider(page, output)
+        output.screenshot(path=str(screenshot))
+        assert after != before, f"{name}: moving the slider changed neither the figure nor a label"
+        assert after[0], f"{name}: the explorer's figure disappeared after moving the slider"
         assert page.errors == [], f"JavaScript errors: {page.errors}"
     except BaseException:
-        keep_page_screenshot(page, screenshot)
+        try:
+            output.scroll_into_view_if_needed(timeout=5_000)  # the page's screenshot shows the explorer
+        finally:
+            keep_page_screenshot(page, screenshot)
         raise
