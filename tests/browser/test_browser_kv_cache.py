@@ -4,10 +4,11 @@ pixel for pixel, the one that :func:`~utils.widgets.at_scale.kv_cache_explorer_s
 :func:`~utils.plotting.at_scale.kv_cache_explorer_figure` give here in pytest for the values the controls
 show: the cache's slots, the counters in the title, the row computed and the memory lines.
 
-The notebook is two cells in the server's copy of the course, not chapter 6 (test_browser_chapters.py
-runs that): the chapter's decoder shape and prompt, seeded and untrained. Which tokens it writes does
-not matter to the wiring, and its training would cost most of the chapter's minute. The first cell is
-also run here, so both sides build the same model from the same source.
+The notebook is two cells in the server's copy of the course, not chapter 6 (which runs whole under
+nbval and in Binder's environment): the chapter's decoder shape and prompt, seeded and untrained.
+Which tokens it writes does not matter to the wiring, and its training would cost most of the
+chapter's minute. The first cell is also run here, so both sides build the same model from the same
+source.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ control moved in Chromium changes the caption to exactly what the pure state fun
 pytest, predicts.
 
 Each test writes a two-cell notebook into the server's copy of the course (the chapters themselves run
-in test_browser_chapters.py), so it takes seconds, not a whole chapter.
+whole under nbval and in Binder's environment, and the Chinese chapter 1 in JupyterLab:
+test_browser_zh.py), so it takes seconds, not a whole chapter.
 """
 
 from __future__ import annotations
