@@ -8,6 +8,7 @@ explorer draws for those values in a kernel.
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 
@@ -269,3 +270,101 @@ def test_figure_png_draws_once_and_gives_matplotlibs_own_pixels(chapter, monkeyp
     png = figure_png(box.draw(state), **box.savefig_kwargs)
     assert png == buffer.getvalue()
     assert len(draws) == (2 if box.savefig_kwargs.get("bbox_inches") == "tight" else 1), draws
+
+
+# --- one figure per distinct state (pure_draw) ------------------------------------------------------------
+
+def test_state_key_tells_states_apart_by_every_field_and_byte():
+    from dataclasses import dataclass
+
+    from utils.widgets.grid import state_key
+
+    @dataclass
+    class State:
+        grid: torch.Tensor
+        labels: list
+        window: int | None
+
+    base = State(torch.zeros(3, 3, dtype=torch.long), ["a", "b"], None)
+    assert state_key(base) == state_key(State(torch.zeros(3, 3, dtype=torch.long), ["a", "b"], None))
+    changed = base.grid.clone()
+    changed[2, 1] = 1
+    for other in (State(changed, ["a", "b"], None), State(base.grid.float(), ["a", "b"], None),
+                  State(base.grid.reshape(9), ["a", "b"], None), State(base.grid, ["a", "c"], None),
+                  State(base.grid, ["a", "b"], 4), State(base.grid, ("a", "b"), None)):
+        assert state_key(other) != state_key(base), other
+    assert state_key(0.0) != state_key(-0.0) and state_key(1) != state_key(1.0) and state_key(True) != state_key(1)
+    assert state_key({"a": 1, "b": 2}) != state_key({"b": 2, "a": 1})  # a figure may follow the order
+    assert state_key(np.arange(3)) == state_key(np.arange(3)) != state_key(torch.arange(3))
+    assert state_key([1, object()]) is None and state_key(np.array([object()])) is None
+
+
+def _ignoring_explorer(*, pure_draw: bool):
+    """n (1..3) and a checkbox the state ignores while n == 1; the figure reads the state alone."""
+    n = w.IntSlider(value=1, min=1, max=3, description="n")
+    shift = w.Checkbox(value=False, description="shift")
+    drawn = []
+
+    def compute():
+        return n.value, 0.5 if shift.value and n.value > 1 else 1.0
+
+    def draw(state):
+        drawn.append(state)
+        return line_figure(*state)
+
+    box = wire_explorer([n, shift], {"n": n, "shift": shift}, compute, draw, pure_draw=pure_draw)
+    drawn.clear()
+    return box, drawn
+
+
+def test_a_pure_draw_is_drawn_once_per_distinct_state_with_the_same_images(tmp_path):
+    pure, pure_drawn = _ignoring_explorer(pure_draw=True)
+    plain, plain_drawn = _ignoring_explorer(pure_draw=False)
+    once = json.loads(render_grid(pure, tmp_path / "pure").read_text())
+    every = json.loads(render_grid(plain, tmp_path / "plain").read_text())
+    assert once["renders"] == 5 == len(pure_drawn) - 1 and len(set(pure_drawn)) == 5  # (1, 1.0) once
+    assert every["renders"] == 6 == len(plain_drawn) - 1
+    assert once["states"] == every["states"] and once["images"] == every["images"] and len(once["images"]) == 5
+    for name in once["images"]:
+        assert (tmp_path / "pure" / pure.model_id / name).read_bytes() == (
+            tmp_path / "plain" / plain.model_id / name).read_bytes()
+
+
+def test_a_draw_that_reads_a_control_is_not_merged_by_state(tmp_path):
+    """Chapter 1's draw reads the query control, which its state (the scores) does not hold: without
+    pure_draw, every query gets its own figure (merging by state would show one query's for all)."""
+    from utils.widgets.qkv import qkv_explorer
+
+    box = qkv_explorer("pronoun", d_model=16)
+    assert box.pure_draw is False
+    box.declared_grid = {"query": (0, 1), "d_k": (8,), "w_seed": (0,)}
+    manifest = json.loads(render_grid(box, tmp_path).read_text())
+    queries = len(manifest["controls"][0]["values"])  # 0, 1 and the initial one
+    assert queries == 3 and manifest["renders"] == 2 * queries == len(manifest["images"])  # x 2 modes
+
+
+def test_grid_images_are_the_bytes_the_kernel_redraw_shows(tmp_path):
+    """Chapter 6's KV-cache explorer (pure_draw: the full cache ignores the window): every grid image is
+    byte for byte the WebP of the PNG its kernel shows after moving the controls to that state."""
+    from utils.decoder import TinyDecoder
+    from utils.widgets.at_scale import kv_cache_explorer
+
+    torch.manual_seed(0)
+    model = TinyDecoder(vocab_size=17, d_model=16, num_heads=2, num_layers=2, max_len=16).eval()
+    box = kv_cache_explorer(model, torch.randint(0, 17, (1, 9)), 3, windows=(4, 8),
+                            vocab=[f"w{i}" for i in range(17)])
+    assert box.pure_draw is True
+    manifest = json.loads(render_grid(box, tmp_path).read_text())
+    controls = manifest["controls"]
+    assert [c["name"] for c in controls] == ["step", "sliding", "window"] and len(manifest["states"]) == 12
+    assert manifest["renders"] == 3 * (1 + 2)  # the full cache's figure once for both windows
+    index = 0
+    for step in controls[0]["values"]:
+        for sliding in controls[1]["values"]:
+            for window in controls[2]["values"]:
+                box.controls["step"].value, box.controls["sliding"].value = step, sliding
+                box.controls["window"].value = window
+                shown = png_to_webp(base64.b64decode(box.output.outputs[0]["data"]["image/png"]))
+                image = manifest["images"][manifest["states"][index][0]]
+                assert (tmp_path / box.model_id / image).read_bytes() == shown, (step, sliding, window)
+                index += 1

@@ -91,7 +91,7 @@ def window_explorer(length: int = 32):
         [w.HBox([window, num_global, depth])], {"window": window, "num_global": num_global, "depth": depth},
         lambda: window_explorer_state(window.value, num_global.value, depth.value, length=length),
         window_explorer_figure,  # the static edition's states:
-        grid={"window": (0, 1, 2, 4, length // 2), "num_global": (0, 1), "depth": (1, 2, 4, 8)})
+        grid={"window": (0, 1, 2, 4, length // 2), "num_global": (0, 1), "depth": (1, 2, 4, 8)}, pure_draw=True)
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,8 @@ def kv_cache_explorer(model: TinyDecoder, prompt: torch.Tensor, new_tokens: int 
                                         vocab=vocab),
         kv_cache_explorer_figure,
         grid={"step": sorted({s for s in (0, 1, 4, 8, new_tokens // 2) if s < new_tokens} | {new_tokens - 1}),
-              "window": tuple(windows)})  # the static edition
+              "window": tuple(windows)}, pure_draw=True)  # the static edition: a window the full cache
+    # ignores gives the same state, drawn once
     box.play = play
     return box
 

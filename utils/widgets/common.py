@@ -70,7 +70,7 @@ def show_figure(output, fig, **savefig_kwargs) -> None:
 
 def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Callable[[], Any],
                   draw: Callable[[Any], Any], *, grid: Mapping[str, Sequence[Any]] | None = None,
-                  kernel_note: str | None = None, **savefig_kwargs):
+                  kernel_note: str | None = None, pure_draw: bool = False, **savefig_kwargs):
     """Stack ``rows`` of widgets above an ``Output``, and redraw whenever a control's value changes.
 
     Each redraw calls ``compute()`` (which reads the controls and returns the explorer's state, from
@@ -86,13 +86,16 @@ def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Cal
             optional for the others (all their choices). Default: none declared.
         kernel_note: for a text box offered as choices only, what the static edition says beside it.
             Default: :data:`KERNEL_NOTE` when a control is a text box, else none.
+        pure_draw: ``draw`` reads nothing but its argument (no control, no other variable that the
+            controls change), so equal states give the same figure: the static edition then draws
+            it once for all the combinations that give that state. Default: ``False``.
         savefig_kwargs: passed to :func:`show_figure`.
 
     Returns:
         An ``ipywidgets.VBox`` whose last child is the ``Output``, with attributes ``controls`` (the
         name -> widget map), ``output``, ``state`` (the state it drew last), and for the grid
         ``rows``, ``compute``, ``draw``, ``redraw``, ``savefig_kwargs``, ``kernel_note``, ``paused``
-        (while True, a control change computes but does not draw) and ``declared_grid`` (what
+        (while True, a control change computes but does not draw), ``pure_draw`` and ``declared_grid`` (what
         ``grid`` declared; :func:`~utils.widgets.grid.grid_controls` makes the grid). When the environment variable
         :data:`~utils.widgets.grid.GRID_ENV` names a folder, the whole grid is rendered there at once
         (:func:`~utils.widgets.grid.render_grid`).
@@ -115,7 +118,7 @@ def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Cal
     box.controls = dict(controls)
     box.output = output
     box.rows, box.compute, box.draw, box.savefig_kwargs = list(rows), compute, draw, savefig_kwargs
-    box.paused = False
+    box.paused, box.pure_draw = False, pure_draw
     text_boxes = [c for c in box.controls.values() if isinstance(c, (w.Text, w.Textarea, w.Combobox))]
     box.kernel_note = kernel_note if kernel_note is not None else (_kernel_note() if text_boxes else None)
 

@@ -33,7 +33,7 @@ from typing import Any
 from utils.i18n.messages import tr
 
 __all__ = ["GRID_ENV", "MAX_GRID_STATES", "GRID_TIME_BUDGET_S", "GridControl", "grid_controls", "grid_size", "snap",
-           "png_to_webp", "render_grid"]
+           "png_to_webp", "state_key", "render_grid"]
 
 GRID_ENV = "COURSE_EXPLORER_GRIDS"
 """When set to a folder, every explorer renders its whole grid into ``<folder>/<model id>/``."""
@@ -219,14 +219,69 @@ def _captions(rows: Sequence[Any]) -> list[Any]:
     return found
 
 
+def state_key(state: Any) -> bytes | None:
+    """A digest of ``state`` that two states share only when every field is the same, or ``None``.
+
+    Two combinations of control values often give the same state (a control the state ignores, such as
+    the ring buffer's size while the full cache is shown); the figure, a function of the state alone, is
+    then drawn once. Numbers, text, ``None``, tuples, lists, dicts, dataclasses, and tensors and arrays
+    (dtype, shape and every byte) are compared exactly; a state holding anything else gives ``None``
+    (no key: always drawn).
+
+    >>> import torch
+    >>> state_key((1, torch.zeros(2))) == state_key((1, torch.zeros(2)))
+    True
+    >>> state_key((1, torch.zeros(2))) == state_key((1, -torch.zeros(2))), state_key(object()) is None
+    (False, True)
+    """
+    digest = hashlib.sha256()
+    try:
+        _feed(digest, state)
+    except TypeError:
+        return None
+    return digest.digest()
+
+
+def _feed(digest: Any, value: Any) -> None:
+    import dataclasses
+
+    import numpy as np
+    import torch
+
+    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+        digest.update(f"{type(value).__name__}:{value!r};".encode())
+    elif isinstance(value, (torch.Tensor, np.ndarray)):
+        array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+        if array.dtype == object:
+            raise TypeError("no key for an array of objects")
+        digest.update(f"{type(value).__name__}:{value.dtype}:{tuple(array.shape)}:".encode())
+        digest.update(np.ascontiguousarray(array).tobytes())
+    elif isinstance(value, (tuple, list)):
+        digest.update(f"{type(value).__name__}[{len(value)}]".encode())
+        for item in value:
+            _feed(digest, item)
+    elif isinstance(value, dict):
+        digest.update(f"dict[{len(value)}]".encode())
+        for item in value.items():  # in order: a figure may draw the items in their order
+            _feed(digest, item)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        digest.update(f"{type(value).__module__}.{type(value).__qualname__}(".encode())
+        for field in dataclasses.fields(value):
+            _feed(digest, (field.name, getattr(value, field.name)))
+    else:
+        raise TypeError(f"no key for a {type(value).__name__}")
+
+
 def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUDGET_S) -> Path:
     """Render every state of the explorer ``box`` (made by ``wire_explorer``) into ``folder/<model id>/``.
 
     Each combination of grid values is set on the controls (so the wiring's side effects, such as a
     slider's bound or a disabled control, happen as in a kernel), the explorer's ``compute`` gives the
     state and its ``draw`` the figure; a figure whose control values were already drawn is not drawn
-    again, and identical images are stored once. The controls are then put back and the saved figure
-    redrawn, so the notebook's stored state is the explorer's initial one.
+    again, nor, for an explorer whose ``draw`` reads nothing but the state (``pure_draw`` of
+    ``wire_explorer``), one whose state (:func:`state_key`) was; identical images are stored once. The
+    controls are then put back and the saved figure redrawn, so the notebook's stored state is the
+    explorer's initial one.
 
     Returns:
         The path of ``manifest.json``: the controls (:meth:`GridControl.to_json`), ``states`` in
@@ -253,7 +308,9 @@ def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUD
     initial = [control.value for control in controls]
     images: list[str] = []
     captions: list[str] = []
-    drawn: dict[str, int] = {}
+    drawn: dict[str, int] = {}  # control values -> image index
+    drawn_states: dict[bytes, int] = {}  # state_key -> image index
+    renders = 0
     states = []
     start = time.process_time()
     box.paused = True  # the wiring computes but does not draw while the controls move
@@ -264,6 +321,10 @@ def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUD
             state = box.compute()
             # a disabled control does not change the figure (its value is not used): draw once for all
             key = repr([None if getattr(c, "disabled", False) else c.value for c in controls])
+            # and when the figure depends on the state alone, the same state as another combination's: the same figure
+            same = state_key(state) if getattr(box, "pure_draw", False) else None
+            if key not in drawn and same is not None and same in drawn_states:
+                drawn[key] = drawn_states[same]
             if key not in drawn:
                 webp = png_to_webp(figure_png(box.draw(state), **box.savefig_kwargs))
                 name = hashlib.sha256(webp).hexdigest()[:20] + ".webp"
@@ -271,6 +332,9 @@ def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUD
                 if name not in images:
                     images.append(name)
                 drawn[key] = images.index(name)
+                renders += 1
+                if same is not None:
+                    drawn_states[same] = drawn[key]
             text = json.dumps([widget.value for widget in captions_widgets])
             if text not in captions:
                 captions.append(text)
@@ -292,7 +356,7 @@ def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUD
         box.redraw()  # once: the saved figure
     manifest = {
         "controls": [c.to_json() for c in grid], "states": states, "images": images,
-        "captions": [json.loads(text) for text in captions], "renders": len(drawn),
+        "captions": [json.loads(text) for text in captions], "renders": renders,
         "render_s": round(time.process_time() - start, 2), "note": box.kernel_note,
     }
     path.write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")

@@ -116,7 +116,8 @@ def head_explorer(num_heads: int = 3, head: int = 0, token: int = 5):
 
     return wire_explorer([w.HBox([heads, which, query]), info], {"heads": heads, "head": which, "query": query},
                          compute, draw,  # the static edition's states: every head of H = 6 (the Try it),
-                         grid={"head": (1, 2, 3, 4, 5, 6, 12), "query": (2, 4, 5)})  # and its three query tokens
+                         grid={"head": (1, 2, 3, 4, 5, 6, 12), "query": (2, 4, 5)},  # and its three query tokens
+                         pure_draw=True)
 
 
 def ch3_quiz() -> Quiz:

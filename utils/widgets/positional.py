@@ -145,7 +145,8 @@ def positional_explorer(length: int = 48, d_model: int = 32):
         lambda: positional_explorer_state(kind.value, position.value, dimension.value, length=length,
                                           d_model=d_model),
         positional_explorer_figure,  # the static edition's states:
-        grid={"position": (0, length // 3, 2 * length // 3, length - 1), "dimension": (0, d_model // 2)})
+        grid={"position": (0, length // 3, 2 * length // 3, length - 1), "dimension": (0, d_model // 2)},
+        pure_draw=True)
 
 
 def ch4_quiz() -> Quiz:

@@ -99,7 +99,7 @@ def scale_explorer():
     return wire_explorer(
         [w.HBox([dim, temperature, scaled])], {"dim": dim, "temperature": temperature, "scaled": scaled},
         lambda: scale_explorer_state(dim.value, temperature.value, scaled.value), scale_explorer_figure,
-        grid={"dim": (4, 16, 64, 256, 512, 1024), "temperature": (0.3, 1.0, 3.0)})  # the static edition
+        grid={"dim": (4, 16, 64, 256, 512, 1024), "temperature": (0.3, 1.0, 3.0)}, pure_draw=True)  # static edition
 
 
 MASK_KINDS = ("padding", "causal", "both")
@@ -263,7 +263,7 @@ def mask_polarity_explorer():
 
     return wire_explorer([kind, api, inverted, w.HBox([side, pad]), caption],
                          {"kind": kind, "api": api, "inverted": inverted, "side": side, "pad": pad},
-                         compute, mask_polarity_figure)
+                         compute, mask_polarity_figure, pure_draw=True)
 
 
 def ch2_quiz() -> Quiz:

@@ -93,7 +93,7 @@ def attention_explorer(model, data: PronounData, *, num_examples: int = 50):
 
     return wire_explorer([w.HBox([sentence, layer, head]), caption],
                          {"sentence": sentence, "layer": layer, "head": head}, compute, attention_view_figure,
-                         grid={"sentence": range(6)}, bbox_inches="tight")  # the static edition: 6 sentences
+                         grid={"sentence": range(6)}, pure_draw=True, bbox_inches="tight")  # static: 6 sentences
 
 
 MAX_WORDS = 24
@@ -267,7 +267,7 @@ def sentence_explorer(model, examples=(), *, text: str = ""):
         return state
 
     return wire_explorer([w.HBox([sentence, enlarge]), caption], {"text": sentence, "enlarge": enlarge}, compute,
-                         sentence_figure, bbox_inches="tight")
+                         sentence_figure, pure_draw=True, bbox_inches="tight")
 
 
 def ch5_quiz() -> Quiz:
