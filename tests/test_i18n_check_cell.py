@@ -127,13 +127,19 @@ def test_chapter_1_and_2_figures_and_explorers_in_chinese():
     assert english.endswith("of 6 queries see no key, 1 rows are NaN"), english
 
 
-def test_chapter_1_scores_title_comes_from_the_catalogue():
+def test_chapter_1_scores_title_is_measured_on_the_scores_and_comes_from_the_catalogue():
+    """The default title states what the scores show, so it stays true whatever scores it is given: the
+    identity is mirror-symmetric with its diagonal highest; chapter 1's projected scores are neither."""
     from utils.plotting.qkv import scores_figure
 
-    english = "Q Kᵀ with random W_Q, W_K: no mirror symmetry, no bright diagonal"  # the stored English figure's
-    assert scores_figure(["a", "b"], torch.eye(2)).axes[0].get_title() == english
+    def title(scores):
+        return scores_figure(["a", "b", "c"], scores).axes[0].get_title()
+
+    lopsided = torch.tensor([[0.0, 2.0, 1.0], [0.5, 3.0, 0.0], [1.0, 0.0, -1.0]])
+    assert title(torch.eye(3)) == "Q Kᵀ: mirror-symmetric; a query's own key scores highest in 3 of 3 rows"
+    assert title(lopsided) == "Q Kᵀ: not mirror-symmetric; a query's own key scores highest in 1 of 3 rows"
     with using_language("zh"):
-        chinese = scores_figure(["a", "b"], torch.eye(2)).axes[0].get_title()
-    assert chinese == "随机 W_Q、W_K 下的 Q Kᵀ：不再镜像对称，也没有明亮的对角线"
+        assert title(torch.eye(3)) == "Q Kᵀ：镜像对称；3 行中有 3 行的最高分数落在查询自己的键上"
+        assert title(lopsided) == "Q Kᵀ：不镜像对称；3 行中有 1 行的最高分数落在查询自己的键上"
     assert scores_figure(["a", "b"], torch.eye(2), title="t").axes[0].get_title() == "t"
     plt.close("all")

@@ -116,24 +116,37 @@ def scores_figure(tokens: Sequence[str], scores: torch.Tensor, *, title: str | N
     Args:
         tokens: the L = S tokens.
         scores: (L, S) scores.
-        title: a title that says what to notice. Default: what chapter 1 sees with random W_Q, W_K (no
-            mirror symmetry, no bright diagonal), in the learner's language.
+        title: a title that says what to notice. Default: the two things chapter 1 reads off the
+            scores, measured on ``scores`` (whether they are mirror-symmetric, and in how many rows a
+            query's own key scores highest), in the learner's language.
 
     Returns:
         The figure: one heatmap and its colour bar.
 
     >>> fig = scores_figure(["a", "b"], torch.tensor([[2.0, 1.0], [0.5, 3.0]]))
-    >>> fig.axes[0].images[0].colorbar.ax.get_ylabel(), fig.axes[0].get_title()
-    ('score q_i · k_j (unscaled dot product)', 'Q Kᵀ with random W_Q, W_K: no mirror symmetry, no bright diagonal')
+    >>> fig.axes[0].images[0].colorbar.ax.get_ylabel()
+    'score q_i · k_j (unscaled dot product)'
+    >>> fig.axes[0].get_title()
+    "Q Kᵀ: not mirror-symmetric; a query's own key scores highest in 2 of 2 rows"
     """
     _check_square("scores", scores, tokens)
     if title is None:
-        title = tr("Q Kᵀ with random W_Q, W_K: no mirror symmetry, no bright diagonal")
+        title = _scores_title(scores)
     fig = attention_heatmap(scores, tokens, annotate=False, xlabel=tr("key token (S)"), ylabel=tr("query token (L)"),
                             title=title)
     _label_colorbar(fig.axes[0], tr("score q_i · k_j (unscaled dot product)"))
     fig.tight_layout()  # again, to make room for the colour bar's label
     return fig
+
+
+def _scores_title(scores: torch.Tensor) -> str:
+    """What the scores show, measured: mirror symmetry (scores[i, j] == scores[j, i]) and the rows whose
+    highest score is on the diagonal (a query scoring its own key highest)."""
+    symmetric = bool(torch.allclose(scores, scores.transpose(-2, -1)))
+    own = int((scores.argmax(dim=-1) == torch.arange(scores.shape[-1])).sum())
+    mirror = tr("mirror-symmetric") if symmetric else tr("not mirror-symmetric")
+    return tr("Q Kᵀ: {mirror}; a query's own key scores highest in {own} of {rows} rows", mirror=mirror, own=own,
+              rows=scores.shape[-2])
 
 
 def query_scores_figure(tokens: Sequence[str], scores: torch.Tensor, query_index: int, *,
