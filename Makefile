@@ -63,9 +63,8 @@ lab-zh: setup
 # --- tests ----------------------------------------------------------------------------------------
 # The stages run one after the other. Meanwhile the HTML edition's chapters (both languages, with their
 # explorers' grids: the longest single job) execute into build/html-cache in the background, at the
-# lowest CPU priority (nice 19, given to each kernel's own session too, see utils.html.warm_cache): they
-# take only the CPU the stages leave idle (waits, one-core pip installs, a stage's last long test), and
-# the edition's tests (browser) then find them cached. The
+# lowest CPU priority (nice 19): they take only the CPU the stages leave idle (waits, one-core pip
+# installs, a stage's last long test), and the edition's tests (browser) then find them cached. The
 # browser stage puts the warmer and its kernels back to normal priority (where allowed: root), since a
 # builder there may wait for a chapter the warmer holds; the warmer is stopped, with its kernels, when
 # make test ends, passed or not (utils/prereqs.py renice/stop). Its log: build/html-warm.log.

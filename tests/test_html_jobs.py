@@ -158,31 +158,3 @@ def test_cache_only_needs_both_editions(course, monkeypatch):
     notebook(course / "solutions" / "01_a.ipynb", "print('en')")
     with pytest.raises(ValueError, match=r"solutions/zh/ has \[\], solutions/ has \['01_a'\]"):
         html.warm_cache(course, course / "cache", log=lambda *_: None)
-
-
-AUTOGROUP = """
-import os, pathlib, time
-group = pathlib.Path("/proc/self/autogroup")
-deadline = time.monotonic() + 30
-while int(group.read_text().split()[-1]) != os.getpriority(os.PRIO_PROCESS, 0) and time.monotonic() < deadline:
-    time.sleep(0.1)
-print(os.getpriority(os.PRIO_PROCESS, 0), group.read_text().split()[-1])
-"""
-
-
-@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no scheduler autogroups on this system")
-def test_the_warmers_kernels_and_their_sessions_take_its_low_priority(course, tmp_path):
-    """A kernel starts a session of its own, so nice 19 on the warmer would not reach the scheduler's
-    ranking of it against the tests: warm_cache gives each kernel's autogroup its niceness too."""
-    import subprocess
-    import sys
-
-    (course / "solutions" / "zh").mkdir()
-    paths = [notebook(course / "solutions" / "01_a.ipynb", AUTOGROUP),
-             notebook(course / "solutions" / "zh" / "01_a.ipynb", AUTOGROUP)]
-    code = (f"from pathlib import Path; from utils.html import warm_cache; "
-            f"warm_cache(Path({str(course)!r}), Path({str(course / 'cache')!r}), jobs=1)")
-    subprocess.run(["nice", "-n", "1", sys.executable, "-c", code], check=True, timeout=300)
-    for path in paths:
-        executed = nbformat.read(_cache_folder(path, course, course / "cache") / "executed.ipynb", as_version=4)
-        assert executed.cells[0].outputs[0]["text"] == "1 1\n"

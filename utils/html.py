@@ -45,11 +45,9 @@ import contextlib
 import hashlib
 import json
 import multiprocessing
-import os
 import re
 import shutil
 import sys
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -243,27 +241,8 @@ def warm_cache(root: Path = REPO_ROOT, cache: Path = HTML_CACHE, *, execute: boo
     (``--cache-only``). ``make test`` runs this at the lowest CPU priority while its earlier stages
     leave a core idle, so that the edition's tests later find the chapters executed."""
     editions = _editions(Path(root))
-    stop = threading.Event()
-    watcher = threading.Thread(target=_keep_below_as_nice, args=(stop,), daemon=True)
-    watcher.start()
-    try:
-        execute_chapters([p for paths in editions.values() for p in paths], root=Path(root), cache=Path(cache),
-                         execute=execute, jobs=jobs, log=log)
-    finally:
-        stop.set()
-        watcher.join()
-
-
-def _keep_below_as_nice(stop: threading.Event, interval_s: float = 0.5) -> None:
-    """Until ``stop``, give every process below this one (the kernels) this process's niceness, and to
-    their autogroups: a kernel starts a session of its own, and with autogroups on, a session's
-    niceness, not the process's, ranks it against the tests (:func:`utils.prereqs.set_autogroup_nice`)."""
-    from utils.prereqs import process_tree, set_autogroup_nice
-
-    while not stop.wait(interval_s):
-        niceness = os.getpriority(os.PRIO_PROCESS, 0)
-        for pid in process_tree(os.getpid())[1:]:
-            set_autogroup_nice(pid, niceness)
+    execute_chapters([p for paths in editions.values() for p in paths], root=Path(root), cache=Path(cache),
+                     execute=execute, jobs=jobs, log=log)
 
 
 def _editions(root: Path) -> dict[str, list[Path]]:

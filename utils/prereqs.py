@@ -117,34 +117,15 @@ def process_tree(pid: int, proc: Path = Path("/proc")) -> list[int]:
     return tree
 
 
-def set_autogroup_nice(pid: int, niceness: int) -> bool:
-    """Give ``pid``'s scheduling autogroup the niceness ``niceness``; False where there is none or it
-    is not allowed.
-
-    With autogroups on (``/proc/sys/kernel/sched_autogroup_enabled``, the default of most Linux
-    kernels), a process's niceness only ranks it against its own session; the CPU is first shared
-    fairly between sessions. A Jupyter kernel starts a session of its own, so a kernel started at nice
-    19 still takes a full share beside the tests unless its autogroup is niced as well."""
-    group = Path(f"/proc/{pid}/autogroup")
-    try:
-        if int(group.read_text().split()[-1]) != niceness:
-            group.write_text(str(niceness))
-        return True
-    except (OSError, ValueError, IndexError):
-        return False
-
-
 def renice_tree(pid: int, niceness: int = 0) -> int:
-    """Set the niceness of ``pid``'s whole tree, and of their autogroups; return how many processes
-    took it (0 when not allowed)."""
+    """Set the niceness of ``pid``'s whole tree; return how many processes took it (0 when not allowed)."""
     done = 0
     for member in process_tree(pid):
         try:
             os.setpriority(os.PRIO_PROCESS, member, niceness)
             done += 1
         except OSError:  # not allowed (raising priority needs root), or gone
-            continue
-        set_autogroup_nice(member, niceness)
+            pass
     return done
 
 
