@@ -17,7 +17,7 @@ WORK ?= work
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: help setup venv test-prereqs lab lab-zh test test-stages quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
+.PHONY: help setup venv test-prereqs lab lab-zh test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
 
 help:
 	@echo "make lab        set up .venv (if needed) and start JupyterLab on the course (PORT=8888)"
@@ -61,25 +61,8 @@ lab-zh: setup
 	$(BIN)/python -m utils.lab --lang zh --port $(PORT) --work $(WORK)/zh
 
 # --- tests ----------------------------------------------------------------------------------------
-# The stages run one after the other. Meanwhile the HTML edition's chapters (both languages, with their
-# explorers' grids: the longest single job) execute into build/html-cache in the background, at the
-# lowest CPU priority (nice 19): they take only the CPU the stages leave idle (waits, one-core pip
-# installs, a stage's last long test), and the edition's tests (browser) then find them cached. The
-# browser stage puts the warmer and its kernels back to normal priority (where allowed: root), since a
-# builder there may wait for a chapter the warmer holds; the warmer is stopped, with its kernels, when
-# make test ends, passed or not (utils/prereqs.py renice/stop). Its log: build/html-warm.log.
-# `make -n test` runs the line that calls $(MAKE), so under -n that line only prints the warmer.
-WARM_LOG := build/html-warm.log
-WARM := nice -n 19 $(BIN)/python -m utils.html --cache-only >$(WARM_LOG) 2>&1
-DRY_RUN := $(findstring n,$(firstword -$(MAKEFLAGS)))
-test: test-prereqs setup
-	@mkdir -p build
-	@$(if $(DRY_RUN),echo '$(WARM) &'; true,$(WARM)) & warm=$$!; \
-	trap '$(PYTHON) utils/prereqs.py stop '$$warm EXIT INT TERM; \
-	$(MAKE) --no-print-directory test-stages HTML_WARMER=$$warm
+test: test-prereqs setup lint unit doctest nbval-solutions binder-test browser html
 	@echo "make test: all green"
-
-test-stages: lint unit doctest nbval-solutions binder-test browser html
 
 # npm and Chromium, checked before anything is installed: one line says what is missing.
 test-prereqs:
@@ -115,7 +98,7 @@ nbval-chapters: setup
 # also runs chapters/zh/ top to bottom (nbval-chapters' check), on the worker Colab's shorter test frees,
 # while the other still runs the English chapters in Binder's environment (the same verdict as nbval-lax,
 # no error outside a cell tagged raises-exception, in the stricter environment): no chapter runs twice.
-BINDER_NBVAL ?= $(if $(filter test test-stages,$(MAKECMDGOALS)),--nbval-lax chapters/zh,)
+BINDER_NBVAL ?= $(if $(filter test,$(MAKECMDGOALS)),--nbval-lax chapters/zh,)
 binder-test: setup
 	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile tests/test_binder_env.py tests/test_colab_sim.py $(BINDER_NBVAL)
 
@@ -125,7 +108,6 @@ binder-test: setup
 # chapters in JupyterLab. Not loadgroup: with pytest 9.2 it no longer groups (pytest-xdist#1386), so
 # the edition was built on both workers at once; the cache is safe for that now, but once is enough.
 browser: setup $(NODE_STAMP)
-	@if [ -n "$(HTML_WARMER)" ]; then $(PYTHON) utils/prereqs.py renice $(HTML_WARMER); fi
 	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile -m browser tests/test_html.py tests/browser
 
 # --- course content -------------------------------------------------------------------------------

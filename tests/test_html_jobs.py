@@ -129,32 +129,3 @@ def test_each_language_and_each_stem_keeps_its_own_entry(course):
     executed_with_grids(paths[0], root=course, cache=cache, log=lambda *_: None)
     assert not folders[0].exists() and (folders[1] / "executed.ipynb").is_file()
     assert (folders[2] / "executed.ipynb").is_file()
-
-
-def test_cache_only_executes_both_languages_once_and_writes_no_page(course, monkeypatch):
-    """``python -m utils.html --cache-only``, what make test runs in the background: every chapter of
-    both languages lands in the cache, no page is written, and a second run executes nothing."""
-    import utils.html as html
-
-    (course / "solutions" / "zh").mkdir()
-    paths = [notebook(course / "solutions" / "01_a.ipynb", "print('en')"),
-             notebook(course / "solutions" / "zh" / "01_a.ipynb", "print('zh')")]
-    cache, out = course / "cache", course / "build" / "html"
-    monkeypatch.setattr(html, "REPO_ROOT", course)
-    monkeypatch.setattr(html, "HTML_CACHE", cache)
-    assert html.main(["--cache-only", "--jobs", "1", "--out", str(out)]) == 0
-    for path, text in zip(paths, ("en", "zh")):
-        executed = nbformat.read(_cache_folder(path, course, cache) / "executed.ipynb", as_version=4)
-        assert executed.cells[0].outputs[0]["text"] == f"{text}\n"
-    assert not out.exists(), "--cache-only wrote pages"
-    lines: list[str] = []
-    html.warm_cache(course, cache, jobs=2, log=lines.append)
-    assert lines == [], "a warm cache executed a chapter again"
-
-
-def test_cache_only_needs_both_editions(course, monkeypatch):
-    import utils.html as html
-
-    notebook(course / "solutions" / "01_a.ipynb", "print('en')")
-    with pytest.raises(ValueError, match=r"solutions/zh/ has \[\], solutions/ has \['01_a'\]"):
-        html.warm_cache(course, course / "cache", log=lambda *_: None)

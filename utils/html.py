@@ -32,10 +32,7 @@ Executing is the slow part, so each executed chapter and its grids are cached in
 ``--execute`` ignores the cache. The chapters not in the cache are executed ``--jobs`` at a time
 (default 2, one kernel per core of a 2-core machine), in separate processes, longest-running first.
 Several builders may share the cache: each chapter is executed under a lock, and one that waited
-finds it cached (two test workers once removed each other's grids mid-render). ``--cache-only``
-(:func:`warm_cache`) executes the missing chapters and writes no page: ``make test`` runs it in the
-background at the lowest CPU priority from its first stage on, so the CPU that the earlier stages leave
-idle executes the edition's chapters before its tests need them.
+finds it cached (two test workers once removed each other's grids mid-render).
 """
 
 from __future__ import annotations
@@ -74,7 +71,7 @@ from utils.paths import REPO_ROOT
 from utils.widgets.grid import GRID_ENV
 
 __all__ = ["DEFAULT_JOBS", "HTML_CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "execute_chapters",
-           "executed_with_grids", "language_of", "main", "render_notebook", "warm_cache"]
+           "executed_with_grids", "language_of", "main", "render_notebook"]
 
 HTML_CACHE = REPO_ROOT / "build" / "html-cache"
 SIZE_BUDGET_BYTES = 48 * 2**20
@@ -235,16 +232,6 @@ def render_notebook(nb: nbformat.NotebookNode, stem: str, rows, *, grids: Path |
     return title, body, report
 
 
-def warm_cache(root: Path = REPO_ROOT, cache: Path = HTML_CACHE, *, execute: bool = False, jobs: int = DEFAULT_JOBS,
-               log=print) -> None:
-    """Execute into ``cache`` every chapter of both languages that it lacks, and write no page
-    (``--cache-only``). ``make test`` runs this at the lowest CPU priority while its earlier stages
-    leave a core idle, so that the edition's tests later find the chapters executed."""
-    editions = _editions(Path(root))
-    execute_chapters([p for paths in editions.values() for p in paths], root=Path(root), cache=Path(cache),
-                     execute=execute, jobs=jobs, log=log)
-
-
 def _editions(root: Path) -> dict[str, list[Path]]:
     """The solution notebooks of each language: ``solutions/`` and ``solutions/zh/``.
 
@@ -332,15 +319,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="execute the notebooks again, ignoring the cache in build/html-cache")
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
                         help=f"chapters executed at the same time (default: {DEFAULT_JOBS})")
-    parser.add_argument("--cache-only", action="store_true",
-                        help="only execute the chapters of both languages missing from build/html-cache, and "
-                             "write no page (make test runs this in the background; see the Makefile)")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
-    if args.cache_only:
-        warm_cache(REPO_ROOT, HTML_CACHE, execute=args.execute, jobs=args.jobs)
-        return 0
     try:
         build_html(args.out, execute=args.execute, jobs=args.jobs)
     except MissingAssets as exc:

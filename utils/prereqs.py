@@ -11,12 +11,6 @@ the standard library only (importing ``utils`` would import torch). Checks:
   pinned torch as a ``+cpu`` wheel (then nothing is added: that index is used as it is). An empty
   setting adds nothing (PyPI's torch: the CUDA build on Linux); a URL adds that index.
 - ``test``: exit 1 with one line naming what ``make test`` needs and is missing (npm, Chromium).
-
-And two for the job ``make test`` runs in the background (the HTML edition's chapters, at nice 19):
-
-- ``renice PID``: put ``PID`` and every process below it (its kernels) back to normal priority,
-  where that is allowed (root); exit 0 either way.
-- ``stop PID``: end ``PID`` and every process below it (``SIGTERM``); exit 0 when they are gone.
 """
 
 from __future__ import annotations
@@ -99,76 +93,6 @@ def missing_for_test(which=shutil.which) -> list[str]:
     return missing
 
 
-def process_tree(pid: int, proc: Path = Path("/proc")) -> list[int]:
-    """``pid`` and its descendants, parents first (read from ``/proc``; just ``[pid]`` without it)."""
-    children: dict[int, list[int]] = {}
-    for stat in proc.glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()  # the name in (...) may hold spaces
-        except (OSError, IndexError):
-            continue  # gone meanwhile
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    tree, todo = [], [pid]
-    while todo:
-        current = todo.pop(0)
-        if current not in tree:
-            tree.append(current)
-            todo.extend(sorted(children.get(current, [])))
-    return tree
-
-
-def renice_tree(pid: int, niceness: int = 0) -> int:
-    """Set the niceness of ``pid``'s whole tree; return how many processes took it (0 when not allowed)."""
-    done = 0
-    for member in process_tree(pid):
-        try:
-            os.setpriority(os.PRIO_PROCESS, member, niceness)
-            done += 1
-        except OSError:  # not allowed (raising priority needs root), or gone
-            pass
-    return done
-
-
-def stop_tree(pid: int, wait_s: float = 10.0) -> bool:
-    """``SIGTERM`` to ``pid``'s whole tree, then ``SIGKILL`` to what is left after ``wait_s``; True when
-    none is left."""
-    import signal
-    import time
-
-    tree = process_tree(pid)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for member in tree:
-            try:
-                os.kill(member, sig)
-            except OSError:
-                pass
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            tree = [m for m in tree if _alive(m)]
-            if not tree:
-                return True
-            time.sleep(0.05)
-    return not tree
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.waitpid(pid, os.WNOHANG)  # reap it if it is our own child
-    except ChildProcessError:
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True  # no /proc (macOS): kill(0) found it
-    return state != "Z"  # a zombie (another process's child, not yet reaped) runs no more
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     check, args = (argv[0], argv[1:]) if argv else ("", [])
@@ -188,13 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             print("make test needs: " + "; ".join(missing) + ".", file=sys.stderr)
         return 1 if missing else 0
-    if check in ("renice", "stop") and len(args) == 1 and args[0].isdigit():
-        if check == "renice":
-            renice_tree(int(args[0]))
-            return 0
-        return 0 if stop_tree(int(args[0])) else 1
-    print("usage: python utils/prereqs.py venv DIR | torch-index [SETTING] | test | renice PID | stop PID",
-          file=sys.stderr)
+    print("usage: python utils/prereqs.py venv DIR | torch-index [SETTING] | test", file=sys.stderr)
     return 2
 
 
