@@ -178,19 +178,26 @@ def open_notebook(page, lab, rel: str) -> None:
     page.wait_for_function(KERNEL_READY, timeout=90_000, polling=200)
 
 
-def run_cells(page, lab, name: str, cells: list[str], timeout_ms: int = 120_000):
-    """Write ``cells`` as the notebook ``name`` into the server's copy of the course, open it, run it
-    all (no cell may raise), and return the last cell's first output once its explorer shows a figure."""
+def write_and_run(page, lab, name: str, cells: list[str], timeout_ms: int = 120_000):
+    """Write ``cells`` as the notebook ``name`` into the server's copy of the course, open it and run it
+    all (no cell may raise); the notebook's cell locator, one cell per source."""
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, lab.root / name)
     open_notebook(page, lab, name)
-    assert page.evaluate(RUN_ALL, timeout_ms), "the notebook did not finish"
+    assert page.evaluate(RUN_ALL, timeout_ms), f"{name} did not finish"
     errors = page.evaluate(CELL_ERRORS)
-    assert not errors, "; ".join(errors)
+    assert not errors, f"{name}: " + "; ".join(errors)
     panel = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
-    output = page.locator(f"[id='{panel}'] .jp-Cell").last.locator(".jp-OutputArea-output").first
+    located = page.locator(f"[id='{panel}'] .jp-Notebook .jp-Cell")
+    assert located.count() == len(cells), f"{name}: {located.count()} cells shown of {len(cells)}"
+    return located
+
+
+def run_cells(page, lab, name: str, cells: list[str], timeout_ms: int = 120_000):
+    """:func:`write_and_run`, then the last cell's first output once its explorer shows a figure."""
+    output = write_and_run(page, lab, name, cells, timeout_ms).last.locator(".jp-OutputArea-output").first
     output.locator(".widget-output img").first.wait_for(state="visible", timeout=30_000)
     return output
 

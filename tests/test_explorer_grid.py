@@ -9,6 +9,7 @@ explorer draws for those values in a kernel.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
 
@@ -225,22 +226,10 @@ def test_the_environment_variable_renders_the_grid_as_the_explorer_is_built(tmp_
 # --- the course's explorers ------------------------------------------------------------------------
 
 def course_explorers():
-    from utils.layers import TinyEncoderClassifier
-    from utils.tasks import NOUNS, VOCAB, pronoun_task
-    from utils.widgets.at_scale import window_explorer
-    from utils.widgets.multihead import head_explorer
-    from utils.widgets.positional import positional_explorer
-    from utils.widgets.qkv import qkv_explorer
-    from utils.widgets.sdpa import scale_explorer
-    from utils.widgets.transformer import attention_explorer
+    """Chapter -> a callable that builds its explorer from the cell the Lab test runs (tests/explorer_cells.py)."""
+    from explorer_cells import CHAPTERS, build
 
-    torch.manual_seed(0)
-    model = TinyEncoderClassifier(len(VOCAB), 32, 2, 2, 64, len(NOUNS))
-    return {
-        "ch1": lambda: qkv_explorer("pronoun", d_model=16), "ch2": scale_explorer, "ch3": head_explorer,
-        "ch4": positional_explorer, "ch5": lambda: attention_explorer(model, pronoun_task(60, seed=2)),
-        "ch6": window_explorer,
-    }
+    return {chapter: functools.partial(build, name) for chapter, name in CHAPTERS.items()}
 
 
 @pytest.mark.parametrize("chapter", ["ch1", "ch2", "ch3", "ch4", "ch5", "ch6"])

@@ -7,6 +7,8 @@ test_browser_kv_cache.py). This cheap check, in the unit stage, keeps that list 
 every ``solutions/NN_*.ipynb`` and ``solutions/zh/NN_*.ipynb`` for explorer calls
 (:data:`browser_support.EXPLORER_CALL`) and fails, naming the notebook and the function, when no
 string of a browser test (the cell sources they write; docstrings do not count) calls that function.
+A browser test that imports ``CELLS`` from tests/explorer_cells.py (the explorers notebook's cells,
+which the unit tests build too) drives what those cells call.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import ast
 import re
 from pathlib import Path
 
+import explorer_cells
 import nbformat
 from browser_support import EXPLORER_CALL
 
@@ -41,17 +44,22 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return found
 
 
+def _imports_the_cells(tree: ast.AST) -> bool:
+    return any(isinstance(node, ast.ImportFrom) and node.module == "explorer_cells"
+               and any(alias.name == "CELLS" for alias in node.names) for node in ast.walk(tree))
+
+
 def driven_in(path: Path) -> set[str]:
     """The explorers that the string literals of the test file ``path`` call: the notebook cells it writes
-    (an f-string's literal parts included), not its docstrings."""
+    (an f-string's literal parts included), not its docstrings; and, when it imports
+    ``explorer_cells.CELLS``, what those cells call."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip = _docstrings(tree)
-    return {
-        name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip
-        for name in explorer_calls(node.value)
-    }
+    strings = [node.value for node in ast.walk(tree)
+               if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip]
+    if _imports_the_cells(tree):
+        strings += explorer_cells.CELLS.values()
+    return {name for text in strings for name in explorer_calls(text)}
 
 
 def chapter_explorers(path: Path) -> set[str]:
@@ -76,6 +84,6 @@ def test_every_chapter_explorer_is_driven_by_a_lab_test():
         for name in sorted(chapter_explorers(path) - driven)
     ]
     assert not missing, (
-        "explorers that no JupyterLab test drives (add a cell to EXPLORERS in "
-        "tests/browser/test_browser_chapters.py, or a focused test): " + "; ".join(missing)
+        "explorers that no JupyterLab test drives (add a cell to CELLS in tests/explorer_cells.py, "
+        "which tests/browser/test_browser_chapters.py runs, or a focused test): " + "; ".join(missing)
     )

@@ -2,11 +2,12 @@
 responds to its slider.
 
 One notebook, :data:`EXPLORERS_NOTEBOOK`, is written into the server's copy of the course (as
-``browser_support.run_cells`` does), opened once and run once for the whole module (one kernel start):
+``browser_support.write_and_run`` does), opened once and run once for the whole module (one kernel start):
 a setup cell (torch on one thread, seeded), then one cell per explorer that no focused Lab test drives
-(:data:`EXPLORERS`: chapter 1's ``qkv_explorer``, 2's ``scale_explorer``, 3's ``head_explorer``, 4's
-``positional_explorer``, 5's ``attention_explorer`` over a seeded, untrained ``TinyEncoderClassifier``,
-6's ``window_explorer``). The other three have focused Lab tests of their own: test_browser_new_explorers.py
+(``EXPLORERS``: the cells of tests/explorer_cells.py, which the unit tests build too; chapter 1's
+``qkv_explorer``, 2's ``scale_explorer``, 3's ``head_explorer``, 4's ``positional_explorer``, 5's
+``attention_explorer`` over a seeded, untrained ``TinyEncoderClassifier``, 6's ``window_explorer``).
+The other three have focused Lab tests of their own: test_browser_new_explorers.py
 (``mask_polarity_explorer``, ``sentence_explorer``) and test_browser_kv_cache.py (``kv_cache_explorer``).
 tests/test_lab_coverage.py, in the unit stage, fails when a chapter calls an explorer that none of these
 drives. For each explorer (one test each) it checks:
@@ -41,7 +42,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from browser_support import CELL_ERRORS, EXPLORER_CALL, RUN_ALL, keep_page_screenshot, open_notebook
+from browser_support import EXPLORER_CALL, keep_page_screenshot, write_and_run
+from explorer_cells import CELLS as EXPLORERS
+from explorer_cells import SETUP
 
 from utils.build import NOTEBOOK_GLOB
 
@@ -50,25 +53,6 @@ SOLUTIONS = sorted((REPO / "solutions").glob(NOTEBOOK_GLOB))
 TEXT_REPR = re.compile(r"\b(?:Int|Float|Selection)?(?:Slider|Dropdown|ToggleButtons|VBox|HBox|Output)\(")
 RUN_TIMEOUT_MS = 180_000
 EXPLORERS_NOTEBOOK = "browser_chapter_explorers.ipynb"
-SETUP = "import torch\ntorch.set_num_threads(1)\ntorch.manual_seed(0)"
-# One cell per explorer, as its chapter calls it (chapter 5's model seeded and untrained, with the
-# classifier shape and the data of tests/test_explorer_grid.py's course_explorers()).
-EXPLORERS = {
-    "qkv_explorer": 'from utils.widgets.qkv import qkv_explorer\nqkv_explorer("pronoun", d_model=16)',
-    "scale_explorer": "from utils.widgets.sdpa import scale_explorer\nscale_explorer()",
-    "head_explorer": "from utils.widgets.multihead import head_explorer\nhead_explorer()",
-    "positional_explorer": "from utils.widgets.positional import positional_explorer\npositional_explorer()",
-    "attention_explorer": (
-        "from utils.layers import TinyEncoderClassifier\n"
-        "from utils.tasks import NOUNS, VOCAB, pronoun_task\n"
-        "from utils.widgets.transformer import attention_explorer\n"
-        "torch.manual_seed(0)\n"
-        "model = TinyEncoderClassifier(len(VOCAB), 32, 2, 2, 64, len(NOUNS))\n"
-        "attention_explorer(model, pronoun_task(60, seed=2))"
-    ),
-    "window_explorer": "from utils.widgets.at_scale import window_explorer\nwindow_explorer()",
-}
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 def explorer_cells(path: Path) -> list[int]:
@@ -161,36 +145,25 @@ def check_renders(output, what: str) -> None:
     output.scroll_into_view_if_needed()
     try:
         output.locator(".jupyter-widgets .widget-output img").first.wait_for(state="visible", timeout=30_000)
-    except Exception:
-        text = output.inner_text()
-        assert "Loading widget" not in text, f"{what}: the widget manager did not render the explorer"
-        assert not TEXT_REPR.search(text), f"{what}: the explorer shows as a text repr: {text[:200]!r}"
-        raise AssertionError(f"{what}: no widget with a figure in the output: {text[:200]!r}") from None
+        shown = True
+    except Exception:  # Playwright's timeout: the assertions below say what shows instead
+        shown = False
     text = output.inner_text()
     assert "Loading widget" not in text, f"{what}: the widget manager did not render the explorer"
     assert not TEXT_REPR.search(text), f"{what}: the explorer shows as a text repr: {text[:200]!r}"
+    assert shown, f"{what}: no widget with a figure in the output: {text[:200]!r}"
 
 
 @pytest.fixture(scope="module")
 def explorers_page(lab, browser_context, tmp_path_factory):
     """The explorers notebook, opened and run once for the module: ``(page, cells)``, ``cells`` the
     notebook's cell locator (cell 0 the setup, then :data:`EXPLORERS` in order)."""
-    nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(source) for source in (SETUP, *EXPLORERS.values())]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, lab.root / EXPLORERS_NOTEBOOK)
     page = browser_context.new_page()
     page.errors = []
     page.on("pageerror", lambda error: page.errors.append(str(error)))
     try:
         try:
-            open_notebook(page, lab, EXPLORERS_NOTEBOOK)
-            assert page.evaluate(RUN_ALL, RUN_TIMEOUT_MS), f"{EXPLORERS_NOTEBOOK} did not finish"
-            errors = page.evaluate(CELL_ERRORS)
-            assert not errors, f"{EXPLORERS_NOTEBOOK}: " + "; ".join(errors)
-            panel = page.evaluate("() => window.jupyterapp.shell.currentWidget.id")
-            cells = page.locator(f"[id='{panel}'] .jp-Notebook .jp-Cell")
-            assert cells.count() == len(nb.cells)
+            cells = write_and_run(page, lab, EXPLORERS_NOTEBOOK, [SETUP, *EXPLORERS.values()], RUN_TIMEOUT_MS)
         except BaseException:
             keep_page_screenshot(page, tmp_path_factory.mktemp("explorers") / "lab-explorers-run.png")
             raise

@@ -234,42 +234,42 @@ def state_key(state: Any) -> bytes | None:
     >>> state_key((1, torch.zeros(2))) == state_key((1, -torch.zeros(2))), state_key(object()) is None
     (False, True)
     """
-    digest = hashlib.sha256()
-    try:
-        _feed(digest, state)
-    except TypeError:
-        return None
-    return digest.digest()
-
-
-def _feed(digest: Any, value: Any) -> None:
-    import dataclasses
+    import dataclasses  # here, not at the top: the builder imports this module without torch
 
     import numpy as np
     import torch
 
-    if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
-        digest.update(f"{type(value).__name__}:{value!r};".encode())
-    elif isinstance(value, (torch.Tensor, np.ndarray)):
-        array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
-        if array.dtype == object:
-            raise TypeError("no key for an array of objects")
-        digest.update(f"{type(value).__name__}:{value.dtype}:{tuple(array.shape)}:".encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
-    elif isinstance(value, (tuple, list)):
-        digest.update(f"{type(value).__name__}[{len(value)}]".encode())
-        for item in value:
-            _feed(digest, item)
-    elif isinstance(value, dict):
-        digest.update(f"dict[{len(value)}]".encode())
-        for item in value.items():  # in order: a figure may draw the items in their order
-            _feed(digest, item)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        digest.update(f"{type(value).__module__}.{type(value).__qualname__}(".encode())
-        for field in dataclasses.fields(value):
-            _feed(digest, (field.name, getattr(value, field.name)))
-    else:
-        raise TypeError(f"no key for a {type(value).__name__}")
+    digest = hashlib.sha256()
+
+    def feed(value: Any) -> None:
+        if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
+            digest.update(f"{type(value).__name__}:{value!r};".encode())
+        elif isinstance(value, (torch.Tensor, np.ndarray)):
+            array = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else np.asarray(value)
+            if array.dtype == object:
+                raise TypeError("no key for an array of objects")
+            digest.update(f"{type(value).__name__}:{value.dtype}:{tuple(array.shape)}:".encode())
+            digest.update(np.ascontiguousarray(array).tobytes())
+        elif isinstance(value, (tuple, list)):
+            digest.update(f"{type(value).__name__}[{len(value)}]".encode())
+            for item in value:
+                feed(item)
+        elif isinstance(value, dict):
+            digest.update(f"dict[{len(value)}]".encode())
+            for item in value.items():  # in order: a figure may draw the items in their order
+                feed(item)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            digest.update(f"{type(value).__module__}.{type(value).__qualname__}(".encode())
+            for field in dataclasses.fields(value):
+                feed((field.name, getattr(value, field.name)))
+        else:
+            raise TypeError(f"no key for a {type(value).__name__}")
+
+    try:
+        feed(state)
+    except TypeError:
+        return None
+    return digest.digest()
 
 
 def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUDGET_S) -> Path:
