@@ -281,6 +281,23 @@ def offline_context(tmp_path):
         manager.__exit__(None, None, None)
 
 
+# MathJax 2 typesets after the page's load event, and asks for its web fonts only when it lays them out:
+# its "End" startup hook runs once the first typesetting is done (at once if it is done already).
+MATHJAX_DONE = """() => { window.courseMathDone = !window.MathJax || !MathJax.Hub;
+    if (!window.courseMathDone) MathJax.Hub.Register.StartupHook("End", () => { window.courseMathDone = true; }); }"""
+
+
+def settle(page, timeout: int = 30_000) -> None:
+    """Wait until a page of the edition has loaded what it loads by itself after its load event: MathJax
+    done typesetting, the fonts that asks for, no request left. A test that measures the page, or leaves
+    it, waits for this: leaving earlier aborts the font requests in flight, which ``offline_context``
+    records as failed (seen at phone width on a busy 2-core machine)."""
+    page.evaluate(MATHJAX_DONE)
+    page.wait_for_function("() => window.courseMathDone === true", timeout=timeout)
+    page.evaluate("() => document.fonts.ready.then(() => document.fonts.status)")
+    page.wait_for_load_state("networkidle", timeout=timeout)
+
+
 def shown_image(page, edition: Path, explorer) -> bytes:
     src = explorer.locator("img.explorer-figure").get_attribute("src")
     page.wait_for_function("img => img.complete && img.naturalWidth > 100", arg=explorer.locator(
@@ -300,6 +317,7 @@ def test_index_carries_the_readme_table_and_links_every_chapter(edition, offline
             row.number, row.title, row.time, row.goal.replace("`", "")]
         assert cells.nth(1).locator("a").get_attribute("href") == f"{row.stem}.html"
     assert page.locator(".book-sidebar .book-chapters > li").count() == len(ROWS)
+    settle(page)
     rows.first.locator("a").click()
     page.wait_for_url(re.compile(re.escape(ROWS[0].stem) + r"\.html$"))
     assert page.blocked == [], f"network requests attempted: {page.blocked}"
@@ -442,7 +460,7 @@ def test_pages_are_readable_at_phone_width(edition, offline_context, tmp_path):
     page.set_viewport_size({"width": 390, "height": 844})
     for name in ("index", stem_of(2), stem_of(5)):
         page.goto((edition / f"{name}.html").as_uri())
-        page.wait_for_timeout(300)
+        settle(page)  # measured as typeset, equations included; and leaving it aborts nothing
         width = page.evaluate("() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]")
         assert width[0] <= width[1] + 1, f"{name}: the page scrolls sideways at 390 px ({width})"
         toc = page.locator("details.book-toc")
@@ -517,6 +535,7 @@ def test_a_chinese_chapter_moves_its_explorer_and_switches_to_english_offline(ed
     assert shown_image(page, edition / "zh", explorer)
     page.screenshot(path=str(tmp_path / "html-zh.png"))
     keep_artifact(tmp_path / "html-zh.png")
+    settle(page)
     page.locator(".book-lang-link").first.click()
     page.wait_for_url(re.compile(r"/" + re.escape(stem_of(3)) + r"\.html$"))
     assert page.url.endswith(f"/{edition.name}/{stem_of(3)}.html") and page.get_attribute("html", "lang") == "en"
