@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -46,13 +48,50 @@ def venv_env(venv: Path, base: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def run(command, *, cwd: Path, env: dict[str, str] | None = None, what: str) -> str:
-    """Run ``command``; fail the test with its output if it fails; return its stdout."""
-    result = subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True)
+    """Run ``command``; fail the test with its output if it fails; return its stdout. A pip command is run
+    with :func:`run_pip`, so a download corrupted in transit is fetched again."""
+    pip = "pip" in [str(c) for c in command[:3]]
+    result = (run_pip(command, cwd=cwd, env=env) if pip
+              else subprocess.run([str(c) for c in command], cwd=cwd, env=env, capture_output=True, text=True))
     if result.returncode != 0:
         pytest.fail(
             f"{what} failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-4000:]}", pytrace=False
         )
     return result.stdout
+
+
+# What pip prints when a download went wrong on the way, not when the pins are wrong: the bytes that arrived
+# do not match the index's sha256 (a CI run of 2026-12-02 got a corrupt playwright wheel whose PyPI hash
+# checks out when fetched again), or the connection broke mid-file. pip retries refused connections itself,
+# never these.
+TRANSIENT_PIP_FAILURES = re.compile(
+    r"THESE PACKAGES DO NOT MATCH THE HASHES|IncompleteRead|Connection broken|ReadTimeoutError|"
+    r"ConnectionResetError|Remote end closed connection"
+)
+
+
+def pip_download_failed(stderr: str) -> bool:
+    """Whether pip's ``stderr`` says a download failed in transit (worth fetching again)."""
+    return bool(TRANSIENT_PIP_FAILURES.search(stderr))
+
+
+def run_pip(command, *, attempts: int = 3, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run(command, capture_output=True, text=True, **kwargs)`` for a pip command that downloads,
+    run again (at most ``attempts`` times in all, pip's cache off so a corrupt cached file is not reused)
+    while it fails only because a download failed in transit. Any other failure returns at once, and the
+    result of the last attempt is returned: the caller asserts on it as before. Earlier failures go to
+    stderr, so a run that needed a second try says so in the test's output."""
+    command = [str(c) for c in command]
+    for attempt in range(1, attempts + 1):
+        result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+        if result.returncode == 0 or not pip_download_failed(result.stderr) or attempt == attempts:
+            return result
+        print(f"pip download failed in transit (attempt {attempt} of {attempts}), fetching again:\n"
+              f"{result.stderr[-1500:]}", file=sys.stderr)
+        if "--no-cache-dir" not in command:
+            at = command.index("pip") + 1
+            command = [*command[:at], "--no-cache-dir", *command[at:]]
+    raise AssertionError("unreachable")
 
 
 def write_kernelspec(jupyter_path: Path, name: str, python: Path, display_name: str) -> None:

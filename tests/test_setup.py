@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from env_support import pip_download_failed, run_pip
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 
@@ -83,7 +84,7 @@ def test_pinned_set_resolves_for_the_lowest_supported_python(tmp_path):
     command = [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet",
                "--disable-pip-version-check", *target, "--target", str(tmp_path / "target"),
                "-c", str(constraints), "-r", str(requirements), "--report", str(tmp_path / "report.json")]
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    result = run_pip(command, cwd=REPO, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
     import json
 
@@ -91,10 +92,58 @@ def test_pinned_set_resolves_for_the_lowest_supported_python(tmp_path):
                  for item in json.loads((tmp_path / "report.json").read_text())["install"]}
     assert installed["numpy"] == pins["numpy"][0].removeprefix("==")
     assert installed["networkx"] == pins["networkx"][0].removeprefix("==")  # torch's requirement, 3.10 pin
-    listing = subprocess.run([sys.executable, "-m", "pip", "index", "versions", "torch", *target,
-                              "--disable-pip-version-check"], capture_output=True, text=True, timeout=600)
+    listing = run_pip([sys.executable, "-m", "pip", "index", "versions", "torch", *target,
+                       "--disable-pip-version-check"], timeout=600)
     torch_pin = pins["torch"][0].removeprefix("==")
     assert torch_pin in listing.stdout, listing.stdout[-2000:] + listing.stderr[-2000:]
+
+
+# What CI's pip printed on 2026-12-02 when a playwright wheel arrived corrupt (fetched again, its hash matches
+# PyPI's), and what it prints when the pins cannot be resolved.
+CORRUPT_DOWNLOAD = """ERROR: THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE. If you have updated the
+package versions, please update the hashes. Otherwise, examine the package contents carefully.
+    playwright from https://files.pythonhosted.org/packages/de/c3/playwright-1.65.2-py3-none-manylinux1_x86_64.whl:
+        Expected sha256 58932d35f56767ab7ebcdd3d4a733bfb3e62a1a5bc43c08e28b9fa9b3e61cf33
+             Got        1e23d4c1e3d6761d8b845d1d0260f519304c22c6643de2193ad6e172e2f93d79
+"""
+UNRESOLVABLE = """ERROR: Cannot install numpy==2.3.0 because these package versions have conflicting dependencies.
+ERROR: ResolutionImpossible: for help visit https://pip.pypa.io/en/latest/topics/dependency-resolution/
+"""
+# A stand-in for pip: it appends its argv to a log, then fails with the stderr given for each call in turn.
+FAKE_PIP = """import json, sys
+log, plan = sys.argv[1], json.loads(sys.argv[2])
+with open(log, "a") as f:
+    f.write(json.dumps(sys.argv[3:]) + "\\n")
+calls = sum(1 for _ in open(log))
+stderr = plan[min(calls, len(plan)) - 1]
+sys.stderr.write(stderr)
+sys.exit(1 if stderr else 0)
+"""
+
+
+def test_a_download_corrupted_in_transit_is_told_apart_from_unresolvable_pins():
+    assert pip_download_failed(CORRUPT_DOWNLOAD)
+    assert pip_download_failed("pip._vendor.urllib3.exceptions.ProtocolError: ('Connection broken: IncompleteRead")
+    assert not pip_download_failed(UNRESOLVABLE)
+    assert not pip_download_failed("ERROR: No matching distribution found for torch==2.13.0")
+
+
+@pytest.mark.parametrize("plan, calls, ok", [
+    ([CORRUPT_DOWNLOAD, ""], 2, True),                           # corrupt once: fetched again, without the cache
+    ([UNRESOLVABLE, ""], 1, False),                              # the pins are wrong: no second try
+    ([CORRUPT_DOWNLOAD] * 4, 3, False),                          # corrupt every time: fails after three
+])
+def test_run_pip_fetches_again_only_after_a_download_failed(tmp_path, plan, calls, ok):
+    import json
+
+    log = tmp_path / "argv.log"
+    result = run_pip([sys.executable, "-c", FAKE_PIP, log, json.dumps(plan), "pip", "install", "x"])
+    argvs = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(argvs) == calls and (result.returncode == 0) is ok
+    assert argvs[0] == ["pip", "install", "x"]
+    assert all(argv == ["pip", "--no-cache-dir", "install", "x"] for argv in argvs[1:])
+    if not ok:
+        assert result.stderr == plan[calls - 1]  # the caller sees the last failure's own message
 
 
 # --- torch's wheel: one variable -------------------------------------------------------------------
