@@ -82,16 +82,16 @@ def run_pip(command, *, attempts: int = 3, **kwargs) -> subprocess.CompletedProc
     result of the last attempt is returned: the caller asserts on it as before. Earlier failures go to
     stderr, so a run that needed a second try says so in the test's output."""
     command = [str(c) for c in command]
-    for attempt in range(1, attempts + 1):
+    for attempt in range(1, attempts):
         result = subprocess.run(command, capture_output=True, text=True, **kwargs)
-        if result.returncode == 0 or not pip_download_failed(result.stderr) or attempt == attempts:
+        if result.returncode == 0 or not pip_download_failed(result.stderr):
             return result
         print(f"pip download failed in transit (attempt {attempt} of {attempts}), fetching again:\n"
               f"{result.stderr[-1500:]}", file=sys.stderr)
         if "--no-cache-dir" not in command:
             at = command.index("pip") + 1
             command = [*command[:at], "--no-cache-dir", *command[at:]]
-    raise AssertionError("unreachable")
+    return subprocess.run(command, capture_output=True, text=True, **kwargs)
 
 
 def write_kernelspec(jupyter_path: Path, name: str, python: Path, display_name: str) -> None:

@@ -126,8 +126,7 @@ def nbgrader_python() -> Path:
     if not done.exists():
         shutil.rmtree(NBGRADER_VENV, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "venv", str(NBGRADER_VENV)], check=True)
-        result = run_pip([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                                  NBGRADER_SPEC])
+        result = run_pip([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", NBGRADER_SPEC])
         if result.returncode != 0:
             pytest.fail(f"could not install {NBGRADER_SPEC} into {NBGRADER_VENV}:\n{result.stderr[-3000:]}")
         done.write_text(NBGRADER_SPEC + "\n")

@@ -3,6 +3,7 @@ one variable, a half-made .venv is rebuilt, and `make test` names missing tools 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -86,8 +87,6 @@ def test_pinned_set_resolves_for_the_lowest_supported_python(tmp_path):
                "-c", str(constraints), "-r", str(requirements), "--report", str(tmp_path / "report.json")]
     result = run_pip(command, cwd=REPO, timeout=1800)
     assert result.returncode == 0, result.stderr[-3000:]
-    import json
-
     installed = {item["metadata"]["name"].lower(): item["metadata"]["version"]
                  for item in json.loads((tmp_path / "report.json").read_text())["install"]}
     assert installed["numpy"] == pins["numpy"][0].removeprefix("==")
@@ -134,8 +133,6 @@ def test_a_download_corrupted_in_transit_is_told_apart_from_unresolvable_pins():
     ([CORRUPT_DOWNLOAD] * 4, 3, False),                          # corrupt every time: fails after three
 ])
 def test_run_pip_fetches_again_only_after_a_download_failed(tmp_path, plan, calls, ok):
-    import json
-
     log = tmp_path / "argv.log"
     result = run_pip([sys.executable, "-c", FAKE_PIP, log, json.dumps(plan), "pip", "install", "x"])
     argvs = [json.loads(line) for line in log.read_text().splitlines()]
