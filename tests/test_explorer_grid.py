@@ -261,6 +261,88 @@ def test_figure_png_draws_once_and_gives_matplotlibs_own_pixels(chapter, monkeyp
     assert len(draws) == (2 if box.savefig_kwargs.get("bbox_inches") == "tight" else 1), draws
 
 
+def _explorers_with_composed_figures():
+    """Every course explorer, and chapter 2's mask explorer, whose figure draws two heatmaps into its axes."""
+    from utils.widgets.sdpa import mask_polarity_explorer
+
+    return {**course_explorers(), "ch2-masks": mask_polarity_explorer}
+
+
+@pytest.mark.parametrize("name", ["ch1", "ch2", "ch2-masks", "ch3", "ch4", "ch5", "ch6"])
+def test_each_explorer_figure_is_laid_out_once(name, monkeypatch):
+    """A heatmap drawn into a given axes leaves the layout to the caller: the figure is laid out once,
+    when complete (mask_polarity_figure was laid out three times, a third of its redraw time)."""
+    from matplotlib.figure import Figure
+
+    box = _explorers_with_composed_figures()[name]()
+    state = box.compute()
+    layouts = []
+    original = Figure.tight_layout
+    monkeypatch.setattr(Figure, "tight_layout", lambda fig, *a, **k: (layouts.append(1), original(fig, *a, **k))[1])
+    plt.close(box.draw(state))
+    assert len(layouts) <= 1, f"{name}: laid out {len(layouts)} times"
+
+
+def test_a_heatmap_in_given_axes_is_laid_out_by_its_caller_only(monkeypatch):
+    from matplotlib.figure import Figure
+
+    from utils.plotting.common import attention_heatmap
+    from utils.plotting.positional import encoding_heatmap
+
+    layouts = []
+    original = Figure.tight_layout
+    monkeypatch.setattr(Figure, "tight_layout", lambda fig, *a, **k: (layouts.append(fig), original(fig, *a, **k))[1])
+    for draw in (lambda **k: attention_heatmap(torch.rand(4, 4), list("abcd"), **k),
+                 lambda **k: encoding_heatmap(torch.rand(6, 8), **k)):
+        fig, (ax, _) = plt.subplots(1, 2)
+        draw(ax=ax)
+        assert layouts == [], "a heatmap drawn into a given axes laid the caller's unfinished figure out"
+        own = draw()  # its own figure: laid out before it is returned
+        assert layouts == [own]
+        layouts.clear()
+        plt.close(fig)
+        plt.close(own)
+
+
+def test_cell_numbers_are_not_measured_by_the_layout_yet_the_pixels_are_unchanged(monkeypatch):
+    """cell_text leaves a heatmap's cell numbers out of tight_layout's measuring (they lie inside the
+    axes); the image is byte for byte the one that measuring them gives."""
+    from matplotlib.text import Text
+
+    from utils.plotting.common import attention_heatmap
+    from utils.plotting.sdpa import mask_polarity_figure
+    from utils.widgets.sdpa import mask_polarity_state
+
+    def png(make, in_layout):
+        if in_layout is not None:
+            monkeypatch.setattr(Text, "get_in_layout", lambda self: True)
+        fig = make()
+        cells = [t for ax in fig.axes for t in ax.texts]
+        assert len(cells) >= 16
+        data = figure_png(fig)
+        monkeypatch.undo()
+        return data, cells
+
+    makers = (lambda: attention_heatmap(torch.rand(10, 10, generator=torch.Generator().manual_seed(0)),
+                                        [f"t{i}" for i in range(10)]),
+              lambda: mask_polarity_figure(mask_polarity_state("both", "sdpa", True)))
+    for make in makers:
+        left_out, cells = png(make, None)
+        assert not any(t.get_in_layout() for t in cells)
+        measured, _ = png(make, True)
+        assert left_out == measured
+
+    measured = []
+    original = Text.get_window_extent
+    fig = makers[0]()
+    cells = set(map(id, fig.axes[0].texts))
+    monkeypatch.setattr(Text, "get_window_extent",
+                        lambda self, *a, **k: (measured.append(id(self) in cells), original(self, *a, **k))[1])
+    fig.tight_layout()
+    plt.close(fig)
+    assert measured and not any(measured)  # the layout measured labels and titles, no cell number
+
+
 # --- one figure per distinct state (pure_draw) ------------------------------------------------------------
 
 def test_state_key_tells_states_apart_by_every_field_and_byte():

@@ -16,7 +16,7 @@ import torch
 from matplotlib.figure import Figure
 
 from utils.i18n.messages import tr
-from utils.plotting.common import CMAP, to_numpy
+from utils.plotting.common import CMAP, cell_text, to_numpy
 
 __all__ = [
     "head_split_figure",
@@ -197,8 +197,7 @@ def head_similarity_figure(similarity: torch.Tensor, *, metric: str | None = Non
         for i in range(H):
             for j in range(H):
                 value = float(sim[i, j])
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=11,
-                        color="black" if value > 0.5 else "white")
+                cell_text(ax, j, i, f"{value:.2f}", fontsize=11, color="black" if value > 0.5 else "white")
     ax.set_title(tr("Head similarity ({metric}); mean off-diagonal {mean:.2f}\n(near 1 = redundant heads)",
                     metric=metric, mean=mean_off))
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04).set_label(tr("similarity ({metric})", metric=metric))

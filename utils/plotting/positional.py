@@ -44,7 +44,8 @@ def encoding_heatmap(pe, *, title: str | None = None,
     Args:
         pe: ``(L, E)`` table.
         title: what to notice. Default: "Each row is a position: fast stripes on the left, slow on the right".
-        ax: draw into this axes instead of a new figure.
+        ax: draw into this axes instead of a new figure; the caller then lays the figure out once it is
+            complete.
         highlight_position: outline this row. Default: ``None``.
         highlight_dimension: outline this column. Default: ``None``.
 
@@ -55,7 +56,8 @@ def encoding_heatmap(pe, *, title: str | None = None,
     """
     table = to_numpy(_check_table(pe))
     L, E = table.shape
-    if ax is None:
+    own_figure = ax is None
+    if own_figure:
         fig, ax = plt.subplots(figsize=(7, 4))
     else:
         fig = ax.figure
@@ -71,7 +73,8 @@ def encoding_heatmap(pe, *, title: str | None = None,
         ax.axvline(highlight_dimension - 0.5, color="white", lw=1, ls="--")
         ax.axvline(highlight_dimension + 0.5, color="white", lw=1, ls="--")
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04, label=tr("value"))
-    fig.tight_layout()
+    if own_figure:  # into a given axes, the caller lays the whole figure out once it is complete
+        fig.tight_layout()
     return fig
 
 

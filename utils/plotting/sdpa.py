@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from utils.i18n.messages import tr
-from utils.plotting.common import CMAP, attention_heatmap, to_numpy
+from utils.plotting.common import CMAP, attention_heatmap, cell_text, to_numpy
 
 if TYPE_CHECKING:
     from utils.widgets.sdpa import MaskPolarityState, ScaleExplorerState
@@ -129,8 +129,7 @@ def masks_figure(padding: torch.Tensor, causal: torch.Tensor, sentences: Sequenc
     for n, sentence in enumerate(sentences):
         for j in range(max_len):
             word = sentence[j] if j < len(sentence) else "pad"
-            ax_pad.text(j, n, word, ha="center", va="center", fontsize=9,
-                        color="black" if padding[n, j] > 0.5 else "white")
+            cell_text(ax_pad, j, n, word, fontsize=9, color="black" if padding[n, j] > 0.5 else "white")
     image = attention_heatmap(causal, tokens, tokens, title=tr("Causal mask (L, L): no looking ahead"), ax=ax_causal,
                               colorbar=False, annotate=False, vmin=0, vmax=1).axes[1].images[0]
     fig.suptitle(tr("A bool mask: True = may attend (the convention of F.scaled_dot_product_attention)"))
@@ -194,11 +193,10 @@ def mask_polarity_figure(state: MaskPolarityState) -> Figure:
             if nan[i, j]:
                 ax_weights.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="white", edgecolor="grey",
                                                hatch="///", lw=0.5))
-                ax_weights.text(j, i, "NaN", ha="center", va="center", fontsize=8, fontweight="bold",
-                                color="black")
+                cell_text(ax_weights, j, i, "NaN", fontsize=8, fontweight="bold", color="black")
             else:
-                ax_weights.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                                color="black" if weights[i, j] > 0.5 else "white")
+                cell_text(ax_weights, j, i, f"{weights[i, j]:.2f}", fontsize=8,
+                          color="black" if weights[i, j] > 0.5 else "white")
     for ax in (ax_mask, ax_weights):
         _mark_rows(ax, state, L)
     fig.suptitle(tr("{call}\norange dashed: padded query rows; red: rows that see no key; {nan} NaN rows",

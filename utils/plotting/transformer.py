@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
 from utils.i18n.messages import tr
-from utils.plotting.common import CMAP, attention_heatmap, to_numpy
+from utils.plotting.common import CMAP, attention_heatmap, cell_text, to_numpy
 
 if TYPE_CHECKING:
     from utils.widgets.transformer import AttentionView, SentenceState
@@ -302,8 +302,7 @@ def pronoun_heads_figure(table: torch.Tensor, row_labels: Sequence[str], pronoun
     middle = (chance + 1.0) / 2
     for i in range(values.shape[0]):
         for j in range(values.shape[1]):
-            ax.text(j, i, f"{values[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                    color="black" if values[i, j] > middle else "white")
+            cell_text(ax, j, i, f"{values[i, j]:.2f}", fontsize=8, color="black" if values[i, j] > middle else "white")
     ax.set_xticks(range(len(pronouns)), [f"'{p}'" for p in pronouns])
     ax.set_yticks(range(len(row_labels)), [_configuration_label(label) for label in row_labels], fontsize=8)
     ax.set_xlabel(tr("pronoun of the sentence"))
@@ -332,8 +331,7 @@ def layer_head_similarity_figure(similarity: torch.Tensor, *, metric: str | None
         image = ax.imshow(values[i], cmap=CMAP, vmin=0.0, vmax=1.0)
         for a in range(H):
             for b in range(H):
-                ax.text(b, a, f"{values[i, a, b]:.2f}", ha="center", va="center",
-                        color="black" if values[i, a, b] > 0.5 else "white")
+                cell_text(ax, b, a, f"{values[i, a, b]:.2f}", color="black" if values[i, a, b] > 0.5 else "white")
         labels = [tr("head {n}", n=h + 1) for h in range(H)]
         ax.set_xticks(range(H), labels)
         ax.set_yticks(range(H), labels)
