@@ -22,7 +22,7 @@ from pathlib import Path
 import grader_fixtures as gf
 import nbformat
 import pytest
-from env_support import run_pip
+from env_support import run_pip, venv_env
 
 from utils.builder.cli import main as build_main
 from utils.builder.errors import BuildError
@@ -126,7 +126,8 @@ def nbgrader_python() -> Path:
     if not done.exists():
         shutil.rmtree(NBGRADER_VENV, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "venv", str(NBGRADER_VENV)], check=True)
-        result = run_pip([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", NBGRADER_SPEC])
+        result = run_pip([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", NBGRADER_SPEC],
+                         env=venv_env(NBGRADER_VENV))
         if result.returncode != 0:
             pytest.fail(f"could not install {NBGRADER_SPEC} into {NBGRADER_VENV}:\n{result.stderr[-3000:]}")
         done.write_text(NBGRADER_SPEC + "\n")
