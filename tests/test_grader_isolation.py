@@ -93,6 +93,9 @@ def isolated(tmp_path_factory):
     victim_notebook = subs / "honest" / "chapter.ipynb"
     students = {
         "honest": gf.toy_submission(),
+        # Walks every folder it can see except installed software (the Python and venv the sandbox
+        # restores, with 60,000 files under /root/.pyenv here, took longer than the timeout to walk on a
+        # busy machine, and no classmate's file can be there).
         "reader": gf.toy_submission(_cell(f"""
 found = []
 for path in {[str(p) for p in planted] + [str(victim_notebook)]!r}:
@@ -101,10 +104,14 @@ for path in {[str(p) for p in planted] + [str(victim_notebook)]!r}:
             found.append(handle.read(1))
     except OSError:
         pass
+import sys
+installed = {{os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, {str(gf.REPO / 'node_modules')!r},
+                                            {str(gf.REPO / '.git')!r})}}
 for top in ("/tmp", "/var/tmp", "/home", "/root", {str(subs)!r}):
-    for folder, _dirs, names in os.walk(top):  # the planted files' folders and the submissions
+    for folder, dirs, names in os.walk(top):  # the planted files' folders and the submissions
         if {TOKEN!r} in folder or folder.startswith({str(subs)!r}):
             found += [name for name in names if name.endswith(".ipynb")]
+        dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(folder, d)) not in installed]
 return x + 1 if not found else x + 2
 """)),
         "leaker": gf.toy_submission(_cell(f"""
