@@ -261,6 +261,14 @@ def test_figure_png_draws_once_and_gives_matplotlibs_own_pixels(chapter, monkeyp
     assert len(draws) == (2 if box.savefig_kwargs.get("bbox_inches") == "tight" else 1), draws
 
 
+def _record_calls(monkeypatch, cls, name: str, record=lambda obj: 1) -> list:
+    """Patch ``cls.name`` to append ``record(self)`` to the returned list on each call, then run as before."""
+    calls: list = []
+    original = getattr(cls, name)
+    monkeypatch.setattr(cls, name, lambda obj, *a, **k: (calls.append(record(obj)), original(obj, *a, **k))[1])
+    return calls
+
+
 def _explorers_with_composed_figures():
     """Every course explorer, and chapter 2's mask explorer, whose figure draws two heatmaps into its axes."""
     from utils.widgets.sdpa import mask_polarity_explorer
@@ -276,9 +284,7 @@ def test_each_explorer_figure_is_laid_out_once(name, monkeypatch):
 
     box = _explorers_with_composed_figures()[name]()
     state = box.compute()
-    layouts = []
-    original = Figure.tight_layout
-    monkeypatch.setattr(Figure, "tight_layout", lambda fig, *a, **k: (layouts.append(1), original(fig, *a, **k))[1])
+    layouts = _record_calls(monkeypatch, Figure, "tight_layout")
     plt.close(box.draw(state))
     assert len(layouts) <= 1, f"{name}: laid out {len(layouts)} times"
 
@@ -289,9 +295,7 @@ def test_a_heatmap_in_given_axes_is_laid_out_by_its_caller_only(monkeypatch):
     from utils.plotting.common import attention_heatmap
     from utils.plotting.positional import encoding_heatmap
 
-    layouts = []
-    original = Figure.tight_layout
-    monkeypatch.setattr(Figure, "tight_layout", lambda fig, *a, **k: (layouts.append(fig), original(fig, *a, **k))[1])
+    layouts = _record_calls(monkeypatch, Figure, "tight_layout", record=lambda fig: fig)
     for draw in (lambda **k: attention_heatmap(torch.rand(4, 4), list("abcd"), **k),
                  lambda **k: encoding_heatmap(torch.rand(6, 8), **k)):
         fig, (ax, _) = plt.subplots(1, 2)
@@ -313,8 +317,8 @@ def test_cell_numbers_are_not_measured_by_the_layout_yet_the_pixels_are_unchange
     from utils.plotting.sdpa import mask_polarity_figure
     from utils.widgets.sdpa import mask_polarity_state
 
-    def png(make, in_layout):
-        if in_layout is not None:
+    def png(make, measure_cells: bool):
+        if measure_cells:
             monkeypatch.setattr(Text, "get_in_layout", lambda self: True)
         fig = make()
         cells = [t for ax in fig.axes for t in ax.texts]
@@ -327,17 +331,14 @@ def test_cell_numbers_are_not_measured_by_the_layout_yet_the_pixels_are_unchange
                                         [f"t{i}" for i in range(10)]),
               lambda: mask_polarity_figure(mask_polarity_state("both", "sdpa", True)))
     for make in makers:
-        left_out, cells = png(make, None)
+        left_out, cells = png(make, False)
         assert not any(t.get_in_layout() for t in cells)
         measured, _ = png(make, True)
         assert left_out == measured
 
-    measured = []
-    original = Text.get_window_extent
     fig = makers[0]()
     cells = set(map(id, fig.axes[0].texts))
-    monkeypatch.setattr(Text, "get_window_extent",
-                        lambda self, *a, **k: (measured.append(id(self) in cells), original(self, *a, **k))[1])
+    measured = _record_calls(monkeypatch, Text, "get_window_extent", record=lambda text: id(text) in cells)
     fig.tight_layout()
     plt.close(fig)
     assert measured and not any(measured)  # the layout measured labels and titles, no cell number

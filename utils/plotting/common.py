@@ -27,8 +27,8 @@ def cell_text(ax, x: float, y: float, text: str, **kwargs):
     """Write ``text`` centred in the heatmap cell at column ``x``, row ``y`` of ``ax``; return the ``Text``.
 
     The text lies inside the axes, so it is left out of the layout pass (``in_layout=False``): tight
-    and constrained layout then need not measure every cell's number, which was most of their time for
-    an annotated 10 x 10 map. The figure's pixels are the same (``tests/test_explorer_grid.py``).
+    and constrained layout then need not measure every cell's number. The figure's pixels are the same
+    (``tests/test_explorer_grid.py``).
 
     >>> fig, ax = plt.subplots()
     >>> cell_text(ax, 0, 0, "0.50").get_in_layout()
