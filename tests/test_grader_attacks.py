@@ -42,7 +42,14 @@ def attacks(tmp_path_factory):
     students = {
         "honest": gf.toy_submission(),
         "loop": {"ch1.add_one": "def add_one(x):\n    while True:\n        pass\n"},
+        # Address space without bound, 256 MiB a step: RLIMIT_AS stops it at the same point whether or not
+        # the pages are written, and it fails at once, as a learner's too-large (L, L) scores would.
         "membomb": {"ch1.add_one": (
+            "def add_one(x):\n    hog = []\n    while True:\n        hog.append(torch.empty(2**26))\n")},
+        # The same bomb writing every page: on a loaded VM each first touch can cost the host a fault, and
+        # in CI (stop 31) 512 MiB of them ran past the 4 s timeout. Either verdict is 0 points for this
+        # exercise alone; what must never happen is a crash of the batch or an "error" blaming the learner.
+        "membomb_touch": {"ch1.add_one": (
             "def add_one(x):\n    hog = []\n    while True:\n        hog.append(bytearray(2**28))\n")},
         "sysexit": add_one("import sys\nsys.exit(0)"),
         "osexit": add_one("import os\nos._exit(3)"),
@@ -121,6 +128,12 @@ def test_infinite_loop_times_out_alone(attacks):
 def test_memory_bomb_is_memory(attacks):
     assert status(attacks, "membomb")["status"] == "memory", status(attacks, "membomb")
     others_pass(attacks, "membomb")
+
+
+def test_memory_bomb_that_writes_its_pages_is_memory_or_timeout(attacks):
+    row = status(attacks, "membomb_touch")
+    assert row["status"] in ("memory", "timeout") and row["points"] == "0", row
+    others_pass(attacks, "membomb_touch")
 
 
 def test_sys_exit_and_os_exit_are_errors(attacks):
