@@ -102,11 +102,10 @@ BINDER_NBVAL ?= $(if $(filter test,$(MAKECMDGOALS)),--nbval-lax chapters/zh,)
 binder-test: setup
 	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile tests/test_binder_env.py tests/test_colab_sim.py $(BINDER_NBVAL)
 
-# Real JupyterLab in headless Chromium (/usr/bin/chromium), and the offline HTML edition. loadfile: the
-# edition's tests (tests/test_html.py) share one worker and one build, executing its chapters 2 at a
-# time (the cache in build/html-cache then serves `make html`), while the other worker runs the
-# chapters in JupyterLab. Not loadgroup: with pytest 9.2 it no longer groups (pytest-xdist#1386), so
-# the edition was built on both workers at once; the cache is safe for that now, but once is enough.
+# Real JupyterLab in headless Chromium (/usr/bin/chromium), and the offline HTML edition, built from the
+# committed html-cache/ (executed chapters and explorer grids; a unit test fails when it is not current,
+# so nothing is executed here). loadfile: the edition's tests (tests/test_html.py) share one worker and
+# one build, while the other worker runs the chapters in JupyterLab.
 browser: setup $(NODE_STAMP)
 	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile -m browser tests/test_html.py tests/browser
 

@@ -4,7 +4,7 @@ Unit tests (no browser): the README's chapter table is the index's one source an
 notebooks; the explorer block and the book's parts are well formed.
 
 Browser tests (``-m browser``): the edition is built from the solution notebooks and ``node_modules``
-(``npm ci``) into a temp dir; executed chapters and their grids come from ``build/html-cache``.
+(``npm ci``) into a temp dir; executed chapters and their grids come from the committed ``html-cache/``.
 Chromium then opens it with all network blocked (any request that is not for a local file fails the
 test). On each chapter page: the figures, MathJax and the quiz widgets render, the setup cell is
 folded, the sidebar lists the chapters and this chapter's sections, previous and next link the

@@ -22,7 +22,7 @@ import nbformat
 import pytest
 from nbclient.exceptions import CellExecutionError
 
-from utils.html import _cache_folder, _execute_into_cache, execute_chapters, executed_with_grids
+from utils.htmlbook.cache import _execute_into_cache, cache_folder, execute_chapters, executed_with_grids
 
 RENDEZVOUS = """
 import pathlib, time
@@ -55,16 +55,16 @@ def test_missing_chapters_run_at_the_same_time_into_the_cache(course, tmp_path):
     paths = [notebook(course / "solutions" / f"0{i}_x.ipynb", RENDEZVOUS.format(here=str(here), other=str(other)))
              for i, (here, other) in enumerate([(a, b), (b, a)], start=1)]
     lines: list[str] = []
-    execute_chapters(paths, root=course, cache=course / "cache", jobs=2, log=lines.append)
+    execute_chapters(paths, cache=course / "cache", jobs=2, log=lines.append)
     for path, other in zip(paths, (b, a)):
-        folder = _cache_folder(path, course, course / "cache")
+        folder = cache_folder(path, course / "cache")
         executed = nbformat.read(folder / "executed.ipynb", as_version=4)
         assert executed.cells[0].outputs[0]["text"] == f"met {other.name}\n"
         assert (folder / "grids").is_dir()
     assert sorted(line.split(" with ")[0] for line in lines) == ["executed 01_x.ipynb", "executed 02_x.ipynb"]
     # cached now: nothing runs again (a kernel would fail: the flags are gone)
     a.unlink(), b.unlink()
-    execute_chapters(paths, root=course, cache=course / "cache", jobs=2, log=lines.append)
+    execute_chapters(paths, cache=course / "cache", jobs=2, log=lines.append)
     assert len(lines) == 2 and not a.exists()
 
 
@@ -72,13 +72,13 @@ def test_a_failing_chapter_fails_the_build_naming_its_cell(course):
     good = notebook(course / "solutions" / "01_ok.ipynb", "x = 1")
     bad = notebook(course / "solutions" / "02_bad.ipynb", "raise ValueError('chapter two is broken')")
     with pytest.raises(CellExecutionError, match="chapter two is broken"):
-        execute_chapters([good, bad], root=course, cache=course / "cache", jobs=2, log=lambda *_: None)
-    assert not (_cache_folder(bad, course, course / "cache") / "executed.ipynb").exists()
+        execute_chapters([good, bad], cache=course / "cache", jobs=2, log=lambda *_: None)
+    assert not (cache_folder(bad, course / "cache") / "executed.ipynb").exists()
 
 
 def test_jobs_must_be_positive(course):
     with pytest.raises(ValueError, match="jobs must be at least 1, got 0"):
-        execute_chapters([], root=course, cache=course / "cache", jobs=0)
+        execute_chapters([], cache=course / "cache", jobs=0)
 
 
 SLOW_GRID = """
@@ -95,15 +95,15 @@ print(sorted(p.name for p in grids.iterdir()))
 def test_a_second_builder_waits_for_the_first_and_reuses_its_entry(course):
     path = notebook(course / "solutions" / "04_x.ipynb", SLOW_GRID)
     cache = course / "cache"
-    first_file = _cache_folder(path, course, cache) / "grids" / "model" / "first"
+    first_file = cache_folder(path, cache) / "grids" / "model" / "first"
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        first = pool.submit(_execute_into_cache, path, course, cache, False)
+        first = pool.submit(_execute_into_cache, path, cache, False)
         deadline = time.monotonic() + 120
         while not first_file.exists():  # the first builder's kernel is rendering its grid now
             assert time.monotonic() < deadline and not first.done(), first.exception() if first.done() else "slow"
             time.sleep(0.05)
         lines: list[str] = []
-        nb, grids = executed_with_grids(path, root=course, cache=cache, log=lines.append)
+        nb, grids = executed_with_grids(path, cache=cache, log=lines.append)
         assert first.result()[0].startswith("executed 04_x.ipynb")  # it finished, its folder intact
     assert lines == [], "the second builder executed the chapter again"
     assert nb.cells[0].outputs[0]["text"] == "['first', 'second']\n"
@@ -117,15 +117,17 @@ def test_each_language_and_each_stem_keeps_its_own_entry(course):
              notebook(course / "solutions" / "01_a-b.ipynb", "print('a-b')")]  # 01_a's glob matched it
     cache = course / "cache"
     for path in paths:
-        executed_with_grids(path, root=course, cache=cache, log=lambda *_: None)
-    folders = [_cache_folder(path, course, cache) for path in paths]
+        executed_with_grids(path, cache=cache, log=lambda *_: None)
+    folders = [cache_folder(path, cache) for path in paths]
     assert len(set(folders)) == 3 and all((f / "executed.ipynb").is_file() for f in folders)
     for path, want in zip(paths, ("en", "zh", "a-b")):
         lines: list[str] = []
-        nb, _ = executed_with_grids(path, root=course, cache=cache, log=lines.append)
+        nb, _ = executed_with_grids(path, cache=cache, log=lines.append)
         assert lines == [] and nb.cells[0].outputs[0]["text"] == f"{want}\n"
     # a changed notebook replaces its own entry only
     notebook(paths[0], "print('en 2')")
-    executed_with_grids(paths[0], root=course, cache=cache, log=lambda *_: None)
-    assert not folders[0].exists() and (folders[1] / "executed.ipynb").is_file()
-    assert (folders[2] / "executed.ipynb").is_file()
+    lines = []
+    nb, _ = executed_with_grids(paths[0], cache=cache, log=lines.append)
+    assert len(lines) == 1 and nb.cells[0].outputs[0]["text"] == "en 2\n"
+    for folder, want in zip(folders[1:], ("zh", "a-b")):
+        assert nbformat.read(folder / "executed.ipynb", as_version=4).cells[0].outputs[0]["text"] == f"{want}\n"

@@ -27,26 +27,22 @@ the badges' images become plain links.
 :data:`SIZE_BUDGET_BYTES` (figures are lossless WebP at the explorers' 80 dpi); a page opens offline
 in headless Chromium in under :data:`OPEN_BUDGET_S`.
 
-Executing is the slow part, so each executed chapter and its grids are cached in
-``build/html-cache/<language>/``, keyed by the notebook and the ``utils`` files its kernel reads;
-``--execute`` ignores the cache. The chapters not in the cache are executed ``--jobs`` at a time
-(default 2, one kernel per core of a 2-core machine), in separate processes, longest-running first.
-Several builders may share the cache: each chapter is executed under a lock, and one that waited
-finds it cached (two test workers once removed each other's grids mid-render).
+Executing is the slow part, so each executed chapter and its grids are kept in ``html-cache/``, which
+is committed (:mod:`utils.htmlbook.cache`): an entry records what its execution read (the notebook,
+the ``utils`` modules its kernel loaded, the data files, the pins), and only a notebook whose entry is
+missing or no longer current is executed again, ``--jobs`` at a time (default 2), longest first.
+``--execute`` executes every chapter again; ``--check`` builds nothing and fails on an entry that is
+not current. After changing a chapter or code its kernel runs, run ``python -m utils.html`` and
+commit ``html-cache/`` with the change (``make test`` fails until then).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import hashlib
 import json
-import multiprocessing
-import re
 import shutil
 import sys
 from collections.abc import Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -64,16 +60,22 @@ from utils.htmlbook.book import (
     sidebar,
     title_of,
 )
+from utils.htmlbook.cache import (
+    DEFAULT_JOBS,
+    HTML_CACHE,
+    execute_chapters,
+    executed_with_grids,
+    language_of,
+    notebook_label,
+    stale_reason,
+)
 from utils.htmlbook.chrome import CHROME, EDITION_LANGUAGES
 from utils.htmlbook.explorers import ExplorerReport, precompute_explorers
-from utils.i18n.messages import LANG_ENV as _LANG_ENV  # set for the Chinese kernels
 from utils.paths import REPO_ROOT
-from utils.widgets.grid import GRID_ENV
 
 __all__ = ["DEFAULT_JOBS", "HTML_CACHE", "OPEN_BUDGET_S", "SIZE_BUDGET_BYTES", "build_html", "execute_chapters",
-           "executed_with_grids", "language_of", "main", "render_notebook"]
+           "executed_with_grids", "language_of", "main", "render_notebook", "stale_entries"]
 
-HTML_CACHE = REPO_ROOT / "build" / "html-cache"
 SIZE_BUDGET_BYTES = 48 * 2**20
 """The whole ``build/html`` stays under 48 MiB: ``static/`` (MathJax, the widget renderer, the CJK font)
 is about 20 MiB and shared, each language's pages and explorer figures about 11 MiB."""
@@ -81,123 +83,6 @@ OPEN_BUDGET_S = 3.0
 """A chapter page opens offline in headless Chromium within this many seconds: from the start of the
 navigation until its text and figures are in and every explorer answers (``explorer.js`` marks it)."""
 TEMPLATES = Path(__file__).resolve().parent / "htmlbook" / "templates"
-DEFAULT_JOBS = 2
-"""Chapters executed at the same time when the cache lacks them (``--jobs``)."""
-
-
-def _cache_key(path: Path, root: Path) -> str:
-    """The notebook's bytes and every file of ``utils`` its kernel reads (code, message catalogues,
-    fonts), not the HTML builder's own."""
-    digest = hashlib.sha256(path.read_bytes())
-    for source in sorted((root / "utils").rglob("*")):
-        relative = source.relative_to(root).as_posix()
-        if (not source.is_file() or "__pycache__" in source.parts or relative == "utils/html.py"
-                or relative.startswith("utils/htmlbook/")):
-            continue
-        digest.update(relative.encode() + b"\0" + source.read_bytes())
-    return digest.hexdigest()[:16]
-
-
-def language_of(path: Path) -> str:
-    """``"zh"`` for a notebook in a ``zh/`` folder (``solutions/zh/``), else ``"en"``.
-
-    >>> language_of(Path("solutions/zh/01_x.ipynb")), language_of(Path("solutions/01_x.ipynb"))
-    ('zh', 'en')
-    """
-    return "zh" if path.parent.name == "zh" else "en"
-
-
-def _label(path: Path) -> str:
-    return path.name if language_of(path) == "en" else f"{language_of(path)}/{path.name}"
-
-
-def _cache_folder(path: Path, root: Path, cache: Path) -> Path:
-    """``cache/<language>/<stem>-<key>``: the English and Chinese notebooks share their stems."""
-    return cache / language_of(path) / f"{path.stem}-{_cache_key(path, root)}"
-
-
-@contextlib.contextmanager
-def _chapter_lock(folder: Path):
-    """Hold ``<stem>.lock`` beside the chapter's cache entries: one builder at a time executes a chapter
-    or removes its stale entries (two builders share a cache when two test workers build the edition)."""
-    import fcntl
-
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    stem = folder.name.rsplit("-", 1)[0]
-    with open(folder.parent / f"{stem}.lock", "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def executed_with_grids(path: Path, *, root: Path = REPO_ROOT, cache: Path = HTML_CACHE, execute: bool = False,
-                        log=print) -> tuple[nbformat.NotebookNode, Path]:
-    """The notebook at ``path`` executed with every explorer's grid rendered, and the grids' folder.
-
-    Cached in ``cache/<language>/<stem>-<key>/`` (``executed.ipynb`` and ``grids/``); ``execute`` runs
-    it again even when cached. Older cache entries of the same notebook (other keys) are removed.
-    Safe when several processes build into one cache: a chapter is executed under a lock, and a
-    builder that waited for it finds it cached.
-    """
-    from utils.notebook_run import deterministic_env, execute_notebook
-
-    folder = _cache_folder(path, root, cache)
-    executed = folder / "executed.ipynb"
-    if executed.is_file() and not execute:
-        return nbformat.read(executed, as_version=4), folder / "grids"
-    with _chapter_lock(folder):
-        if executed.is_file() and not execute:  # another builder executed it while this one waited
-            return nbformat.read(executed, as_version=4), folder / "grids"
-        entry = re.compile(rf"{re.escape(path.stem)}-[0-9a-f]{{16}}")
-        for stale in folder.parent.iterdir():
-            if stale.is_dir() and entry.fullmatch(stale.name):
-                shutil.rmtree(stale)
-        grids = folder / "grids"
-        grids.mkdir(parents=True)
-        env = deterministic_env()
-        env[GRID_ENV] = str(grids)
-        if language_of(path) == "zh":
-            env[_LANG_ENV] = "zh"
-        result = execute_notebook(path, env=env)
-        log(f"executed {_label(path)} with its explorers' grids: {result.wall_s:.1f} s")
-        nbformat.write(result.notebook, executed)
-    return result.notebook, grids
-
-
-def _execute_into_cache(path: Path, root: Path, cache: Path, execute: bool) -> list[str]:
-    """Run in a worker process: execute ``path`` into the cache; return the lines it would have logged
-    (the notebook itself travels back through the cache, not through a pipe)."""
-    lines: list[str] = []
-    executed_with_grids(path, root=root, cache=cache, execute=execute, log=lines.append)
-    return lines
-
-
-def execute_chapters(paths: Sequence[Path], *, root: Path = REPO_ROOT, cache: Path = HTML_CACHE,
-                     execute: bool = False, jobs: int = DEFAULT_JOBS, log=print) -> None:
-    """Make sure every notebook of ``paths`` is executed, with its grids, in ``cache``.
-
-    Those missing from the cache (all of them with ``execute``) run ``jobs`` at a time, each in its own
-    process and kernel, with exactly the environment :func:`executed_with_grids` gives one run alone.
-    The later chapters train models and run longest, so they start first: two long ones do not end up
-    one after the other while the other worker idles.
-    """
-    if jobs < 1:
-        raise ValueError(f"jobs must be at least 1, got {jobs}")
-    missing = [p for p in paths if execute or not (_cache_folder(p, root, cache) / "executed.ipynb").is_file()]
-    missing.sort(key=lambda p: p.name, reverse=True)
-    if jobs == 1 or len(missing) < 2:
-        for path in missing:
-            executed_with_grids(path, root=root, cache=cache, execute=execute, log=log)
-        return
-    # spawn: a fresh interpreter per worker (forking a parent that has imported torch or zmq is unsafe)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(missing)), mp_context=context) as pool:
-        futures = [pool.submit(_execute_into_cache, path, root, cache, execute) for path in missing]
-        for future in futures:
-            for line in future.result():  # re-raises a worker's error (CellExecutionError names the cell)
-                log(line)
 
 
 def render_notebook(nb: nbformat.NotebookNode, stem: str, rows, *, grids: Path | None = None,
@@ -281,7 +166,7 @@ def build_html(
                          f"{[p.stem for p in editions['en']]}")
     out.mkdir(parents=True, exist_ok=True)
     copy_assets(out, Path(node_modules))
-    execute_chapters([p for paths in editions.values() for p in paths], root=root, cache=cache, execute=execute,
+    execute_chapters([p for paths in editions.values() for p in paths], cache=cache, execute=execute,
                      jobs=jobs, log=log)
     pages = []
     for lang, solutions in editions.items():
@@ -289,13 +174,13 @@ def build_html(
         folder.mkdir(exist_ok=True)
         for stale in [*folder.glob(NOTEBOOK_GLOB.replace(".ipynb", ".html")), folder / "explorers"]:
             shutil.rmtree(stale) if stale.is_dir() else stale.unlink(missing_ok=True)
-        executed = [executed_with_grids(path, root=root, cache=cache, log=log) for path in solutions]  # cached now
+        executed = [executed_with_grids(path, cache=cache, log=log) for path in solutions]  # cached now
         lang_rows = rows if lang == EDITION_LANGUAGES[0] else localized_rows(rows, [nb for nb, _ in executed])
         reports = {}
         for path, (nb, grids) in zip(solutions, executed):
             _, body, report = render_notebook(nb, path.stem, lang_rows, grids=grids, out=folder, lang=lang)
             for model_id, why in report.kept:
-                log(f"warning: {_label(path)}: explorer {model_id} keeps its saved state only: {why}")
+                log(f"warning: {notebook_label(path)}: explorer {model_id} keeps its saved state only: {why}")
             reports[path.stem] = {"precomputed": report.precomputed, "kept": report.kept}
             page = folder / f"{path.stem}.html"
             page.write_text(body, encoding="utf-8")
@@ -312,18 +197,41 @@ def build_html(
     return pages
 
 
+def stale_entries(root: str | Path = REPO_ROOT, cache: str | Path = HTML_CACHE) -> list[str]:
+    """One line per solution notebook (both languages) whose cache entry is missing or not current,
+    saying why (:func:`~utils.htmlbook.cache.stale_reason`); empty when the committed cache serves
+    the whole edition without executing anything."""
+    lines = []
+    for paths in _editions(Path(root)).values():
+        for path in paths:
+            why = stale_reason(path, Path(cache))
+            if why is not None:
+                lines.append(f"{notebook_label(path)}: {why}")
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m utils.html", description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(REPO_ROOT / "build" / "html"), help="output folder (default: build/html)")
     parser.add_argument("--execute", action="store_true",
-                        help="execute the notebooks again, ignoring the cache in build/html-cache")
+                        help="execute the notebooks again, ignoring the cache in html-cache/")
+    parser.add_argument("--cache", default=str(HTML_CACHE), help="the executed chapters (default: html-cache/)")
+    parser.add_argument("--check", action="store_true",
+                        help="build nothing; exit 1 if a notebook's entry in html-cache/ is missing or not current")
     parser.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
                         help=f"chapters executed at the same time (default: {DEFAULT_JOBS})")
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.check:
+        stale = stale_entries(cache=args.cache)
+        for line in stale:
+            print(f"{args.cache} is not current for {line}", file=sys.stderr)
+        if stale:
+            print("run `python -m utils.html` (it executes only those) and commit html-cache/", file=sys.stderr)
+        return 1 if stale else 0
     try:
-        build_html(args.out, execute=args.execute, jobs=args.jobs)
+        build_html(args.out, cache=args.cache, execute=args.execute, jobs=args.jobs)
     except MissingAssets as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -39,6 +39,8 @@ class RunResult:
     notebook: nbformat.NotebookNode
     wall_s: float
     peak_rss_bytes: int | None
+    epilogue: str = ""
+    """What the ``epilogue`` code printed (stdout), run in the kernel after the last cell."""
 
     @property
     def peak_rss_mib(self) -> float | None:
@@ -70,6 +72,7 @@ def execute_notebook(
     env: dict[str, str] | None = None,
     cwd: str | Path | None = None,
     allow_errors: bool = False,
+    epilogue: str | None = None,
 ) -> RunResult:
     """Execute the notebook at ``path`` top to bottom and return it with its measurements.
 
@@ -84,6 +87,8 @@ def execute_notebook(
         cwd: the kernel's working directory. Default: the notebook's folder.
         allow_errors: record every error in the outputs instead of raising, so the caller can judge
             them (a student notebook run in a fresh environment). Default: ``False``.
+        epilogue: code run in the same kernel after the last cell, outside the notebook (which does
+            not get it); what it prints is :attr:`RunResult.epilogue`. Default: none.
     """
     path = Path(path).resolve()
     nb = nbformat.read(path, as_version=4)
@@ -106,5 +111,15 @@ def execute_notebook(
             client.execute_cell(cell, index, execution_count=client.code_cells_executed + 1)
         pid = _kernel_pid(client)
         peak = peak_rss_bytes(pid) if pid is not None else None
+        printed = ""
+        if epilogue is not None:
+            extra = nbformat.v4.new_code_cell(epilogue)
+            nb.cells.append(extra)  # nbclient writes the executed cell back by index
+            try:
+                client.execute_cell(extra, len(nb.cells) - 1, store_history=False)
+            finally:
+                nb.cells.pop()
+            printed = "".join(o.get("text", "") for o in extra.outputs
+                              if o.get("output_type") == "stream" and o.get("name") == "stdout")
         client.set_widgets_metadata()
-    return RunResult(notebook=nb, wall_s=time.perf_counter() - start, peak_rss_bytes=peak)
+    return RunResult(notebook=nb, wall_s=time.perf_counter() - start, peak_rss_bytes=peak, epilogue=printed)

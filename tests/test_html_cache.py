@@ -1,0 +1,128 @@
+"""The committed cache of executed chapters (utils/htmlbook/cache.py): current, and stale exactly when
+something its execution read has changed.
+
+An entry records the SHA-256 of the notebook, of every ``utils`` module its kernel had loaded (asked
+of the kernel after the last cell), of the data files of ``utils`` and of ``constraints.txt``. These
+tests execute tiny notebooks into a temporary cache and then change, in a copy of the course's
+``utils``, a file the kernel loaded, one it did not load, and a data file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from utils.html import stale_entries
+from utils.htmlbook.cache import INPUTS, cache_folder, executed_with_grids, stale_reason
+from utils.paths import REPO_ROOT
+
+
+def notebook(path: Path, source: str) -> Path:
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def entry(tmp_path_factory):
+    """A notebook that loads ``utils.vocab`` executed into a fresh cache, and a copy of the course's
+    ``utils`` and ``constraints.txt`` to change."""
+    tmp = tmp_path_factory.mktemp("cache")
+    path = notebook(tmp / "solutions" / "01_x.ipynb", "import utils.vocab\nprint(len(utils.vocab.__name__))")
+    lines: list[str] = []
+    executed_with_grids(path, cache=tmp / "cache", log=lines.append)
+    copy = tmp / "course"
+    shutil.copytree(REPO_ROOT / "utils", copy / "utils", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / "constraints.txt", copy / "constraints.txt")
+    return {"path": path, "cache": tmp / "cache", "copy": copy, "lines": lines}
+
+
+def recorded(entry) -> dict[str, str]:
+    return json.loads((cache_folder(entry["path"], entry["cache"]) / INPUTS).read_text(encoding="utf-8"))["files"]
+
+
+def test_an_entry_records_the_modules_its_kernel_loaded_and_nothing_of_the_grader(entry):
+    files = recorded(entry)
+    assert "utils/vocab.py" in files and "utils/__init__.py" in files
+    assert "constraints.txt" in files and any(name.endswith(".po") or name.endswith(".mo") for name in files)
+    assert not any(name.startswith(("utils/grading/", "utils/builder/", "utils/htmlbook/")) for name in files)
+    assert all(name != "utils/html.py" for name in files)
+
+
+def test_a_current_entry_is_taken_without_executing(entry):
+    assert stale_reason(entry["path"], entry["cache"]) is None
+    lines: list[str] = []
+    nb, _ = executed_with_grids(entry["path"], cache=entry["cache"], log=lines.append)
+    assert lines == [] and nb.cells[0].outputs[0]["text"] == "11\n"
+
+
+def edited(entry, name: str, extra: str):
+    """``stale_reason`` with ``extra`` appended to the copy's ``name``, which is then put back."""
+    target = entry["copy"] / name
+    before = target.read_bytes() if target.exists() else None
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(extra)
+    try:
+        return stale_reason(entry["path"], entry["cache"], package_root=entry["copy"])
+    finally:
+        if before is None:
+            target.unlink()
+        else:
+            target.write_bytes(before)
+
+
+def test_stale_exactly_when_a_file_the_execution_read_changed(entry):
+    assert stale_reason(entry["path"], entry["cache"], package_root=entry["copy"]) is None
+    assert edited(entry, "utils/vocab.py", "\n# changed\n") == "utils/vocab.py changed"
+    assert edited(entry, "constraints.txt", "\n# a new pin\n") == "constraints.txt changed"
+    po = next(name for name in recorded(entry) if name.endswith(".po"))
+    assert edited(entry, po, "\n") == f"{po} changed"
+    assert edited(entry, "utils/i18n/locale/zh_CN/new.po", "") == "utils/i18n/locale/zh_CN/new.po was added"
+    # the grader and the HTML builder never run in a chapter's kernel: their changes keep the entry
+    assert edited(entry, "utils/grading/cli.py", "\n# changed\n") is None
+    assert edited(entry, "utils/htmlbook/book.py", "\n# changed\n") is None
+    assert stale_reason(entry["path"], entry["cache"], package_root=entry["copy"]) is None
+
+
+def test_a_changed_notebook_or_a_half_written_entry_is_not_current(entry, tmp_path):
+    other = tmp_path / "cache"
+    shutil.copytree(entry["cache"], other)
+    folder = cache_folder(entry["path"], other)
+    (folder / INPUTS).write_text("{not json", encoding="utf-8")
+    assert stale_reason(entry["path"], other) == f"its {INPUTS} is unreadable"
+    (folder / INPUTS).unlink()  # what a build that stopped half-way leaves: never taken for current
+    assert stale_reason(entry["path"], other) == "it has no entry"
+    changed = notebook(tmp_path / "solutions" / "01_x.ipynb", "print('another')")
+    shutil.copytree(entry["cache"], tmp_path / "cache2")
+    assert stale_reason(changed, tmp_path / "cache2") == "the notebook changed"
+
+
+def test_the_committed_cache_serves_every_chapter_in_both_languages():
+    """CI builds the edition from html-cache/ without executing a chapter: run `python -m utils.html`
+    and commit html-cache/ when this fails."""
+    assert stale_entries() == []
+    for lang in ("en", "zh"):
+        folders = sorted(p.name for p in (REPO_ROOT / "html-cache" / lang).iterdir() if p.is_dir())
+        solutions = REPO_ROOT / "solutions" / ("" if lang == "en" else lang)
+        assert folders == sorted(p.stem for p in solutions.glob("[0-9][0-9]_*.ipynb")), f"html-cache/{lang}/"
+
+
+def test_check_fails_naming_the_notebook_and_why(tmp_path):
+    ok = subprocess.run([sys.executable, "-m", "utils.html", "--check"], cwd=REPO_ROOT, capture_output=True,
+                        text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+    empty = tmp_path / "empty"
+    result = subprocess.run([sys.executable, "-m", "utils.html", "--check", "--cache", str(empty)], cwd=REPO_ROOT,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert f"{empty} is not current for 01_queries_keys_values.ipynb: it has no entry" in result.stderr
+    assert "zh/06_attention_at_scale.ipynb: it has no entry" in result.stderr
+    assert "python -m utils.html" in result.stderr
