@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from utils.html import stale_entries
+from utils.html import main, stale_entries
 from utils.htmlbook.cache import INPUTS, cache_folder, executed_with_grids, stale_reason
 from utils.paths import REPO_ROOT
 
@@ -86,6 +84,12 @@ def test_stale_exactly_when_a_file_the_execution_read_changed(entry):
     po = next(name for name in recorded(entry) if name.endswith(".po"))
     assert edited(entry, po, "\n") == f"{po} changed"
     assert edited(entry, "utils/i18n/locale/zh_CN/new.po", "") == "utils/i18n/locale/zh_CN/new.po was added"
+    vocab = entry["copy"] / "utils" / "vocab.py"
+    vocab.rename(vocab.with_suffix(".moved"))
+    try:
+        assert stale_reason(entry["path"], entry["cache"], package_root=entry["copy"]) == "utils/vocab.py was removed"
+    finally:
+        vocab.with_suffix(".moved").rename(vocab)
     # the grader and the HTML builder never run in a chapter's kernel: their changes keep the entry
     assert edited(entry, "utils/grading/cli.py", "\n# changed\n") is None
     assert edited(entry, "utils/htmlbook/book.py", "\n# changed\n") is None
@@ -115,14 +119,12 @@ def test_the_committed_cache_serves_every_chapter_in_both_languages():
         assert folders == sorted(p.stem for p in solutions.glob("[0-9][0-9]_*.ipynb")), f"html-cache/{lang}/"
 
 
-def test_check_fails_naming_the_notebook_and_why(tmp_path):
-    ok = subprocess.run([sys.executable, "-m", "utils.html", "--check"], cwd=REPO_ROOT, capture_output=True,
-                        text=True, timeout=120)
-    assert ok.returncode == 0, ok.stderr
+def test_check_fails_naming_the_notebook_and_why(tmp_path, capsys):
+    assert main(["--check"]) == 0, capsys.readouterr().err
     empty = tmp_path / "empty"
-    result = subprocess.run([sys.executable, "-m", "utils.html", "--check", "--cache", str(empty)], cwd=REPO_ROOT,
-                            capture_output=True, text=True, timeout=120)
-    assert result.returncode == 1
-    assert f"{empty} is not current for 01_queries_keys_values.ipynb: it has no entry" in result.stderr
-    assert "zh/06_attention_at_scale.ipynb: it has no entry" in result.stderr
-    assert "python -m utils.html" in result.stderr
+    assert main(["--check", "--cache", str(empty)]) == 1
+    err = capsys.readouterr().err
+    assert f"{empty} is not current for 01_queries_keys_values.ipynb: it has no entry" in err
+    assert "zh/06_attention_at_scale.ipynb: it has no entry" in err
+    assert "python -m utils.html" in err
+    assert not empty.exists(), "--check builds nothing"

@@ -115,8 +115,9 @@ def stale_reason(path: Path, cache: Path = HTML_CACHE, *, package_root: Path = R
     if recorded_notebook != _sha(path):
         return "the notebook changed"
     for name, digest in files.items():
-        if _sha(package_root / name) != digest:
-            return f"{name} changed" if digest is not None else f"{name} was added"
+        now = _sha(package_root / name)
+        if now != digest:
+            return f"{name} " + ("was added" if digest is None else "was removed" if now is None else "changed")
     added = sorted(set(_data_files(package_root)) - set(files))
     if added:
         return f"{added[0]} was added"
