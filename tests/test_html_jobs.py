@@ -114,7 +114,7 @@ def test_each_language_and_each_stem_keeps_its_own_entry(course):
     (course / "solutions" / "zh").mkdir()
     paths = [notebook(course / "solutions" / "01_a.ipynb", "print('en')"),
              notebook(course / "solutions" / "zh" / "01_a.ipynb", "print('zh')"),
-             notebook(course / "solutions" / "01_a-b.ipynb", "print('a-b')")]  # 01_a's glob matched it
+             notebook(course / "solutions" / "01_a-b.ipynb", "print('a-b')")]  # a stem that begins with 01_a's
     cache = course / "cache"
     for path in paths:
         executed_with_grids(path, cache=cache, log=lambda *_: None)

@@ -138,8 +138,8 @@ def _chapter_lock(folder: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def executed_with_grids(path: Path, *, cache: Path = HTML_CACHE, execute: bool = False, log=print,
-                        package_root: Path = REPO_ROOT) -> tuple[nbformat.NotebookNode, Path]:
+def executed_with_grids(path: Path, *, cache: Path = HTML_CACHE, execute: bool = False,
+                        log=print) -> tuple[nbformat.NotebookNode, Path]:
     """The notebook at ``path`` executed with every explorer's grid rendered, and the grids' folder.
 
     Taken from the cache when its entry is current (:func:`stale_reason`); else (and always with
@@ -153,10 +153,10 @@ def executed_with_grids(path: Path, *, cache: Path = HTML_CACHE, execute: bool =
     path = Path(path)
     folder = cache_folder(path, cache)
     executed, grids = folder / "executed.ipynb", folder / "grids"
-    if not execute and stale_reason(path, cache, package_root=package_root) is None:
+    if not execute and stale_reason(path, cache) is None:
         return nbformat.read(executed, as_version=4), grids
     with _chapter_lock(folder):
-        if not execute and stale_reason(path, cache, package_root=package_root) is None:
+        if not execute and stale_reason(path, cache) is None:
             return nbformat.read(executed, as_version=4), grids  # another builder executed it while this one waited
         if folder.exists():
             shutil.rmtree(folder)
@@ -170,7 +170,7 @@ def executed_with_grids(path: Path, *, cache: Path = HTML_CACHE, execute: bool =
         log(f"executed {notebook_label(path)} with its explorers' grids: {result.wall_s:.1f} s")
         nbformat.write(result.notebook, executed)
         # last: an entry without it (a build that stopped half-way) is never taken for current
-        (folder / INPUTS).write_text(json.dumps(_inputs(path, modules, package_root), indent=1) + "\n",
+        (folder / INPUTS).write_text(json.dumps(_inputs(path, modules, REPO_ROOT), indent=1) + "\n",
                                      encoding="utf-8")
     return result.notebook, grids
 
