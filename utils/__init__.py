@@ -24,6 +24,61 @@ module                      what lives there                                    
 ``utils.grading``           the instructor grader (``python -m utils.grade``)       -
 ``utils.benchmark``         ratios against the PyTorch built-ins, one module each   3, 6
 ==========================  ======================================================  ========
+
+Layers, one way down. A module imports only from its own layer and the layers to its left, by any kind
+of import: module-level, function-local, ``TYPE_CHECKING``, ``importlib.import_module("...")``.
+``tests/test_package_layout.py`` reads the drawing and the table below and checks every import::
+
+    core ──▶ explorers ──▶ plotting ──▶ widgets ──▶ exercises ──▶ tools
+
+A name in the table covers that module and, when it is a package (``utils`` itself excepted), every
+module in it; the longest name that covers a module gives its layer. A new module that no name covers
+fails the test until it gets a row.
+
+==========  ===========================  ===================================================================
+layer       modules                      why there
+==========  ===========================  ===================================================================
+core        ``utils``                    the package: ``setup``, ``get_device``
+core        ``utils._checks``            argument validation and its messages
+core        ``utils._proc``              a process's peak memory
+core        ``utils._tiles``             the blocks that the tiled forward and backward both cut
+core        ``utils.at_scale``           the chapters' computing, one module per topic (table above)
+core        ``utils.attention``
+core        ``utils.decoder``
+core        ``utils.device``
+core        ``utils.heads``
+core        ``utils.kv_cache``
+core        ``utils.layers``
+core        ``utils.notebook_setup``
+core        ``utils.paths``              the repository root
+core        ``utils.positional``
+core        ``utils.scaling``
+core        ``utils.tasks``
+core        ``utils.tiled_attention``
+core        ``utils.tiled_backward``
+core        ``utils.training``
+core        ``utils.vocab``
+core        ``utils.i18n.messages``      ``tr()``: every layer's learner-facing text (the rest of i18n is a tool)
+core        ``utils.i18n.pofile``        the ``.po`` reader that ``tr()`` loads its catalogues with
+explorers   ``utils.explorers``          an explorer's state and pure functions: no widgets, no figures
+plotting    ``utils.plotting``           figure functions: numbers or an explorer state in, a ``Figure`` out
+widgets     ``utils.widgets``            controls wired to an explorer and a figure; the quizzes
+exercises   ``utils.exercises``          one definition per exercise; the check cell
+tools       ``utils.benchmark``          ``python -m utils.benchmark``
+tools       ``utils.build``              ``python -m utils.build`` and its steps
+tools       ``utils.builder``
+tools       ``utils.grade``              ``python -m utils.grade``: the instructor's grader
+tools       ``utils.grading``
+tools       ``utils.html``               the HTML edition
+tools       ``utils.htmlbook``
+tools       ``utils.i18n``               catalogues, extraction, the Chinese notebooks and README
+tools       ``utils.lab``                ``make lab``
+tools       ``utils.workspace``          the work folder ``make lab`` syncs; reads the builder's chapter list
+tools       ``utils.notebook_run``       runs a notebook, for the builder, the HTML edition and the benchmark
+tools       ``utils.prereqs``            a Makefile script, standard library only
+tools       ``utils.files``              writes a generated file only when it changes
+tools       ``utils.notebook_files``     the notebook files that the builder and the translations both read
+==========  ===========================  ===================================================================
 """
 
 from utils.device import get_device, seed_everything
