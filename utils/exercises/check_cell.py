@@ -28,7 +28,7 @@ from utils.exercises.common import Status
 from utils.exercises.definition import HIDDEN_CHECK_SEED, PUBLIC_SEED, Exercise
 from utils.exercises.forbidden import forbidden_in_function
 from utils.exercises.judging import Verdict, category_text, describe, judge
-from utils.exercises.registry import all_exercises
+from utils.exercises.registry import exercise_index, exercise_named
 from utils.exercises.runner import run_cases
 from utils.i18n.messages import tr
 from utils.notebook_setup import verify_course_package
@@ -125,13 +125,13 @@ class CheckCellAPI:
         if func_name.startswith("__"):
             raise AttributeError(func_name)
         verify_course_package()  # a learner's own `utils` imported later would make every check lie
-        for exercise in all_exercises().values():
-            if exercise.func_name == func_name:
-                return _bound(exercise)
-        raise AttributeError(f"no exercise named {func_name!r}")
+        try:  # imports this exercise's chapter module only: a kernel loads no other chapter's exercises
+            return _bound(exercise_named(func_name))
+        except KeyError:
+            raise AttributeError(f"no exercise named {func_name!r}") from None
 
     def __dir__(self) -> list[str]:
-        return [e.func_name for e in all_exercises().values()]
+        return list(exercise_index())
 
 
 check = CheckCellAPI()

@@ -4,13 +4,23 @@
 ``EXERCISES: tuple[Exercise, ...] = (...)`` with ids ``ch<N>.<function name>``. Nothing else lists
 the chapters: :func:`chapter_modules` finds every module of the package (except the machinery named
 in :data:`MACHINERY`) and orders them by the chapter number in their ids, which is course order.
+
+**A chapter's kernel loads only its own exercises.** ``check.<function name>`` (and :func:`get`) find
+the one module to import with :func:`exercise_index`, which reads the chapter modules' sources (the
+literal ``id="ch<N>.<name>"`` of each ``Exercise(...)``) without importing them; so an edit to one
+chapter's exercises, mistakes or edge cases stales only that chapter's executed copies in html-cache/.
+A test fails when the index and the modules' ``EXERCISES`` disagree (tests/test_chapter_isolation.py).
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import importlib
+import importlib.util
 import pkgutil
 import re
+from pathlib import Path
 from types import ModuleType
 
 from utils.exercises.definition import Exercise
@@ -80,9 +90,81 @@ def all_exercises(package: str = "utils.exercises") -> dict[str, Exercise]:
     return registry
 
 
+def _chapter_sources(package: str) -> list[tuple[str, Path]]:
+    """(module name, source file) of each chapter module of ``package``, found without importing them."""
+    found = []
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        if info.ispkg or info.name.startswith("_") or info.name in MACHINERY:
+            continue
+        name = f"{package}.{info.name}"
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+            raise ValueError(f"{name}: its source cannot be read to index its exercises")
+        found.append((name, Path(spec.origin)))
+    return found
+
+
+_PARSED: dict[tuple[str, int, int], list[str]] = {}
+"""(source path, mtime, size) -> the exercise ids it declares: each file is parsed once until it changes."""
+
+
+def _literal_ids(module: str, path: Path) -> list[str]:
+    """The ``id`` of every ``Exercise(...)`` call in the source at ``path``, which must be a string literal."""
+    stat = path.stat()
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    if key in _PARSED:
+        return _PARSED[key]
+    ids = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        if callee != "Exercise":
+            continue
+        given = [k.value for k in node.keywords if k.arg == "id"] or node.args[:1]
+        if (not given or not isinstance(given[0], ast.Constant) or not isinstance(given[0].value, str)
+                or not _ID.match(given[0].value)):
+            raise ValueError(f"{module}, line {node.lineno}: write the Exercise's id as a string literal "
+                             f"id=\"ch<N>.<function name>\", so that the check cell finds its chapter without "
+                             "importing the others (exercise_index in utils/exercises/registry.py)")
+        ids.append(given[0].value)
+    _PARSED[key] = ids
+    return ids
+
+
+def exercise_index(package: str = "utils.exercises") -> dict[str, str]:
+    """Exercise function name -> the chapter module that defines it, in course order, read from the
+    sources (``ast``) without importing a chapter module. Raises ``ValueError`` naming the module and
+    line of an ``Exercise(...)`` whose id is not a string literal ``"ch<N>.<function name>"``."""
+    found = []
+    for module, path in _chapter_sources(package):
+        found += [(int(_ID.match(i).group(1)), module, i.partition(".")[2]) for i in _literal_ids(module, path)]
+    index: dict[str, str] = {}
+    for _, module, name in sorted(found, key=lambda item: item[0]):  # stable: a module's own order kept
+        index.setdefault(name, module)
+    return index
+
+
+def exercise_named(func_name: str, package: str = "utils.exercises") -> Exercise:
+    """The exercise whose function is ``func_name``, importing only its chapter's module.
+
+    Raises ``KeyError`` when no chapter defines it."""
+    module = exercise_index(package).get(func_name)
+    if module is not None:
+        for exercise in importlib.import_module(module).EXERCISES:
+            if exercise.func_name == func_name:
+                return exercise
+    for exercise in all_exercises(package).values():  # the index missed it (a test fails): still right
+        if exercise.func_name == func_name:
+            return exercise
+    raise KeyError(f"no exercise named {func_name!r}; known: {', '.join(exercise_index(package))}")
+
+
 def get(exercise_id: str) -> Exercise:
-    """The exercise with this id, e.g. ``get("ch1.project_qkv")``."""
-    registry = all_exercises()
-    if exercise_id not in registry:
-        raise KeyError(f"no exercise {exercise_id!r}; known: {', '.join(registry)}")
-    return registry[exercise_id]
+    """The exercise with this id, e.g. ``get("ch1.project_qkv")``, importing only its chapter's module."""
+    if _ID.match(exercise_id):
+        with contextlib.suppress(KeyError):
+            exercise = exercise_named(exercise_id.partition(".")[2])
+            if exercise.id == exercise_id:
+                return exercise
+    raise KeyError(f"no exercise {exercise_id!r}; known: {', '.join(all_exercises())}")
