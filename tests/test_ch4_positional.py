@@ -21,6 +21,7 @@ from utils.exercises.positional import (
     relative_shift_matrix_reference,
     sinusoidal_encoding_reference,
 )
+from utils.explorers.positional import ENCODING_KINDS, positional_explorer_state
 from utils.plotting.positional import (
     encoding_curves,
     encoding_heatmap,
@@ -29,7 +30,7 @@ from utils.plotting.positional import (
     wavelength_plot,
 )
 from utils.positional import LearnedPositionalEncoding, PositionalEncoding, apply_rotary, sinusoidal_encoding
-from utils.widgets.positional import ENCODING_KINDS, ch4_quiz, positional_explorer, positional_explorer_state
+from utils.widgets.positional import ch4_quiz, positional_explorer
 from utils.widgets.quiz import Choice
 
 # ---------------------------------------------------------------------------------------------- exercises

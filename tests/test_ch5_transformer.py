@@ -14,6 +14,7 @@ from utils.exercises import transformer as ex
 from utils.exercises.check_cell import run_public_check
 from utils.exercises.judging import compare
 from utils.exercises.mistakes.transformer import _wrong_layer
+from utils.explorers.transformer import attention_view
 from utils.heads import head_similarity
 from utils.layers import FeedForward, TinyEncoderClassifier, TransformerEncoderLayer
 from utils.plotting import transformer as plots
@@ -31,7 +32,7 @@ from utils.training import (
     referent_attention,
     train,
 )
-from utils.widgets.transformer import attention_explorer, attention_view, ch5_quiz
+from utils.widgets.transformer import attention_explorer, ch5_quiz
 
 
 def _tiny_model(num_layers=2, norm_first=True, seed=0):

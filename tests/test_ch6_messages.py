@@ -9,6 +9,7 @@ import torch
 from i18n_support import HAN
 
 from utils.benchmark.memory import format_memory_table
+from utils.explorers.at_scale import kv_cache_explorer_state, window_explorer_state
 from utils.i18n.messages import using_language
 from utils.plotting.at_scale import (
     cache_memory_figure,
@@ -18,7 +19,7 @@ from utils.plotting.at_scale import (
     window_explorer_figure,
     window_mask_figure,
 )
-from utils.widgets.at_scale import ch6_quiz, kv_cache_explorer_state, window_explorer, window_explorer_state
+from utils.widgets.at_scale import ch6_quiz, window_explorer
 
 ROWS = [{"impl": "sdpa", "length": 1024, "peak_mib": 2.0, "seconds": 0.01, "mem_ratio": 1.0, "time_ratio": 1.0,
          "skipped": False, "backend": "FLASH_ATTENTION"},

@@ -167,7 +167,7 @@ def test_english_figures_are_pixel_for_pixel_what_they_were_without_the_font():
 
 def _kv_state(words):
     from utils.decoder import TinyDecoder, decode_trace
-    from utils.widgets.at_scale import kv_cache_explorer_state
+    from utils.explorers.at_scale import kv_cache_explorer_state
 
     torch.manual_seed(0)
     model = TinyDecoder(vocab_size=len(words), d_model=16, num_heads=2, num_layers=2, max_len=16).eval()
@@ -177,9 +177,9 @@ def _kv_state(words):
 
 
 def _sentence_state(words):
+    from utils.explorers.transformer import sentence_state
     from utils.layers import TinyEncoderClassifier
     from utils.tasks import NOUNS, VOCAB
-    from utils.widgets.transformer import sentence_state
 
     torch.manual_seed(0)
     model = TinyEncoderClassifier(len(VOCAB), 16, 2, 2, 32, len(NOUNS), norm_first=True).eval()

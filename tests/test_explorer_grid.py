@@ -313,9 +313,9 @@ def test_cell_numbers_are_not_measured_by_the_layout_yet_the_pixels_are_unchange
     axes); the image is byte for byte the one that measuring them gives."""
     from matplotlib.text import Text
 
+    from utils.explorers.sdpa import mask_polarity_state
     from utils.plotting.common import attention_heatmap
     from utils.plotting.sdpa import mask_polarity_figure
-    from utils.widgets.sdpa import mask_polarity_state
 
     def png(make, measure_cells: bool):
         if measure_cells:

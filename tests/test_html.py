@@ -417,8 +417,8 @@ def test_moving_controls_shows_what_the_state_function_draws(edition, offline_co
 def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_context):
     """Chapter 6: window 12 is not on the grid (0, 1, 2, 4, 16): it snaps to 16, not down to 4; depth 7
     snaps to 8; depth 5 to 4."""
+    from utils.explorers.at_scale import window_explorer_state
     from utils.plotting.at_scale import window_explorer_figure
-    from utils.widgets.at_scale import window_explorer_state
 
     page = offline_context()
     page.goto((edition / f"{stem_of(6)}.html").as_uri())

@@ -106,10 +106,11 @@ def test_credit_reasons_in_chinese():
 
 
 def test_chapter_1_and_2_figures_and_explorers_in_chinese():
+    from utils.explorers.sdpa import mask_polarity_state, scale_explorer_state
     from utils.plotting.qkv import query_scores_figure
     from utils.plotting.sdpa import mask_polarity_figure, scale_explorer_figure
     from utils.widgets.qkv import ch1_quiz
-    from utils.widgets.sdpa import ch2_quiz, mask_polarity_state, scale_explorer_state
+    from utils.widgets.sdpa import ch2_quiz
 
     scores = torch.tensor([[2.0, 1.0], [1.0, 3.0]])
     with using_language("zh"):

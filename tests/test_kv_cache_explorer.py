@@ -9,9 +9,10 @@ import torch
 from widget_support import assert_same_state, png
 
 from utils.decoder import TinyDecoder, decode_trace
+from utils.explorers.at_scale import kv_cache_explorer_state
 from utils.kv_cache import causal_window_mask
 from utils.plotting.at_scale import kv_cache_explorer_figure
-from utils.widgets.at_scale import kv_cache_explorer, kv_cache_explorer_state
+from utils.widgets.at_scale import kv_cache_explorer
 
 P, NEW = 9, 12  # the chapter's prompt length; a short decode
 

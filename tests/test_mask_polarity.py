@@ -12,8 +12,9 @@ from torch.testing import assert_close
 from widget_support import png
 
 from utils.attention import causal_mask, scaled_dot_product_attention
+from utils.explorers.sdpa import MASK_KINDS, mask_polarity_state
 from utils.plotting.sdpa import mask_polarity_figure
-from utils.widgets.sdpa import MASK_KINDS, mask_polarity_explorer, mask_polarity_state
+from utils.widgets.sdpa import mask_polarity_explorer
 
 
 def _torch_mha_weights(x, **masks):

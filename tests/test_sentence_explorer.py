@@ -6,10 +6,11 @@ import torch
 from torch.testing import assert_close
 from widget_support import assert_same_state, png
 
+from utils.explorers.transformer import MAX_WORDS, attention_view, sentence_state, split_sentence
 from utils.layers import TinyEncoderClassifier
 from utils.plotting.transformer import sentence_figure
 from utils.tasks import NOUNS, VOCAB, pronoun_task
-from utils.widgets.transformer import MAX_WORDS, attention_view, sentence_explorer, sentence_state, split_sentence
+from utils.widgets.transformer import sentence_explorer
 
 SENTENCE = "the old king met the girl because she left ."
 

@@ -1,6 +1,6 @@
 """Chapter 6's KV-cache explorer, driven in a real JupyterLab: after each Step (the ``step`` slider moved
 one notch), the sliding-window switch, a new W and a stretch of Play, the figure the page shows is,
-pixel for pixel, the one that :func:`~utils.widgets.at_scale.kv_cache_explorer_state` and
+pixel for pixel, the one that :func:`~utils.explorers.at_scale.kv_cache_explorer_state` and
 :func:`~utils.plotting.at_scale.kv_cache_explorer_figure` give here in pytest for the values the controls
 show: the cache's slots, the counters in the title, the row computed and the memory lines.
 
@@ -21,8 +21,8 @@ import torch
 from browser_support import KERNEL_READY, keep_artifact, keep_screenshot, png_pixels, run_cells, shown_pixels
 
 from utils.decoder import decode_trace
+from utils.explorers.at_scale import kv_cache_explorer_state
 from utils.plotting.at_scale import kv_cache_explorer_figure
-from utils.widgets.at_scale import kv_cache_explorer_state
 from utils.widgets.common import figure_png
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

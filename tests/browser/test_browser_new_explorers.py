@@ -13,10 +13,10 @@ import pytest
 import torch
 from browser_support import figure_src, keep_screenshot, run_cells
 
+from utils.explorers.sdpa import mask_polarity_state
+from utils.explorers.transformer import sentence_state
 from utils.layers import TinyEncoderClassifier
 from utils.tasks import NOUNS, VOCAB
-from utils.widgets.sdpa import mask_polarity_state
-from utils.widgets.transformer import sentence_state
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

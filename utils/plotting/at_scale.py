@@ -7,18 +7,15 @@ Shape letters: N batch, H heads, L sequence length, D head dimension.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
+from utils.explorers.at_scale import KVCacheExplorerState, WindowExplorerState
 from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, to_numpy
-
-if TYPE_CHECKING:
-    from utils.widgets.at_scale import KVCacheExplorerState, WindowExplorerState
 
 __all__ = ["memory_scaling_figure", "window_mask_figure", "receptive_field_figure", "window_explorer_figure",
            "online_softmax_figure", "cache_memory_figure", "kv_cache_explorer_figure"]
@@ -167,7 +164,7 @@ def receptive_field_figure(field: torch.Tensor, *, query: int, ax=None) -> Figur
 
 def window_explorer_figure(state: WindowExplorerState) -> Figure:
     """The explorer's figure: the mask (left) and the receptive field of one query by depth (right),
-    from :func:`utils.widgets.at_scale.window_explorer_state`."""
+    from :func:`utils.explorers.at_scale.window_explorer_state`."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
     window_mask_figure(state.mask, ax=left,
                        title=tr("window={window}, global={num_global}: {fraction:.0%} of (L, L) kept",
@@ -261,7 +258,7 @@ def _span(positions: Sequence[int]) -> str:
 
 
 def kv_cache_explorer_figure(state: KVCacheExplorerState) -> Figure:
-    """The KV-cache explorer's figure, from :func:`utils.widgets.at_scale.kv_cache_explorer_state`.
+    """The KV-cache explorer's figure, from :func:`utils.explorers.at_scale.kv_cache_explorer_state`.
 
     Top: the cache's slots (position and word; this step's writes highlighted). Bottom left: the causal
     attention matrix, the rows computed so far, this step's in bright colour, and the keys the window hides.

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from utils.explorers.positional import PositionalExplorerState
 from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, to_numpy
-
-if TYPE_CHECKING:
-    from utils.widgets.positional import PositionalExplorerState
 
 __all__ = [
     "encoding_heatmap",
@@ -168,7 +165,7 @@ def similarity_figure(pe, position: int, *,
 
 
 def positional_explorer_figure(data: PositionalExplorerState) -> Figure:
-    """The explorer's three panels, from :func:`utils.widgets.positional.positional_explorer_state`: the
+    """The explorer's three panels, from :func:`utils.explorers.positional.positional_explorer_state`: the
     table with the chosen row and column outlined, the chosen row, and the similarity of the chosen
     position to every other one against the offset."""
     fig, (heat, row, curve) = plt.subplots(1, 3, figsize=(13, 3.6), gridspec_kw={"width_ratios": [1.3, 1, 1]})

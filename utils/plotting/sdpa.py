@@ -1,7 +1,7 @@
 """Figures for chapter 2, scaled dot-product attention and masks.
 
 The numbers come from :mod:`utils.scaling` (the scale experiment) and
-:func:`utils.widgets.sdpa.scale_explorer_state` (the explorer); these functions only draw them.
+:func:`utils.explorers.sdpa.scale_explorer_state` (the explorer); these functions only draw them.
 Shape letters: N batch, L queries, S keys, D the size of each query and key (the paper's d_k).
 """
 
@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from utils.explorers.sdpa import MaskPolarityState, ScaleExplorerState
 from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, attention_heatmap, cell_text, to_numpy
-
-if TYPE_CHECKING:
-    from utils.widgets.sdpa import MaskPolarityState, ScaleExplorerState
 
 __all__ = [
     "sdpa_steps_figure",
@@ -141,7 +138,7 @@ def masks_figure(padding: torch.Tensor, causal: torch.Tensor, sentences: Sequenc
 
 
 def scale_explorer_figure(state: ScaleExplorerState) -> Figure:
-    """Draw one state of the D / temperature explorer (see :func:`utils.widgets.sdpa.scale_explorer_state`)."""
+    """Draw one state of the D / temperature explorer (see :func:`utils.explorers.sdpa.scale_explorer_state`)."""
     fig, (ax_hist, ax_row) = plt.subplots(1, 2, figsize=(11, 3.8))
     ax_hist.hist(to_numpy(state.scores).ravel(), bins=40, color=_COLORS[0])
     ax_hist.set_xlabel(tr("score fed to the softmax"))
@@ -176,7 +173,7 @@ def _mark_rows(ax, state: MaskPolarityState, width: int) -> None:
 def mask_polarity_figure(state: MaskPolarityState) -> Figure:
     """Left: the keys the API let each query see. Right: the weights it computed, each written out,
     NaN as hatched "NaN" cells (never a colour). Padded query rows are outlined in dashed orange, rows
-    that see no key in red. From :func:`utils.widgets.sdpa.mask_polarity_state`."""
+    that see no key in red. From :func:`utils.explorers.sdpa.mask_polarity_state`."""
     tokens, L = state.tokens, len(state.tokens)
     fig, (ax_mask, ax_weights) = plt.subplots(1, 2, figsize=(11.5, 4.6), gridspec_kw={"width_ratios": [1, 1.25]})
     allowed = to_numpy(state.read_as_allowed).astype(float)

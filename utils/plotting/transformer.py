@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
+from utils.explorers.transformer import AttentionView, SentenceState
 from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, attention_heatmap, cell_text, to_numpy
-
-if TYPE_CHECKING:
-    from utils.widgets.transformer import AttentionView, SentenceState
 
 __all__ = ["layer_diagram_steps", "layer_diagrams", "loss_curves", "grad_norms_figure", "training_curves",
            "sentence_attention_grid", "head_ablation_figure", "pronoun_heads_figure",
@@ -348,7 +345,7 @@ def layer_head_similarity_figure(similarity: torch.Tensor, *, metric: str | None
 
 def attention_view_figure(view: AttentionView) -> Figure:
     """One head's ``(L, L)`` map on one sentence, with the pronoun's row outlined and its label in red,
-    from :func:`utils.widgets.transformer.attention_view`."""
+    from :func:`utils.explorers.transformer.attention_view`."""
     fig = attention_heatmap(view.weights, view.tokens, title=view.title, vmin=0.0, vmax=1.0, annotate=False,
                             xlabel=tr("key (attended to)"), ylabel=tr("query (attending)"))
     ax = fig.axes[0]
@@ -366,7 +363,7 @@ def _outline_pronoun(ax, pronoun_pos: int | None, length: int, lw: float) -> Non
 
 
 def sentence_figure(state: SentenceState) -> Figure:
-    """The learner's sentence (from :func:`utils.widgets.transformer.sentence_state`): every layer and head
+    """The learner's sentence (from :func:`utils.explorers.transformer.sentence_state`): every layer and head
     as a small map on the left, the chosen one enlarged on the right, the pronoun's row in red. A sentence
     that cannot run gives a figure that says why."""
     if state.maps is None:

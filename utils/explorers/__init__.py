@@ -1,0 +1,1 @@
+"""Each explorer's state and pure functions: no ipywidgets, no matplotlib."""
