@@ -9,6 +9,7 @@ tests execute tiny notebooks into a temporary cache and then change, in a copy o
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -17,7 +18,8 @@ import nbformat
 import pytest
 
 from utils.html import main, stale_entries
-from utils.htmlbook.cache import INPUTS, cache_folder, executed_with_grids, stale_reason
+from utils.htmlbook.cache import HTML_CACHE, INPUTS, cache_folder, executed_with_grids, notebook_label, stale_reason
+from utils.i18n.messages import LANGUAGES
 from utils.paths import REPO_ROOT
 
 
@@ -113,10 +115,43 @@ def test_the_committed_cache_serves_every_chapter_in_both_languages():
     """CI builds the edition from html-cache/ without executing a chapter: run `python -m utils.html`
     and commit html-cache/ when this fails."""
     assert stale_entries() == []
-    for lang in ("en", "zh"):
+    for lang in LANGUAGES:
         folders = sorted(p.name for p in (REPO_ROOT / "html-cache" / lang).iterdir() if p.is_dir())
         solutions = REPO_ROOT / "solutions" / ("" if lang == "en" else lang)
         assert folders == sorted(p.stem for p in solutions.glob("[0-9][0-9]_*.ipynb")), f"html-cache/{lang}/"
+
+
+def test_an_edit_to_one_chapters_mistakes_stales_only_that_chapters_two_entries(tmp_path):
+    """A chapter's kernel loads only its own exercises (tests/test_chapter_isolation.py), so each committed
+    entry records only its chapter's exercise modules. Each entry's record is rebased on a copy of
+    ``utils`` (the same files, with today's digests: unrelated edits do not matter), then chapter 6's
+    mistakes are edited in the copy: exactly its English and Chinese entries are stale. When this fails,
+    run `python -m utils.html` and commit html-cache/."""
+    copy = tmp_path / "course"
+    shutil.copytree(REPO_ROOT / "utils", copy / "utils", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / "constraints.txt", copy / "constraints.txt")
+
+    def digest(path: Path) -> str | None:
+        return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+    paths = sorted([*(REPO_ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"),
+                    *(REPO_ROOT / "solutions" / "zh").glob("[0-9][0-9]_*.ipynb")])
+    data = [f.relative_to(copy).as_posix() for f in (copy / "utils").rglob("*") if f.is_file() and f.suffix != ".py"]
+    for path in paths:  # the recorded modules, and every data file (one added since the entry was made too)
+        files = [*json.loads((cache_folder(path) / INPUTS).read_text(encoding="utf-8"))["files"], *data]
+        rebased = cache_folder(path, tmp_path / "cache") / INPUTS
+        rebased.parent.mkdir(parents=True)
+        rebased.write_text(json.dumps({"notebook": digest(path),
+                                       "files": {name: digest(copy / name) for name in files}}), encoding="utf-8")
+    reasons = {notebook_label(p): stale_reason(p, tmp_path / "cache", package_root=copy) for p in paths}
+    assert len(paths) == 12 and set(reasons.values()) == {None}, reasons
+    with open(copy / "utils" / "exercises" / "mistakes" / "at_scale.py", "a", encoding="utf-8") as handle:
+        handle.write("\n# an edit to chapter 6's mistakes\n")
+    stale = {notebook_label(p): stale_reason(p, tmp_path / "cache", package_root=copy) for p in paths}
+    changed = "utils/exercises/mistakes/at_scale.py changed"
+    assert {label: why for label, why in stale.items() if why} == {
+        "06_attention_at_scale.ipynb": changed, "zh/06_attention_at_scale.ipynb": changed}, (
+        f"html-cache/ ({HTML_CACHE}) records chapter 6's mistakes for other chapters too")
 
 
 def test_check_fails_naming_the_notebook_and_why(tmp_path, capsys):
