@@ -15,6 +15,7 @@ import nbformat
 
 from utils.builder.config import CourseConfig
 from utils.builder.errors import BuildError
+from utils.i18n.messages import LANGUAGES
 
 __all__ = ["BADGES_CLOSE", "BADGES_OPEN", "PIP_SOURCE_ENV", "SETUP_TAG", "notebook_language", "setup_source", "stamp"]
 
@@ -39,7 +40,7 @@ def _template() -> str:
 
 
 _SETUP_CALL = "DEVICE = utils.setup()"
-_LANGUAGE_DIRS = {"zh": "zh"}  # the folder under solutions/ and chapters/ -> the language its notebooks use
+_LANGUAGE_DIRS = {lang: lang for lang, locale in LANGUAGES.items() if locale}  # solutions/<lang>/: a translation
 
 
 def notebook_language(relpath: str) -> str:

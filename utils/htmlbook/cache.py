@@ -35,6 +35,7 @@ from pathlib import Path
 
 import nbformat
 
+from utils.i18n.messages import LANGUAGES
 from utils.paths import REPO_ROOT
 
 __all__ = ["DEFAULT_JOBS", "HTML_CACHE", "cache_folder", "execute_chapters", "executed_with_grids", "language_of",
@@ -66,7 +67,7 @@ def language_of(path: Path) -> str:
     >>> language_of(Path("solutions/zh/01_x.ipynb")), language_of(Path("solutions/01_x.ipynb"))
     ('zh', 'en')
     """
-    return "zh" if path.parent.name == "zh" else "en"
+    return path.parent.name if path.parent.name in LANGUAGES else "en"
 
 
 def notebook_label(path: Path) -> str:

@@ -3,7 +3,8 @@
 The edition has an English and a Chinese half (``build/html/`` and ``build/html/zh/``). The chapters'
 text comes from their notebooks; what the book itself adds around them (the sidebar, previous and
 next, the setup fold, the index page, the explorer blocks' labels, the language switch) comes from
-:data:`CHROME`. Every page has a switch to the same page in the other language, with a relative link.
+:data:`CHROME`, English in the source and Chinese from the message catalogue ``htmlbook.chrome.po``.
+Every page has a switch to the same page in the other language, with a relative link.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ from __future__ import annotations
 import html
 from dataclasses import dataclass
 
-__all__ = ["CHROME", "EDITION_LANGUAGES", "Chrome", "language_switch", "page_href"]
+from utils.i18n.messages import LANGUAGES, tr, using_language
 
-EDITION_LANGUAGES = ("en", "zh")
+__all__ = ["CHROME", "EDITION_LANGUAGES", "Chrome", "chrome", "language_switch", "page_href"]
+
+EDITION_LANGUAGES = tuple(LANGUAGES)
 """The languages of the edition; the first is at the top of ``build/html``, the others in a folder each."""
 
 
@@ -40,56 +43,41 @@ class Chrome:
     switch_label: str  # its title, also in this language
 
 
-CHROME = {
-    "en": Chrome(
-        html_lang="en",
-        book_title="Attention, Step by Step",
-        contents="Contents",
-        chapters_label="Chapters",
-        pager_label="Previous and next",
-        back_to_contents="← Contents",
-        setup="Setup",
-        setup_hint="(imports, seeds and the device: the code runs first in every chapter)",
-        index_intro=(
-            "Self-attention from first principles, one idea at a time, with every claim checked against "
-            "PyTorch. This is the static edition: every chapter with its solutions, figures and quizzes. The "
-            "explorers are <em>precomputed</em>: each figure was rendered when the book was built, for a grid "
-            "of control values, so the controls respond without a kernel. To change anything else, or type "
-            "your own input, run the notebooks (<code>make lab</code>, Binder or Colab)."),
-        table_head=("#", "chapter", "time", "you will be able to"),
-        precomputed="precomputed",
-        explorer_about="{states} states, rendered when this page was built; no kernel runs here{snaps}.",
-        explorer_snaps=", and a slider snaps to the nearest rendered value",
-        explorer_alt="the explorer's figure for the chosen controls",
-        explorer_noscript=("Scripts are off: this is the figure the explorer was saved with. Turn JavaScript "
-                           "on to move the controls."),
-        switch_text="English",
-        switch_label="Read this page in English",
-    ),
-    "zh": Chrome(
-        html_lang="zh-CN",
-        book_title="注意力，一步一步",
-        contents="目录",
-        chapters_label="章节",
-        pager_label="上一章和下一章",
-        back_to_contents="← 目录",
-        setup="环境设置",
-        setup_hint="（导入、随机种子和设备：每一章最先运行的代码）",
-        index_intro=(
-            "从第一性原理出发讲解自注意力，一次只讲一个概念，每个结论都用 PyTorch 验证。这是静态版："
-            "每一章都带有答案、图和测验。探索器是<em>预先计算</em>的：构建本书时，已经为一组控件取值把每张图"
-            "都渲染好了，所以不需要内核，控件也能响应。想改动其他内容或输入你自己的文字，请运行笔记本"
-            "（<code>make lab</code>、Binder 或 Colab）。"),
-        table_head=("#", "章节", "时长", "学完你将能够"),
-        precomputed="预先计算",
-        explorer_about="共 {states} 种状态，在构建本页时渲染；这里不运行内核{snaps}。",
-        explorer_snaps="，滑块会吸附到最近的已渲染取值",
-        explorer_alt="探索器在所选控件取值下的图",
-        explorer_noscript="脚本已关闭：这是探索器保存时的图。打开 JavaScript 才能移动控件。",
-        switch_text="中文",
-        switch_label="阅读本页的中文版",
-    ),
-}
+def chrome(lang: str) -> Chrome:
+    """The page chrome in ``lang``. The English below is the source; ``python -m utils.i18n update`` reads
+    each ``tr("...")`` into ``htmlbook.chrome.po``, whose Chinese the Chinese half shows."""
+    locale = LANGUAGES[lang]
+    with using_language(lang):
+        return Chrome(
+            html_lang=locale.replace("_", "-") if locale else lang,
+            book_title=tr("Attention, Step by Step"),
+            contents=tr("Contents"),
+            chapters_label=tr("Chapters"),
+            pager_label=tr("Previous and next"),
+            back_to_contents=tr("← Contents"),
+            setup=tr("Setup"),
+            setup_hint=tr("(imports, seeds and the device: the code runs first in every chapter)"),
+            index_intro=tr(
+                "Self-attention from first principles, one idea at a time, with every claim checked against "
+                "PyTorch. This is the static edition: every chapter with its solutions, figures and quizzes. The "
+                "explorers are <em>precomputed</em>: each figure was rendered when the book was built, for a grid "
+                "of control values, so the controls respond without a kernel. To change anything else, or type "
+                "your own input, run the notebooks (<code>make lab</code>, Binder or Colab)."),
+            # one message: this "time" is a duration (时长), another module's "time" is 时间
+            table_head=("#", *tr("chapter | time | you will be able to").split(" | ")),
+            precomputed=tr("precomputed"),
+            explorer_about=tr("{states} states, rendered when this page was built; no kernel runs here{snaps}."),
+            explorer_snaps=tr(", and a slider snaps to the nearest rendered value"),
+            explorer_alt=tr("the explorer's figure for the chosen controls"),
+            explorer_noscript=tr("Scripts are off: this is the figure the explorer was saved with. Turn JavaScript "
+                                 "on to move the controls."),
+            switch_text=tr("English"),  # in Chinese, "中文": the link to a language is written in it
+            switch_label=tr("Read this page in English"),
+        )
+
+
+CHROME = {lang: chrome(lang) for lang in EDITION_LANGUAGES}
+"""Language -> its page chrome."""
 
 
 def page_href(page: str, lang: str, from_lang: str) -> str:
