@@ -19,6 +19,7 @@ import torch
 
 from utils.exercises.common import Outcome, Status
 from utils.grading import cli, engine, report, sandbox, serialize, unit
+from utils.grading.batch import grade
 from utils.grading.course import InvalidNotebook, read_notebook
 
 TIMEOUT = 4
@@ -30,7 +31,7 @@ def run_toy(tmp_path: Path, students: dict[str, dict], seed: int = 7, out: str =
     for name, notebooks in students.items():
         gf.student(subs, name, notebooks)
     options = {"jobs": 2, "timeout": TIMEOUT, "seed": seed, "memory_mb": 512, "progress": False} | kwargs
-    return cli.grade(subs, tmp_path / out, course_root=course, registry=gf.TOY_REGISTRY, **options)
+    return grade(subs, tmp_path / out, course_root=course, registry=gf.TOY_REGISTRY, **options)
 
 
 def rows_of(out: Path) -> dict[tuple[str, str], dict[str, str]]:
@@ -283,7 +284,7 @@ def real_batch(tmp_path_factory):
         solution = nbformat.read(str(path), as_version=4)
         gf.student(subs, "solutions", {f"renamed_{path.stem[:2]}.ipynb": solution})
         gf.student(subs, "untouched", {path.name: gf.student_version(path)})
-    summary = cli.grade(subs, tmp / "out", jobs=2, timeout=20, seed=11, progress=False)
+    summary = grade(subs, tmp / "out", jobs=2, timeout=20, seed=11, progress=False)
     return tmp / "out", summary
 
 
@@ -322,7 +323,7 @@ def test_real_sdpa_without_scale_is_failed_with_its_diagnosis(tmp_path):
     assert unscaled != cell.source, "could not find the scaling in the solution cell"
     cell.source = unscaled
     gf.student(tmp_path / "subs", "noscale", {"ch2.ipynb": nb})
-    cli.grade(tmp_path / "subs", tmp_path / "out", jobs=1, timeout=20, seed=5, progress=False)
+    grade(tmp_path / "subs", tmp_path / "out", jobs=1, timeout=20, seed=5, progress=False)
     row = rows_of(tmp_path / "out")[("noscale", exercise.id)]
     diagnosis = next(m.diagnosis for m in exercise.mistakes if "scal" in m.name)
     assert row["status"] == "failed" and diagnosis[:60] in row["feedback"], row

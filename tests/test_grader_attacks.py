@@ -2,6 +2,7 @@
 
 One batch (toy course, --timeout 4, two jobs) holds an honest student and one student per attack; the
 attack sits in ``ch1.add_one`` (or where it belongs), so the attacker's other exercises must still pass.
+The timeout is CPU time (utils.grading.unit, *Timeouts*): nothing here depends on how busy the machine is.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from pathlib import Path
 import grader_fixtures as gf
 import pytest
 
-from utils.grading import cli, sandbox
+from utils.grading import batch, sandbox, unit
 
+# CPU seconds per exercise. Measured idle: an honest toy exercise uses 0.01-0.03 CPU-s, the 300 MB print
+# 0.4 (allocating the strings): 10x margin and more, whatever the load, since CPU time does not grow with it.
 TIMEOUT = 4
 SLEEP = TIMEOUT + 2  # the escaping children sleep past the timeout, then write a file
 
@@ -42,6 +45,12 @@ def attacks(tmp_path_factory):
     students = {
         "honest": gf.toy_submission(),
         "loop": {"ch1.add_one": "def add_one(x):\n    while True:\n        pass\n"},
+        # SIGXCPU ignored: the hard CPU limit's SIGKILL follows, and is still reported as a timeout
+        "loop_ignoring_sigxcpu": {"ch1.add_one": (
+            "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+            "def add_one(x):\n    while True:\n        pass\n")},
+        # longer than the timeout in wall time, using no CPU: what a busy machine does to an honest exercise
+        "sleeper": {"ch1.add_one": f"import time\ntime.sleep({TIMEOUT + 2})\n" + gf.TOY_SOLUTIONS["ch1.add_one"]},
         # Address space without bound, 256 MiB a step: RLIMIT_AS stops it at the same point whether or not
         # the pages are written, and it fails at once, as a learner's too-large (L, L) scores would.
         "membomb": {"ch1.add_one": (
@@ -94,7 +103,7 @@ def attacks(tmp_path_factory):
                                    "b.ipynb": gf.notebook([("ch1.add_one", gf.TOY_SOLUTIONS["ch1.add_one"])])})
     course = gf.make_toy_course(tmp / "course")
     started = time.monotonic()
-    summary = cli.grade(subs, out, jobs=2, timeout=TIMEOUT, seed=1, course_root=course,
+    summary = batch.grade(subs, out, jobs=2, timeout=TIMEOUT, seed=1, course_root=course,
                         registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
     elapsed = time.monotonic() - started
     time.sleep(max(0.0, SLEEP + 2 - elapsed))  # let any surviving child wake up and write
@@ -123,6 +132,17 @@ def test_infinite_loop_times_out_alone(attacks):
     row = status(attacks, "loop")
     assert row["status"] == "timeout" and row["points"] == "0"
     others_pass(attacks, "loop")
+
+
+def test_ignoring_sigxcpu_still_times_out(attacks):
+    row = status(attacks, "loop_ignoring_sigxcpu")
+    assert row["status"] == "timeout" and "CPU time" in row["feedback"], row
+    others_pass(attacks, "loop_ignoring_sigxcpu")
+
+
+def test_the_timeout_is_cpu_time_so_waiting_is_not_a_timeout(attacks):
+    assert status(attacks, "sleeper")["status"] == "passed", status(attacks, "sleeper")
+    others_pass(attacks, "sleeper")
 
 
 def test_memory_bomb_is_memory(attacks):
@@ -175,8 +195,38 @@ def test_writing_to_the_output_or_another_student_folder_fails(attacks):
 
 
 def test_huge_print_is_harmless(attacks):
+    # harmless by design, not by a generous timeout: learner output goes to /dev/null, never through the
+    # grader's pipe (the test below), and printing it costs little CPU time
     assert status(attacks, "bigprint")["status"] == "passed", status(attacks, "bigprint")
     others_pass(attacks, "bigprint")
+
+
+def test_learner_output_never_reaches_the_grader_and_waiting_forever_is_a_timeout(tmp_path, monkeypatch):
+    """An exercise's prints go to /dev/null (so a huge print cannot stall on a pipe the grader drains on a
+    busy machine), and the wall-clock backstop still ends an exercise that only waits."""
+    seen: list[bytes] = []
+    kill = sandbox.Worker.kill
+
+    def recording_kill(self):
+        kill(self)
+        seen.append(bytes(self.output))
+
+    monkeypatch.setattr(sandbox.Worker, "kill", recording_kill)
+    monkeypatch.setattr(unit, "WALL_FACTOR", 1.0)
+    monkeypatch.setattr(unit, "WALL_MARGIN", 2.0)  # the backstop: 2 + 2 = 4 s of wall time
+    subs = tmp_path / "subs"
+    gf.student(subs, "printer", {"a.ipynb": gf.toy_submission(add_one(
+        "import os, sys\nprint('LEARNER-MARKER')\nsys.stderr.write('LEARNER-MARKER')\n"
+        "os.write(1, b'LEARNER-MARKER')"))})
+    gf.student(subs, "waiter", {"a.ipynb": gf.toy_submission(add_one("import time\ntime.sleep(600)"))})
+    batch.grade(subs, tmp_path / "out", jobs=2, timeout=2, seed=1, course_root=gf.make_toy_course(tmp_path / "course"),
+                registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+    with open(tmp_path / "out" / "results.csv", newline="", encoding="utf-8") as handle:
+        rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
+    assert rows[("printer", "ch1.add_one")]["status"] == "passed", rows[("printer", "ch1.add_one")]
+    assert seen and not any(b"LEARNER-MARKER" in output for output in seen), seen
+    waited = rows[("waiter", "ch1.add_one")]
+    assert waited["status"] == "timeout" and "longer than 4 s" in waited["feedback"], waited
 
 
 def test_invalid_json_notebook_is_invalid_with_a_reason(attacks):

@@ -16,7 +16,7 @@ import grader_fixtures as gf
 import nbformat
 import pytest
 
-from utils.grading import cli, intake
+from utils.grading import batch, intake
 
 TIMEOUT = 4
 
@@ -221,7 +221,7 @@ def test_a_fifo_or_link_named_like_a_zip_does_not_hang(tmp_path):
 def grade(tmp_path: Path, subs: Path, **kwargs) -> tuple[dict, list[dict]]:
     course = gf.make_toy_course(tmp_path / "course")
     options = {"jobs": 2, "timeout": TIMEOUT, "seed": 5, "memory_mb": 512, "progress": False} | kwargs
-    summary = cli.grade(subs, tmp_path / "out", course_root=course, registry=gf.TOY_REGISTRY, **options)
+    summary = batch.grade(subs, tmp_path / "out", course_root=course, registry=gf.TOY_REGISTRY, **options)
     with open(tmp_path / "out" / "results.csv", newline="", encoding="utf-8") as handle:
         return summary, list(csv.DictReader(handle))
 

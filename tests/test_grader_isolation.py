@@ -23,7 +23,7 @@ from pathlib import Path
 import grader_fixtures as gf
 import pytest
 
-from utils.grading import cli, engine, files, sandbox
+from utils.grading import batch, engine, files, sandbox
 
 TOKEN = f"grader-iso-{os.getpid()}"
 
@@ -150,7 +150,7 @@ return x + 2
     saved = engine.TMP_PARENT
     engine.TMP_PARENT = str(parent)
     try:
-        summary = cli.grade(subs, out, jobs=2, timeout=8, seed=3, course_root=gf.make_toy_course(top / "course"),
+        summary = batch.grade(subs, out, jobs=2, timeout=8, seed=3, course_root=gf.make_toy_course(top / "course"),
                             registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
     finally:
         engine.TMP_PARENT = saved

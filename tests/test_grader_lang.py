@@ -11,7 +11,7 @@ import nbformat
 import pytest
 
 from utils.exercises import all_exercises
-from utils.grading import cli
+from utils.grading import batch, cli
 from utils.i18n.messages import translate, using_language
 
 REPO = Path(__file__).resolve().parent.parent
@@ -47,7 +47,7 @@ def chinese_batch(tmp_path_factory):
     gf.student(subs, "zh_wrong", {f"{STEM}.ipynb": _with_transposed_weights(chinese)})
     gf.student(subs, "zh_untouched", {f"{STEM}.ipynb": nbformat.read(REPO / "chapters" / "zh" / f"{STEM}.ipynb",
                                                                        as_version=4)})
-    summary = cli.grade(subs, tmp / "out", jobs=2, timeout=20, seed=5, progress=False, lang="zh")
+    summary = batch.grade(subs, tmp / "out", jobs=2, timeout=20, seed=5, progress=False, lang="zh")
     return tmp / "out", summary
 
 
@@ -83,4 +83,4 @@ def test_a_wrong_language_is_refused_before_grading(tmp_path, capsys):
         cli.main([str(tmp_path), "--lang", "fr"])
     assert "--lang" in capsys.readouterr().err
     with pytest.raises(ValueError, match="lang='fr'"):
-        cli.grade(tmp_path, tmp_path / "out", lang="fr", progress=False)
+        batch.grade(tmp_path, tmp_path / "out", lang="fr", progress=False)

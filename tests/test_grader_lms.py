@@ -18,7 +18,7 @@ import pytest
 import tomllib
 
 from utils import build
-from utils.grading import cli, course, lms, manifest
+from utils.grading import batch, cli, course, lms, manifest
 from utils.grading.course import CourseExercise
 from utils.grading.unit import Row
 from utils.paths import REPO_ROOT
@@ -112,7 +112,7 @@ def test_a_canvas_download_graded_into_canvas_csv(tmp_path, capsys):
     gf.write_notebook(subs / "nobody_42_98766_01_toy.ipynb", gf.notebook([]))
     (tmp_path / "roster.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
     toy = gf.make_toy_course(tmp_path / "course")
-    summary = cli.grade(subs, tmp_path / "out", jobs=2, timeout=4, seed=2, memory_mb=512, progress=False,
+    summary = batch.grade(subs, tmp_path / "out", jobs=2, timeout=4, seed=2, memory_mb=512, progress=False,
                         course_root=toy, registry=gf.TOY_REGISTRY, roster=tmp_path / "roster.csv",
                         lms_format="canvas")
     assert summary["layout"] == "canvas" and summary["canvas"].unmatched[0][0] == "nobody"

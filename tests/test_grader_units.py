@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from utils.exercises.common import Outcome
-from utils.grading import cli, course, engine, files, sandbox, serialize, unit
+from utils.grading import batch, course, engine, files, sandbox, serialize, unit
 
 TIMEOUT = 4
 HONEST = ("honest_a", "honest_b")
@@ -48,7 +48,7 @@ def grade_class(tmp: Path, attackers: dict[str, dict[str, str]], *, jobs: int = 
 
     def run() -> None:
         try:
-            box["summary"] = cli.grade(subs, tmp / "out", jobs=jobs, timeout=TIMEOUT, seed=3, course_root=course_root,
+            box["summary"] = batch.grade(subs, tmp / "out", jobs=jobs, timeout=TIMEOUT, seed=3, course_root=course_root,
                                        registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
         except BaseException as exc:  # noqa: BLE001  (the point: nothing may escape)
             box["error"] = exc

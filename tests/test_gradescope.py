@@ -1,4 +1,4 @@
-"""The Gradescope autograder bundle (utils/grading/gradescope.py).
+"""The Gradescope autograder bundle (utils/builder/gradescope_bundle.py) and runner (utils/grading/gradescope.py).
 
 Gradescope cannot run here, so the bundle is unpacked into a temporary root laid out as Gradescope lays
 out ``/autograder`` (``source/`` = the zip, ``submission/``, ``results/``) and its own ``run_autograder``
@@ -22,14 +22,14 @@ from pathlib import Path
 import grader_fixtures as gf
 import pytest
 
+from utils.builder.gradescope_bundle import write_gradescope_bundle
 from utils.exercises.common import Status
-from utils.grading import cli
+from utils.grade import main as grade_main
 from utils.grading.gradescope import (
     GRADESCOPE_VISIBILITIES,
     gradescope_results,
     gradescope_test,
     run_gradescope,
-    write_gradescope_bundle,
 )
 from utils.grading.unit import PartRow as GraderPart
 from utils.grading.unit import Row
@@ -166,7 +166,7 @@ def test_a_visibility_gradescope_does_not_know_is_refused(tmp_path):
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bundle") / "autograder.zip"
-    assert cli.main(["gradescope-bundle", str(out), "--seed", "11", "--hidden-visibility", "hidden"]) == 0
+    assert grade_main(["gradescope-bundle", str(out), "--seed", "11", "--hidden-visibility", "hidden"]) == 0
     return out
 
 

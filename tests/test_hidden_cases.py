@@ -18,7 +18,7 @@ from utils.exercises.check_cell import run_check
 from utils.exercises.definition import HIDDEN_CHECK_SEED, PUBLIC_SEED, Part
 from utils.exercises.qkv import PROJECT_QKV, project_qkv_reference
 from utils.exercises.runner import load_function, run_cases
-from utils.grading import cli, serialize, unit
+from utils.grading import batch, serialize, unit
 
 EXERCISES = list(all_exercises().values())
 
@@ -197,7 +197,7 @@ def test_only_the_due_cases_inputs_reach_the_sandbox(tmp_path, monkeypatch):
     subs = tmp_path / "subs"
     gf.student(subs, "alice", {"01_toy.ipynb": gf.toy_submission()})
     course = gf.make_toy_course(tmp_path / "course")
-    cli.grade(subs, tmp_path / "out", jobs=1, timeout=20, seed=5, course_root=course,
+    batch.grade(subs, tmp_path / "out", jobs=1, timeout=20, seed=5, course_root=course,
               registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
     assert [name for name, _ in sent] == ["0", "1", "2"]  # one folder per exercise, written when due
     for (_, cases), exercise in zip(sent, gf.TOY_REGISTRY.values()):
@@ -258,7 +258,7 @@ def _grade_planted(tmp_path: Path, feedback: str) -> tuple[str, dict]:
         gf.student(subs, name, {"01_toy.ipynb": gf.toy_submission({"ch1.attend": source})})
     course = gf.make_toy_course(tmp_path / "course")
     out = tmp_path / f"out-{feedback}"
-    summary = cli.grade(subs, out, jobs=2, timeout=20, seed=4, course_root=course, registry=PLANTED_REGISTRY,
+    summary = batch.grade(subs, out, jobs=2, timeout=20, seed=4, course_root=course, registry=PLANTED_REGISTRY,
                         memory_mb=512, progress=False, feedback=feedback)
     text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(out.rglob("*")) if p.is_file())
     return text, summary

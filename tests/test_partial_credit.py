@@ -17,7 +17,7 @@ from utils.exercises.common import Outcome, Status
 from utils.exercises.definition import Exercise, Part, exact_points, points_text
 from utils.exercises.runner import run_cases
 from utils.exercises.sdpa import SDPA
-from utils.grading import cli, report
+from utils.grading import batch, report
 from utils.grading.unit import PartRow, Row
 
 # --------------------------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def test_a_batch_with_parts_writes_part_lines_and_is_deterministic(tmp_path):
     course = gf.make_toy_course(tmp_path / "course")
     texts = []
     for out in ("one", "two"):
-        cli.grade(subs, tmp_path / out, jobs=1, timeout=20, seed=8, course_root=course, registry=registry,
+        batch.grade(subs, tmp_path / out, jobs=1, timeout=20, seed=8, course_root=course, registry=registry,
                   memory_mb=512, progress=False)
         texts.append((tmp_path / out / "results.csv").read_text(encoding="utf-8"))
     assert texts[0] == texts[1]

@@ -23,7 +23,7 @@ def grader_benchmark(notebooks: Sequence[str | Path], *, students: int = 1, jobs
     Returns two rows, ``nbclient`` (the baseline) and ``utils.grading.grade``, with ``seconds`` and
     ``ratio`` (grader / nbclient).
     """
-    from utils.grading import grade  # here: `grader` reports, rather than fails, when the package is missing
+    from utils.grading.batch import grade  # here: `grader` reports, rather than fails, when the package is missing
 
     paths = [Path(p).resolve() for p in notebooks]
     with tempfile.TemporaryDirectory(prefix="grader-bench-") as tmp:

@@ -1,24 +1,35 @@
-"""The instructor grader: ``python -m utils.grade SUBMISSIONS`` (see :mod:`utils.grading.cli`).
+"""The instructor grader: ``python -m utils.grade SUBMISSIONS`` (:mod:`utils.grade`, :mod:`utils.grading.cli`).
 
-Modules: :mod:`~utils.grading.course` (reading notebooks), :mod:`~utils.grading.engine` (planning,
-running units, judging), :mod:`~utils.grading.sandbox` (isolation, processes),
-:mod:`~utils.grading.worker` (the untrusted side), :mod:`~utils.grading.serialize` (npy + JSON),
-:mod:`~utils.grading.report` (CSVs, feedback). Kept light: the worker imports this package.
+Its modules, on either side of the trust boundary. The sandboxed worker imports this package, so this
+file imports nothing: the trusted side is never loaded where student code runs
+(``tests/test_grader_boundary.py``).
+
+**Worker side** (loaded in the sandbox; ``serialize`` and ``files`` are used by both sides):
+
+=================  ========================================================================================
+``worker``         the untrusted half: runs one student's exercise cells, one forked process per cell
+``jail``           private mounts for one worker: a script run as root in its mount namespace, then ``exec``
+``serialize``      values across the boundary: JSON plus ``.npy`` files, never pickle, read back as hostile
+``files``          reading and removing what learner code touched, every path hostile (``O_NOFOLLOW``, ``fstat``)
+=================  ========================================================================================
+
+**Trusted side** (the grader's own process; never imported by the worker):
+
+=================  ========================================================================================
+``cli``            the command line, ``python -m utils.grade SUBMISSIONS [--out DIR] ...``, over ``batch``
+``batch``          :func:`~utils.grading.batch.grade`: a folder of submissions -> rows and the reports
+``intake``         submissions as they arrive (folders, zips, a Canvas download) -> students, unplaced entries
+``course``         reading notebooks: the course's exercise list and points, a student's exercise cells
+``manifest``       the exercise list as package data (``exercises.json``), for a grader without ``solutions/``
+``engine``         plans the batch and runs every student's unit in sandboxed workers, in parallel
+``unit``           one student's unit: each cell sent when due, the sandbox stopped, its outputs judged here
+``sandbox``        starts, watches and kills the sandboxed workers; the isolation levels
+``isolation``      which isolation this machine allows, probed once per process; the workers' command line
+``report``         ``results.csv``, ``grades.csv``, ``feedback/`` and the summary, written atomically
+``lms``            a roster mapping submissions to LMS identities, and Canvas's gradebook CSV
+``gradescope``     Gradescope's runner: one submission -> ``results/results.json``
+=================  ========================================================================================
+
+The Gradescope autograder zip is written by :mod:`utils.builder.gradescope_bundle`: the builder imports
+the grader, never the other way round.
 """
-
-from __future__ import annotations
-
-from typing import Any
-
-
-def __getattr__(name: str) -> Any:
-    """``utils.grading.grade`` is :func:`utils.grading.cli.grade`, imported on first use so that the
-    worker, which imports this package, never loads the trusted side."""
-    if name == "grade":
-        from utils.grading.cli import grade
-
-        return grade
-    raise AttributeError(f"module 'utils.grading' has no attribute {name!r}")
-
-
-__all__ = ["grade"]

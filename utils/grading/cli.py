@@ -1,9 +1,9 @@
 """``python -m utils.grade SUBMISSIONS [--out DIR] [--jobs N] [--timeout SECONDS] [--seed N] [--layout L]
-[--roster CSV --format canvas] [--course DIR] [--lang en|zh]``.
+[--roster CSV --format canvas] [--course DIR] [--lang en|zh]``: the grader's command line over
+:func:`utils.grading.batch.grade`.
 
-``python -m utils.grade gradescope-bundle OUT.zip`` writes a Gradescope autograder (:mod:`utils.grading.gradescope`).
-
-Also :func:`grade`, the same as a function (``utils.benchmark`` times it).
+(``python -m utils.grade gradescope-bundle OUT.zip``, which writes a Gradescope autograder, is
+:mod:`utils.builder.gradescope_bundle`: :mod:`utils.grade` sends it there.)
 Exit status: 0 when the batch completed, whatever the scores; 2 for bad arguments, no submissions, a
 course with no exercises or an unusable roster.
 """
@@ -11,163 +11,14 @@ course with no exercises or an unusable roster.
 from __future__ import annotations
 
 import argparse
-import os
 import secrets
 import sys
-import time
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-from utils.grading import engine, intake, lms, report, sandbox
-from utils.grading.unit import Row
-from utils.i18n.messages import using_language
-from utils.paths import REPO_ROOT as COURSE_ROOT
+from utils.grading import intake, lms, report
+from utils.grading.batch import NoExercises, NoSubmissions, default_jobs, grade
 
-MAX_LISTED = 20
-"""Unplaced entries printed one by one on stderr; every one is in ``results.csv``."""
-
-
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
-
-
-class NoSubmissions(ValueError):
-    pass
-
-
-class NoExercises(ValueError):
-    pass
-
-
-def default_course() -> Path | None:
-    """This checkout when it has ``solutions/`` notebooks, else None: the exercise list shipped with the
-    package (:mod:`utils.grading.manifest`), which is what a pip-installed grader uses."""
-    return COURSE_ROOT if any((COURSE_ROOT / "solutions").glob("*.ipynb")) else None
-
-
-def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None = None, timeout: float = 10.0,
-          seed: int = 0, course_root: str | Path | None = None, registry: Mapping[str, Any] | None = None,
-          memory_mb: int = 2048, progress: bool = True, layout: str = "auto", roster: str | Path | None = None,
-          lms_format: str | None = None, columns: str = "chapter",
-          feedback: str = "public", lang: str = "en") -> dict[str, Any]:
-    """Grade every student in ``submissions_dir`` and write the reports into ``out_dir``.
-
-    Args:
-        registry: exercise id -> :class:`~utils.exercises.definition.Exercise`; default
-            :func:`utils.exercises.all_exercises` (tests inject their own).
-        course_root: where ``solutions/`` lives (points and the exercise list come from there).
-            Default: :func:`default_course`.
-        layout: how submissions are laid out, one of :data:`utils.grading.intake.LAYOUTS`. Default: ``"auto"``.
-        roster, lms_format, columns: ``lms_format="canvas"`` also writes ``canvas.csv``
-            (:mod:`utils.grading.lms`), with identities from ``roster`` and one column per ``columns``.
-        feedback: ``full``, ``public`` or ``score``: what the reports say about hidden cases
-            (:mod:`utils.exercises.credit`).
-        lang: the language of the feedback (``feedback/*.md`` and the CSVs' feedback column): ``"en"`` or
-            ``"zh"`` (:mod:`utils.i18n.messages`). Ids, statuses and points in the CSVs stay the same.
-
-    Returns a summary: ``students``, ``exercises``, ``rows`` (list of :class:`engine.Row`),
-    ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``, ``layout``,
-    ``layout_reason``, ``unplaced`` (:class:`~utils.grading.intake.Unplaced` entries, also rows of
-    ``results.csv`` and printed on stderr), ``skipped`` (the same as ``"path (reason)"`` lines) and
-    ``canvas`` (the :class:`~utils.grading.lms.CanvasSheet`, or None).
-    Raises :class:`NoSubmissions` when there is no student, :class:`NoExercises` when the course has no
-    exercise and :class:`~utils.grading.lms.RosterError` for an unusable roster, before grading anyone.
-    """
-    with using_language(lang):  # the grader's threads judge in this process: every diagnosis is in ``lang``
-        return _grade(submissions_dir, out_dir, jobs=jobs, timeout=timeout, seed=seed, course_root=course_root,
-                      registry=registry, memory_mb=memory_mb, progress=progress, layout=layout, roster=roster,
-                      lms_format=lms_format, columns=columns, feedback=feedback)
-
-
-def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, registry, memory_mb, progress, layout,
-           roster, lms_format, columns, feedback) -> dict[str, Any]:
-    started = time.perf_counter()
-    from utils.exercises.credit import check_mode
-
-    check_mode(feedback)
-    submissions = Path(submissions_dir)
-    if not submissions.is_dir():
-        raise NoSubmissions(f"no student folders found in {submissions}: it is not a folder")
-    found = intake.collect(submissions, layout)
-    _report_intake(found, layout)
-    if not found.students:
-        raise NoSubmissions(f"no student folders found in {submissions} (nor notebooks or zips in --layout "
-                            f"{found.layout})")
-    the_roster = lms.read_roster(roster) if roster is not None else None
-    if lms_format == "canvas":
-        lms.check_identities(the_roster, found.canvas_ids)
-    if registry is None:
-        from utils.exercises import all_exercises
-
-        registry = all_exercises()
-    root = Path(course_root) if course_root is not None else default_course()
-    the_plan = engine.plan(found, root, registry)
-    if not the_plan.exercises:
-        where = f"{root / 'solutions'}" if root is not None else "the exercise list shipped with the package"
-        raise NoExercises(f"found no exercises to grade in {where}; pass --course with the folder of a course "
-                          f"checkout (the one holding solutions/), or reinstall the course package")
-    settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
-                               hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())),
-                               feedback=feedback)
-    jobs = jobs or default_jobs()
-    bar = None
-    if progress:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(the_plan.units), desc="grading", unit="student", file=sys.stderr)
-    try:
-        rows = engine.run_plan(the_plan, settings, jobs, progress=bar.update if bar else None)
-    finally:
-        if bar is not None:
-            bar.close()
-    ids = [e.id for e in the_plan.exercises]
-    report.write_all(Path(out_dir), [*rows, *unplaced_rows(found.unplaced)], the_plan.students, ids)
-    sheet = None
-    if lms_format == "canvas":
-        sheet = lms.canvas_csv(rows, the_plan.students, the_plan.exercises, roster=the_roster,
-                               canvas_ids=found.canvas_ids, columns=columns)
-        report.atomic_write(Path(out_dir) / "canvas.csv", sheet.text)
-        _report_canvas(sheet)
-    totals = {s: sum(r.points for r in rows if r.student == s) for s in the_plan.students}
-    return {
-        "students": the_plan.students, "exercises": ids, "rows": rows, "totals": totals,
-        "max_total": sum(e.points for e in the_plan.exercises), "seconds": time.perf_counter() - started,
-        "isolation": sandbox.isolation().level, "seed": settings.seed, "units": len(the_plan.units),
-        "layout": found.layout, "layout_reason": found.reason, "unplaced": found.unplaced,
-        "skipped": [u.line() for u in found.unplaced], "canvas": sheet,
-    }
-
-
-def unplaced_rows(unplaced: list[intake.Unplaced]) -> list[Row]:
-    """One ``results.csv`` row per unplaced entry: status ``unplaced``, the path and reason as feedback."""
-    return [Row(u.student, "", 0, 0, intake.UNPLACED, f"{u.path}: {u.reason}") for u in unplaced]
-
-
-def _report_intake(found: intake.Intake, asked: str) -> None:
-    why = f" (--layout auto: {found.reason})" if asked == "auto" else ""
-    print(f"grader: reading the submissions as layout {found.layout}{why}", file=sys.stderr)
-    for entry in found.errors():
-        print(f"grader: error: {entry.path} is {entry.reason}", file=sys.stderr)
-    others = [u for u in found.unplaced if u not in found.errors()]
-    for entry in others[:MAX_LISTED]:
-        print(f"grader: not graded: {entry.line()}", file=sys.stderr)
-    if len(others) > MAX_LISTED:
-        print(f"grader: ... and {len(others) - MAX_LISTED} more not graded", file=sys.stderr)
-    if found.unplaced:
-        print(f"grader: {report.plural(len(found.unplaced), 'entry', 'entries')} not graded, each a row with status "
-              f"{intake.UNPLACED} in results.csv", file=sys.stderr)
-
-
-def _report_canvas(sheet: lms.CanvasSheet) -> None:
-    for student, why in sheet.unmatched:
-        print(f"grader: canvas.csv: {student!r} is left out: {why}", file=sys.stderr)
-    if sheet.absent:
-        print(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a submission "
-              f"(grade cells left empty): {', '.join(sheet.absent[:MAX_LISTED])}", file=sys.stderr)
+__all__ = ["add_intake_arguments", "main"]
 
 
 def _positive(kind):
@@ -199,10 +50,6 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["gradescope-bundle"]:  # python -m utils.grade gradescope-bundle OUT.zip
-        from utils.grading.gradescope import bundle_main
-
-        return bundle_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m utils.grade", description=(
         "Grade a class: SUBMISSIONS (one folder, zip or Canvas download per student) -> results.csv, "
         "grades.csv, feedback/<student>.md"))

@@ -2,12 +2,13 @@
 
 **Design for speed.** One sandboxed worker per student: it imports torch once, then, for each of that
 student's exercise cells (every notebook, in course order), forks a fresh process that runs that cell
-alone, under its own wall-clock timeout watched from here (:mod:`utils.grading.unit`). A cell's source
-reaches the worker only when it is due, and what a cell does to its process (patched modules, threads,
-open files) dies with it. When an exercise kills its worker (a timeout, a crash), a fresh worker starts
-at the next exercise, so one bad exercise costs only itself. After each exercise the sandbox is
-stopped and every process in it but the worker is killed before this process reads its files. A fork
-costs milliseconds; the torch import (about 1.5 s) is paid once per student.
+alone, under its own CPU-time limit and a wall-clock backstop watched from here
+(:mod:`utils.grading.unit`, *Timeouts*). A cell's source reaches the worker only when it is due, and
+what a cell does to its process (patched modules, threads, open files) dies with it. When an exercise
+kills its worker (a timeout, a crash), a fresh worker starts at the next exercise, so one bad exercise
+costs only itself. After each exercise the sandbox is stopped and every process in it but the worker is
+killed before this process reads its files. A fork costs milliseconds; the torch import (about 1.5 s)
+is paid once per student.
 
 **One student is one unit of failure.** Units run ``--jobs`` at a time, each in a thread watched by
 :func:`run_plan`'s watchdog: an exception, a ``MemoryError`` or a hang in one unit becomes rows for

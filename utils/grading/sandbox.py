@@ -32,11 +32,15 @@ line names the ones active and the ones missing):
   this machine (a Jupyter server on 127.0.0.1, say) or beyond can be reached.
 
 **Limits** (set by the worker on itself after importing torch, before any learner code runs): address
-space, CPU seconds, file size, number of processes (not enforced for uid 0) and no core dumps. The
-wall-clock timeout is enforced here: it kills the whole process group with ``SIGKILL``.
+space, CPU seconds, file size, number of processes (not enforced for uid 0) and no core dumps. Each
+exercise's timeout is CPU time (``RLIMIT_CPU`` in its forked process); the grader enforces only the
+wall-clock backstop (:func:`utils.grading.unit.wall_limit`), killing the whole process group with
+``SIGKILL``.
 
 **Output**: the worker's stdout and stderr go to a pipe that a thread drains, keeping only the first
-:data:`OUTPUT_CAP` bytes, so a 100 MB print costs a moment, never memory.
+:data:`OUTPUT_CAP` bytes (what a worker that fails to start says). An exercise's process writes to
+``/dev/null`` instead (:mod:`utils.grading.worker`), so learner output never has to cross the pipe: a
+300 MB print takes the same time on a busy machine as on an idle one.
 """
 
 from __future__ import annotations

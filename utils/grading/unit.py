@@ -3,11 +3,18 @@
 For each exercise, when it is due: write its cell and the inputs of its cases into ``in/i`` (never
 earlier; the public cases, then the hidden ones drawn here for this student, with no label saying
 which is which), send
-``run i``, wait for the worker's answer under the exercise's timeout, **stop the sandbox** (``SIGSTOP``
+``run i``, wait for the worker's answer (see *Timeouts* below), **stop the sandbox** (``SIGSTOP``
 on the worker, ``SIGKILL`` on every other process in it), read its files through descriptors
 (:mod:`utils.grading.files`) and judge them here, then let the worker go on. When an exercise kills
 its worker or times out, a fresh worker starts at the next exercise. A :class:`Guard` carries the
 unit's verdicts and the deadline of its current phase, for the batch's watchdog.
+
+**Timeouts.** ``--timeout`` is CPU time: the exercise's process gets ``SIGXCPU`` once it has used
+that many CPU seconds (``RLIMIT_CPU``, rounded up to a whole second, set by the worker), and the verdict
+is ``timeout``. CPU time does not grow when the machine is busy, so an honest exercise is not timed out
+because other processes share the cores. Code that waits without computing (a ``sleep``) is caught by a
+wall-clock backstop, :func:`wall_limit`: :data:`WALL_FACTOR` times the timeout, at least
+:data:`WALL_MARGIN` seconds more than it, long enough for a machine five times slower than idle.
 """
 
 from __future__ import annotations
@@ -33,6 +40,10 @@ from utils.grading import course as course_mod
 from utils.grading import files, sandbox, serialize
 from utils.i18n.messages import tr
 
+WALL_FACTOR = 5.0
+"""The wall-clock backstop is at least this many times the exercise's CPU-time limit ..."""
+WALL_MARGIN = 60.0
+"""... and at least this many seconds above it (:func:`wall_limit`)."""
 COLLECT_SECONDS = 120.0
 """The watchdog's bound on reading and judging one exercise's results."""
 CLEANUP_SECONDS = 600.0
@@ -114,10 +125,16 @@ def case_seed(seed: int, exercise_id: str, student: str) -> int:
     return int.from_bytes(digest[:6], "big")
 
 
+def wall_limit(timeout: float) -> float:
+    """Wall-clock seconds an exercise with CPU-time limit ``timeout`` may take before the grader kills it:
+    the backstop for code that waits instead of computing, far above what a busy machine adds."""
+    return max(WALL_FACTOR * timeout, timeout + WALL_MARGIN)
+
+
 def _limits(settings: Settings) -> dict[str, int]:
     return {
         "memory": settings.memory_mb * 2**20,
-        "cpu": int(settings.timeout + 10),  # per exercise: each runs in its own forked process
+        "cpu": math.ceil(settings.timeout),  # CPU seconds per exercise: each runs in its own forked process
         "fsize": 64 * 2**20,
         "nproc": 64,
     }
@@ -244,18 +261,19 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                 return
             while index < len(tasks) and not guard.abandoned:
                 task = tasks[index]
-                guard.enter(f"running {task.course.id}", 2 * settings.timeout + 60)
+                wall = wall_limit(settings.timeout)
+                guard.enter(f"running {task.course.id}", 2 * wall + 60)
                 public = task.course.exercise.public_cases()
                 cases = public + task.course.exercise.hidden_cases(case_seed(settings.seed, task.course.id, student))
                 _write_due(jobdir, index, task, cases, iso, slot)
                 worker.send(f"run {index}")
-                line = worker.next_line(time.monotonic() + settings.timeout + 5)
+                line = worker.next_line(time.monotonic() + wall)
                 if line == f"start {index}":
-                    line = worker.next_line(time.monotonic() + settings.timeout)
+                    line = worker.next_line(time.monotonic() + wall)
                 if line is None:
                     worker.kill()
                     verdicts[index] = (Status.TIMEOUT, tr("your code ran longer than {seconds:g} s; look for an "
-                                                          "endless loop or needless work", seconds=settings.timeout))
+                                                          "endless loop or needless work", seconds=wall))
                     index += 1
                     break
                 words = line.split()
@@ -269,7 +287,7 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                 if not frozen:
                     worker.kill()  # read only from a stopped sandbox: a dead one will do
                 if words[0] == "died":
-                    verdicts[index] = _crash(words[2] if len(words) > 2 else "a signal")
+                    verdicts[index] = _crash(words[2] if len(words) > 2 else "a signal", math.ceil(settings.timeout))
                 elif words[0] == "exit":
                     verdicts[index] = (Status.ERROR, tr("your code ended the process that runs it (exit status "
                                                         "{code}); do not call os._exit, sys.exit or kill processes "
@@ -285,9 +303,10 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
             guard.attach(None)
 
 
-def _crash(signal_name: str) -> tuple[Status, str]:
+def _crash(signal_name: str, cpu_seconds: int) -> tuple[Status, str]:
     if signal_name == "SIGXCPU":
-        return (Status.TIMEOUT, tr("your code used too much CPU time; look for an endless loop"))
+        return (Status.TIMEOUT, tr("your code used more than {seconds} s of CPU time; look for an endless loop or "
+                                   "needless work", seconds=cpu_seconds))
     if signal_name in ("SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS"):
         return (Status.MEMORY, tr("the process running your code crashed ({how}), most likely out of memory; use "
                                   "smaller intermediate tensors", how=signal_name))

@@ -7,17 +7,22 @@ Started by :mod:`utils.grading.sandbox` as ``python -I -c "<bootstrap>" JOBDIR S
    *before* any learner code runs, and makes itself non-dumpable (no same-uid ``ptrace``);
 3. for each ``run i`` line the grader sends (only when exercise ``i`` is due, after writing its cell
    and inputs into ``in/i``): writes ``start i``, **forks**, and the child, which closes the status and
-   command pipes first, executes the cell with :func:`~utils.exercises.runner.load_function` (a fresh
-   namespace, the forbidden names patched), calls :func:`~utils.exercises.runner.run_cases`, writes the
-   raw outcomes (``.npy`` + JSON, see :mod:`utils.grading.serialize`) and exits. The worker itself then
-   writes ``done i`` (or ``exit i CODE`` / ``died i SIGNAL``).
+   command pipes first, points its stdout and stderr at ``/dev/null`` (what learner code prints is never
+   read, so it never crosses a pipe: a 300 MB print costs the CPU of writing it, not the grader's time
+   to drain it), sets its CPU-time limit (``RLIMIT_CPU``: ``SIGXCPU`` at the exercise's timeout, in CPU
+   seconds, ``SIGKILL`` :data:`CPU_GRACE` seconds later), executes the cell with
+   :func:`~utils.exercises.runner.load_function` (a fresh namespace, the forbidden names patched), calls
+   :func:`~utils.exercises.runner.run_cases`, writes the raw outcomes (``.npy`` + JSON, see
+   :mod:`utils.grading.serialize`) and exits. The worker itself then writes ``done i`` (or ``exit i
+   CODE`` / ``died i SIGNAL``; a child killed by ``SIGKILL`` after using its CPU time, as when learner
+   code ignores ``SIGXCPU``, is reported as ``SIGXCPU``).
 
 So every exercise runs in a fresh copy of an interpreter that has never run learner code: what an
 earlier cell did to its own process (patched modules, threads, open files, walked frames) is gone
 before a later cell's source even reaches the worker.
 
 Nothing here decides a grade: the files and status lines are read as hostile by the trusted process,
-which owns the timeouts, stops this process before reading what it wrote, and kills it (and, via
+which owns the wall-clock backstop, stops this process before reading what it wrote, and kills it (and, via
 the PID namespace, all its descendants).
 Of the course it imports only the runner side (:mod:`utils.exercises.runner`,
 :mod:`utils.exercises.common`, :mod:`utils.grading.serialize`): no reference, no judging code
@@ -27,6 +32,7 @@ Of the course it imports only the runner side (:mod:`utils.exercises.runner`,
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import signal
@@ -41,11 +47,15 @@ def _status(fd: int, message: str) -> None:
         pass
 
 
-def _limit(kind: int, value: int) -> None:
+def _limit(kind: int, value: int, hard: int | None = None) -> None:
     try:
-        resource.setrlimit(kind, (value, value))
+        resource.setrlimit(kind, (value, value if hard is None else hard))
     except (ValueError, OSError):
         pass
+
+
+CPU_GRACE = 2
+"""Seconds of CPU time between an exercise's ``SIGXCPU`` (its timeout) and the kernel's ``SIGKILL``."""
 
 
 def _apply_limits(limits: dict[str, int]) -> None:
@@ -81,6 +91,10 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large file is an OSError, not a dead worker
     _not_dumpable()
     _apply_limits(limits)
+    try:  # learner output goes nowhere (the grader never reads it); the worker's own output stays piped
+        sink = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        sink = -1
     _status(status_fd, "ready")
     commands = os.fdopen(command_fd, "rb", buffering=0)
     while True:
@@ -96,14 +110,22 @@ def main(argv: list[str]) -> int:
             try:
                 os.close(status_fd)
                 os.close(command_fd)
-                _limit(resource.RLIMIT_CPU, int(sum(os.times()[:2])) + 1 + limits["cpu"])
+                if sink >= 0:
+                    os.dup2(sink, 1)
+                    os.dup2(sink, 2)
+                    os.close(sink)
+                cpu = math.ceil(sum(os.times()[:2])) + limits["cpu"]  # ~0 used: a fork's counters start at 0
+                _limit(resource.RLIMIT_CPU, cpu, cpu + CPU_GRACE)
                 code = _run_exercise(jobdir, index)
             finally:
                 os._exit(code)
-        _pid, wait_status = os.waitpid(pid, 0)
+        _pid, wait_status, usage = os.wait4(pid, 0)
         sys.stdout.flush()
         if os.WIFSIGNALED(wait_status):
-            _status(status_fd, f"died {index} {_signal_name(os.WTERMSIG(wait_status))}")
+            name = _signal_name(os.WTERMSIG(wait_status))
+            if name == "SIGKILL" and usage.ru_utime + usage.ru_stime >= limits["cpu"]:
+                name = "SIGXCPU"  # the hard CPU limit: the child ignored (or caught) its SIGXCPU
+            _status(status_fd, f"died {index} {name}")
         elif os.WEXITSTATUS(wait_status) not in (0, 1):
             _status(status_fd, f"exit {index} {os.WEXITSTATUS(wait_status)}")
         else:

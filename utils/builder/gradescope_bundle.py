@@ -1,0 +1,135 @@
+"""``python -m utils.grade gradescope-bundle OUT.zip`` writes a Gradescope autograder zip.
+
+The zip holds, at its root (as Gradescope's autograder specification asks):
+
+- ``setup.sh``: run once, as root, when Gradescope builds the image. It makes a venv in
+  ``$AUTOGRADER_ROOT/venv`` and installs the course's pinned dependencies (``constraints.txt``) with the
+  CPU build of torch, chosen as ``make`` and Binder choose it (``utils/prereqs.py torch-index auto``),
+  then the course package itself from ``course/``.
+- ``run_autograder``: run for every submission. It grades the notebooks in ``$AUTOGRADER_ROOT/submission``
+  with the course grader (the same sandbox, cases and judging as ``python -m utils.grade``) and writes
+  ``$AUTOGRADER_ROOT/results/results.json``. ``AUTOGRADER_ROOT`` defaults to ``/autograder``; the tests set
+  it to a temporary folder laid out like Gradescope's.
+- ``gradescope.json``: the grading settings (seed, timeout, memory, hidden tests' visibility), drawn or
+  given when the bundle is made. ``setup.sh`` makes it readable by root only, so that the sandboxed
+  student code (an unprivileged uid where the machine allows it) cannot read the seed.
+- ``course/``: the course package, its pins, and ``course/solutions/``: the chapter notebooks with their
+  solutions stripped and outputs cleared (the grader reads only the exercise ids and points from them).
+
+What ``run_autograder`` runs, and the ``results.json`` it writes, are :mod:`utils.grading.gradescope`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import stat
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from utils.builder.course import render
+from utils.grading.gradescope import CONFIG_FILE, GRADESCOPE_VISIBILITIES, check_visibility
+from utils.i18n.messages import normalize_language
+from utils.paths import REPO_ROOT
+
+__all__ = ["RUN_AUTOGRADER", "SETUP_SH", "bundle_main", "write_gradescope_bundle"]
+
+_COURSE_FILES = ("pyproject.toml", "README.md", "constraints.txt", "requirements.txt")
+
+SETUP_SH = """#!/usr/bin/env bash
+# Gradescope runs this once, as root, when it builds the autograder image (made by
+# `python -m utils.grade gradescope-bundle`). AUTOGRADER_ROOT moves /autograder (tests).
+set -euo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+COURSE="$ROOT/source/course"
+if ! python3 -c "import ensurepip, venv" 2>/dev/null; then  # Ubuntu ships venv separately
+    apt-get update && apt-get install -y --no-install-recommends python3 python3-venv python3-pip
+fi
+python3 -m venv "$ROOT/venv"
+PY="$ROOT/venv/bin/python"
+# torch, CPU build: PyTorch's CPU index unless the configured index already offers the CPU wheel
+# (utils/prereqs.py, the rule `make TORCH_INDEX=auto` and binder/postBuild follow).
+"$PY" -m pip install --no-cache-dir $("$PY" "$COURSE/utils/prereqs.py" torch-index auto) \\
+    -c "$COURSE/constraints.txt" -r "$COURSE/requirements.txt"
+# The course package, exactly as bundled; its dependencies came from the pins above.
+"$PY" -m pip install --no-cache-dir --no-deps "$COURSE"
+chmod 600 "$ROOT/source/gradescope.json"
+"""
+
+RUN_AUTOGRADER = """#!/usr/bin/env bash
+# Gradescope runs this for every submission: grades $ROOT/submission into $ROOT/results/results.json.
+# AUTOGRADER_ROOT moves /autograder and AUTOGRADER_PYTHON the interpreter (tests).
+set -uo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+PY="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
+cd "$ROOT"
+exec "$PY" -m utils.grading.gradescope --root "$ROOT" "$@"
+"""
+
+
+def _add(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: bool = False) -> None:
+    info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))  # fixed: the same course gives the same zip
+    info.external_attr = ((0o755 if executable else 0o644) | stat.S_IFREG) << 16
+    info.compress_type = zipfile.ZIP_DEFLATED
+    archive.writestr(info, data)
+
+
+def write_gradescope_bundle(out_zip: str | Path, *, root: str | Path = REPO_ROOT, seed: int | None = None,
+                            hidden_visibility: str = "after_published", timeout: float = 30.0,
+                            memory_mb: int = 2048, lang: str = "en") -> Path:
+    """Write the autograder zip (see the module docstring) and return its path.
+
+    Args:
+        out_zip: where to write it.
+        root: the course repository. Default: :data:`utils.paths.REPO_ROOT`.
+        seed: the seed of the random cases; keep it secret. Default: ``None`` (drawn now, stored in the zip).
+        hidden_visibility: the visibility of hidden tests. Default: ``"after_published"``.
+        timeout: wall-clock seconds per exercise. Default: ``30.0``.
+        memory_mb: MiB per exercise. Default: ``2048``.
+        lang: the language of the feedback students read: ``"en"`` (default) or ``"zh"``.
+    """
+    check_visibility(hidden_visibility)
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise TypeError(f"seed must be an integer or None, got {type(seed).__name__}")
+    root, out_zip = Path(root), Path(out_zip)
+    chapters = {path.name: text for path, text in render(root).items() if path.parent == root / "chapters"}
+    config = {"seed": secrets.randbelow(2**31) if seed is None else seed, "timeout": float(timeout),
+              "memory_mb": int(memory_mb), "hidden_visibility": hidden_visibility, "course": "course",
+              "lang": normalize_language(lang)}
+    out_zip.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(out_zip, "w") as archive:
+        _add(archive, "setup.sh", SETUP_SH, executable=True)
+        _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
+        _add(archive, CONFIG_FILE, json.dumps(config, indent=1) + "\n")
+        for name in _COURSE_FILES:
+            _add(archive, f"course/{name}", (root / name).read_bytes())
+        for path in sorted((root / "utils").rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                _add(archive, f"course/{path.relative_to(root).as_posix()}", path.read_bytes())
+        for name, text in sorted(chapters.items()):
+            _add(archive, f"course/solutions/{name}", text)
+    return out_zip
+
+
+def bundle_main(argv: Sequence[str]) -> int:
+    """``python -m utils.grade gradescope-bundle OUT.zip [--seed N] [--hidden-visibility V] ...``."""
+    parser = argparse.ArgumentParser(prog="python -m utils.grade gradescope-bundle",
+                                     description="Write a Gradescope autograder zip for the course.")
+    parser.add_argument("out", type=Path, help="the zip to write, e.g. autograder.zip")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="seed of the random cases, stored in the zip (default: drawn now; keep it secret)")
+    parser.add_argument("--hidden-visibility", choices=GRADESCOPE_VISIBILITIES, default="after_published",
+                        help="when students see hidden tests' results (default: after_published)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="wall-clock seconds per exercise (default: 30)")
+    parser.add_argument("--memory", type=int, default=2048, help="MiB per exercise (default: 2048)")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en",
+                        help="language of the feedback students read: en (default) or zh (简体中文)")
+    parser.add_argument("--course", type=Path, default=REPO_ROOT, help=argparse.SUPPRESS)
+    args = parser.parse_args(list(argv))
+    path = write_gradescope_bundle(args.out, root=args.course, seed=args.seed,
+                                   hidden_visibility=args.hidden_visibility, timeout=args.timeout,
+                                   memory_mb=args.memory, lang=args.lang)
+    print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
+    return 0
