@@ -175,7 +175,7 @@ def test_grader_outside_the_repository_uses_the_shipped_list(tmp_path):
 
 
 def test_a_grader_without_exercises_exits_2_with_one_sentence(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "COURSE_ROOT", tmp_path / "site-packages")  # an installed package: no solutions/
+    monkeypatch.setattr(batch, "COURSE_ROOT", tmp_path / "site-packages")  # an installed package: no solutions/
     monkeypatch.setattr(course, "load_manifest", lambda: [])  # ... and its exercise list is gone
     gf.student(tmp_path / "subs", "kim", {"x.ipynb": gf.notebook([])})
     assert cli.main([str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--seed", "1"]) == 2
