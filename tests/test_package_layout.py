@@ -304,3 +304,10 @@ def test_no_star_import_and_a_bounded_size(name):
     assert not stars, f"{path}: `import *` on line(s) {stars}; import the names you use"
     lines = len(path.read_text().splitlines())
     assert lines <= MAX_LINES, f"{path} has {lines} lines (> {MAX_LINES}): split it along the course's seams"
+
+
+def test_contributing_maps_every_folder_of_the_package():
+    text = (PACKAGE.parent / "CONTRIBUTING.md").read_text()
+    folders = sorted({path.parent.relative_to(PACKAGE.parent).as_posix() for path in PACKAGE.rglob("*.py")})
+    unmapped = [folder for folder in folders if f"| `{folder}/` |" not in text]
+    assert not unmapped, f"CONTRIBUTING.md's table 'The package, folder by folder' lacks a row for {unmapped}"
