@@ -31,7 +31,7 @@ from pathlib import Path
 
 from utils.builder.course import render
 from utils.grading.gradescope import CONFIG_FILE, GRADESCOPE_VISIBILITIES, check_visibility
-from utils.i18n.messages import normalize_language
+from utils.i18n.messages import LANGUAGES, normalize_language
 from utils.paths import REPO_ROOT
 
 __all__ = ["RUN_AUTOGRADER", "SETUP_SH", "bundle_main", "write_gradescope_bundle"]
@@ -124,7 +124,7 @@ def bundle_main(argv: Sequence[str]) -> int:
                         help="when students see hidden tests' results (default: after_published)")
     parser.add_argument("--timeout", type=float, default=30.0, help="wall-clock seconds per exercise (default: 30)")
     parser.add_argument("--memory", type=int, default=2048, help="MiB per exercise (default: 2048)")
-    parser.add_argument("--lang", choices=("en", "zh"), default="en",
+    parser.add_argument("--lang", choices=tuple(LANGUAGES), default="en",
                         help="language of the feedback students read: en (default) or zh (简体中文)")
     parser.add_argument("--course", type=Path, default=REPO_ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from utils.grading import intake, lms, report
 from utils.grading.batch import NoExercises, NoSubmissions, default_jobs, grade
+from utils.i18n.messages import LANGUAGES
 
 __all__ = ["add_intake_arguments", "main"]
 
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--feedback", choices=("full", "public", "score"), default="public", help=(
         "what the reports say: full (every diagnosis), public (default: full diagnoses for public cases; for "
         "hidden cases only how many pass and the diagnosis category), score (points only)"))
-    parser.add_argument("--lang", choices=("en", "zh"), default="en", help=(
+    parser.add_argument("--lang", choices=tuple(LANGUAGES), default="en", help=(
         "language of the feedback: en (default) or zh (简体中文); ids, statuses and points are the same"))
     args = parser.parse_args(argv)
     if args.roster is not None and args.lms_format is None:
