@@ -17,8 +17,9 @@ module                      what lives there                                    
 ``utils.training``          the training loop and measurements on a trained model   5
 ``utils.device``            ``get_device`` and seeding                              all
 ``utils.notebook_setup``    ``setup()``: what every notebook's setup cell calls    all
+``utils.explorers``         each explorer's state and pure functions                all
 ``utils.plotting``          every figure a chapter shows                            all
-``utils.widgets``           explorers and quizzes                                   all
+``utils.widgets``           explorers' controls, and quizzes                        all
 ``utils.exercises``         one definition per exercise; the check-cell API         all
 ``utils.build``             solutions/ -> chapters/                                 -
 ``utils.grading``           the instructor grader (``python -m utils.grade``)       -
