@@ -64,6 +64,7 @@ def loaded_after_the_chapter(slug: str) -> list[str]:
         f"names = {names!r}",
         "checks = [getattr(check, name) for name in names]",  # the lookup, before anything else
         "dir(check)",  # tab completion lists every exercise
+        "assert not hasattr(check, '_repr_html_') and not hasattr(check, 'no_such_exercise')",  # IPython; a typo
         f"import {module.__name__} as chapter",
         "from utils.i18n.messages import using_language",
         "for exercise, run in zip(chapter.EXERCISES, checks):",

@@ -146,18 +146,16 @@ def exercise_index(package: str = "utils.exercises") -> dict[str, str]:
 
 
 def exercise_named(func_name: str, package: str = "utils.exercises") -> Exercise:
-    """The exercise whose function is ``func_name``, importing only its chapter's module.
+    """The exercise whose function is ``func_name``, importing only its chapter's module (an unknown
+    name, a typo or IPython asking for ``_repr_html_``, imports none).
 
     Raises ``KeyError`` when no chapter defines it."""
-    module = exercise_index(package).get(func_name)
-    if module is not None:
-        for exercise in importlib.import_module(module).EXERCISES:
+    index = exercise_index(package)
+    if func_name in index:
+        for exercise in importlib.import_module(index[func_name]).EXERCISES:
             if exercise.func_name == func_name:
                 return exercise
-    for exercise in all_exercises(package).values():  # the index missed it (a test fails): still right
-        if exercise.func_name == func_name:
-            return exercise
-    raise KeyError(f"no exercise named {func_name!r}; known: {', '.join(exercise_index(package))}")
+    raise KeyError(f"no exercise named {func_name!r}; known: {', '.join(index)}")
 
 
 def get(exercise_id: str) -> Exercise:
