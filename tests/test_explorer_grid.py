@@ -20,14 +20,16 @@ import pytest
 import torch
 from PIL import Image
 
-from utils.widgets.common import KERNEL_NOTE, figure_png, wire_explorer
+from utils.plotting.common import figure_png
+from utils.widgets import common
+from utils.widgets.common import KERNEL_NOTE, Explorer, live_explorers, wire_explorer
 from utils.widgets.grid import (
-    GRID_ENV,
     MAX_GRID_STATES,
     grid_controls,
     grid_size,
     png_to_webp,
     render_grid,
+    render_grids,
     snap,
 )
 
@@ -215,12 +217,58 @@ def test_a_text_box_becomes_choices_only_with_a_note(tmp_path):
     np.testing.assert_array_equal(pixels(image.read_bytes()), pixels(expected))
 
 
-def test_the_environment_variable_renders_the_grid_as_the_explorer_is_built(tmp_path, monkeypatch):
-    monkeypatch.setenv(GRID_ENV, str(tmp_path))
+# --- the explorer object, and rendering every live one ---------------------------------------------------
+
+def test_an_explorer_displays_as_its_widget():
+    """In a notebook an Explorer shows the widget view of its VBox (the same model id), as wire_explorer's
+    VBox did; its fields are the wiring's own objects."""
+    from IPython.core.formatters import DisplayFormatter
+
     box = small_explorer()
-    assert json.loads((tmp_path / box.model_id / "manifest.json").read_text())["renders"] == 12
-    monkeypatch.delenv(GRID_ENV)
-    assert not (tmp_path / small_explorer().model_id).exists()
+    assert isinstance(box, Explorer) and isinstance(box.widget, w.VBox)
+    assert box.widget.children == (*box.rows, box.output) == box.children
+    shown, _ = DisplayFormatter().format(box)
+    assert shown == DisplayFormatter().format(box.widget)[0]
+    assert shown["application/vnd.jupyter.widget-view+json"]["model_id"] == box.model_id == box.widget.model_id
+    assert repr(box) == f"Explorer(controls=['n', 'scale'], model_id={box.model_id!r})"
+
+
+def test_building_renders_no_grid_and_render_grids_renders_every_live_explorer_in_order(tmp_path, monkeypatch):
+    monkeypatch.setattr(common, "_LIVE", [])  # the explorers of other tests stay alive (ipywidgets holds them)
+    first, second = small_explorer(), _ignoring_explorer(pure_draw=True)[0]
+    assert live_explorers() == [first, second] and not any(tmp_path.iterdir())  # nothing rendered yet
+    paths = render_grids(tmp_path)
+    assert paths == [tmp_path / first.model_id / "manifest.json", tmp_path / second.model_id / "manifest.json"]
+    assert [json.loads(p.read_text())["renders"] for p in paths] == [12, 5]
+    # the same manifest as render_grid's on that one explorer, its CPU time aside
+    one = json.loads(render_grid(first, tmp_path / "one").read_text())
+    both = json.loads(paths[0].read_text())
+    assert {**one, "render_s": 0} == {**both, "render_s": 0}
+
+
+def test_the_registry_holds_explorers_weakly(tmp_path, monkeypatch):
+    import gc
+
+    monkeypatch.setattr(common, "_LIVE", [])
+    kept, dropped = small_explorer(), small_explorer()
+    dropped.close()  # ipywidgets lets its widgets go, and they held the explorer (each control its redraw)
+    del dropped
+    gc.collect()
+    assert live_explorers() == [kept] and len(common._LIVE) == 1
+    assert [p.parent.name for p in render_grids(tmp_path)] == [kept.model_id]
+
+
+def test_render_grids_in_a_process_that_built_no_explorer_loads_nothing_heavy(tmp_path):
+    """The builder's epilogue runs it in every chapter's kernel: without explorers it renders nothing and
+    imports neither ipywidgets nor matplotlib (nor utils.widgets.common)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from utils.widgets.grid import render_grids; "
+            f"print(render_grids({str(tmp_path)!r}), sorted(m for m in ('ipywidgets', 'matplotlib', "
+            "'utils.widgets.common') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[] []" and not any(tmp_path.iterdir())
 
 
 # --- the course's explorers ------------------------------------------------------------------------

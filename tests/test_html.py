@@ -42,7 +42,7 @@ from utils.htmlbook.book import (
 )
 from utils.htmlbook.chrome import CHROME, EDITION_LANGUAGES, page_href
 from utils.htmlbook.explorers import WIDGET_STATE, WIDGET_VIEW, explorer_html, prune_widget_state
-from utils.widgets.common import figure_png
+from utils.plotting.common import figure_png
 from utils.widgets.grid import GRID_TIME_BUDGET_S, MAX_GRID_STATES
 
 REPO = Path(__file__).resolve().parent.parent

@@ -13,6 +13,7 @@ entries.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -82,8 +83,8 @@ def test_jobs_must_be_positive(course):
 
 
 SLOW_GRID = """
-import os, pathlib, time
-grids = pathlib.Path(os.environ["COURSE_EXPLORER_GRIDS"]) / "model"
+import pathlib, time
+grids = pathlib.Path({grids!r})
 grids.mkdir(parents=True)
 (grids / "first").write_text("1")
 time.sleep(4)
@@ -93,8 +94,8 @@ print(sorted(p.name for p in grids.iterdir()))
 
 
 def test_a_second_builder_waits_for_the_first_and_reuses_its_entry(course):
-    path = notebook(course / "solutions" / "04_x.ipynb", SLOW_GRID)
-    cache = course / "cache"
+    path, cache = course / "solutions" / "04_x.ipynb", course / "cache"
+    notebook(path, SLOW_GRID.format(grids=str(cache_folder(path, cache) / "grids" / "model")))
     first_file = cache_folder(path, cache) / "grids" / "model" / "first"
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         first = pool.submit(_execute_into_cache, path, cache, False)
@@ -131,3 +132,37 @@ def test_each_language_and_each_stem_keeps_its_own_entry(course):
     assert len(lines) == 1 and nb.cells[0].outputs[0]["text"] == "en 2\n"
     for folder, want in zip(folders[1:], ("zh", "a-b")):
         assert nbformat.read(folder / "executed.ipynb", as_version=4).cells[0].outputs[0]["text"] == f"{want}\n"
+
+
+EXPLORER = """
+import ipywidgets as w
+import matplotlib.pyplot as plt
+from utils.widgets.common import wire_explorer
+
+def line(n):
+    fig, ax = plt.subplots(figsize=(2, 1.5))
+    ax.plot(range(n))
+    return fig
+
+n = w.IntSlider(value=2, min=1, max=3, description="n")
+wire_explorer([n], {"n": n}, lambda: n.value, line)
+"""
+
+
+def test_the_kernel_renders_each_explorers_grid_after_the_last_cell(course):
+    """A chapter's explorer, shown as the last expression of a cell, displays as its widget (saved with its
+    state), and after the last cell the kernel renders its grid into grids/<its model id>/, the folder the
+    edition looks up (utils/htmlbook/explorers.py); the modules it needed are recorded."""
+    from utils.htmlbook.explorers import WIDGET_STATE, WIDGET_VIEW
+
+    path = notebook(course / "solutions" / "01_e.ipynb", EXPLORER, "n.value = 3")  # moved after it was built
+    nb, grids = executed_with_grids(path, cache=course / "cache", log=lambda *_: None)
+    (shown,) = [o for o in nb.cells[0].outputs if WIDGET_VIEW in o.get("data", {})]
+    model_id = shown["data"][WIDGET_VIEW]["model_id"]
+    assert model_id in nb.metadata["widgets"][WIDGET_STATE]["state"]
+    manifest = json.loads((grids / model_id / "manifest.json").read_text())
+    assert manifest["renders"] == 3 and manifest["controls"][0]["values"] == [1, 2, 3]
+    assert manifest["controls"][0]["initial"] == 2  # the value the saved state holds: the last cell's
+    assert [p.name for p in grids.iterdir()] == [model_id]
+    files = json.loads((cache_folder(path, course / "cache") / "inputs.json").read_text())["files"]
+    assert {"utils/widgets/common.py", "utils/widgets/grid.py", "utils/plotting/common.py"} <= set(files)

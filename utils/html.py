@@ -10,11 +10,12 @@ The pages read like a book (:mod:`utils.htmlbook.book`): a sidebar with the
 chapters and the current chapter's sections, previous and next links, the setup cell folded behind a
 "Setup" line, and a layout that works at phone width.
 
-**The explorers still move.** Each chapter is executed (nbclient, widget state saved) with
-:data:`utils.widgets.grid.GRID_ENV` set, so every explorer renders its whole grid of control values
-as it is built, with its own state function and figure function (:mod:`utils.widgets.grid`). The
-explorer's widget view is then replaced by plain HTML controls and a script that swaps the figure
-(:mod:`utils.htmlbook.explorers`), labelled "precomputed". Other widgets (the quizzes) keep their
+**The explorers still move.** Each chapter is executed (nbclient, widget state saved), and after its
+last cell the kernel renders every explorer's whole grid of control values, with the explorer's own
+state function and figure function (:func:`utils.widgets.grid.render_grids`, called by
+:func:`utils.htmlbook.cache.kernel_epilogue`). The explorer's widget view is then replaced by plain
+HTML controls and a script that swaps the figure (:mod:`utils.htmlbook.explorers`), labelled
+"precomputed". Other widgets (the quizzes) keep their
 saved state, rendered by the widget embedder.
 
 **Offline.** RequireJS, the widget embedder and MathJax come from ``node_modules`` (``npm ci``) and

@@ -23,7 +23,7 @@ from browser_support import KERNEL_READY, keep_artifact, keep_screenshot, png_pi
 from utils.decoder import decode_trace
 from utils.explorers.at_scale import kv_cache_explorer_state
 from utils.plotting.at_scale import kv_cache_explorer_figure
-from utils.widgets.common import figure_png
+from utils.plotting.common import figure_png
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

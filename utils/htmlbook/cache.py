@@ -38,8 +38,8 @@ import nbformat
 from utils.i18n.messages import LANGUAGES
 from utils.paths import REPO_ROOT
 
-__all__ = ["DEFAULT_JOBS", "HTML_CACHE", "cache_folder", "execute_chapters", "executed_with_grids", "language_of",
-           "notebook_label", "stale_reason"]
+__all__ = ["DEFAULT_JOBS", "HTML_CACHE", "cache_folder", "execute_chapters", "executed_with_grids", "kernel_epilogue",
+           "language_of", "notebook_label", "stale_reason"]
 
 HTML_CACHE = REPO_ROOT / "html-cache"
 DEFAULT_JOBS = 2
@@ -59,6 +59,21 @@ print(_json.dumps(sorted(
 )))
 """
 """Run in the kernel after the last cell: the ``utils`` modules it loaded, as paths like ``utils/vocab.py``."""
+
+
+def kernel_epilogue(grids: Path) -> str:
+    """What the kernel runs after a chapter's last cell: render every explorer's grid into ``grids``
+    (:func:`utils.widgets.grid.render_grids`; a kernel that never imported ``utils`` built none), then
+    print :data:`KERNEL_MODULES` (last, so that the modules the rendering loaded are recorded too).
+
+    >>> "_render_grids('/tmp/g')" in kernel_epilogue(Path("/tmp/g"))
+    True
+    """
+    render = ("import sys as _sys\n"
+              "if 'utils' in _sys.modules:\n"
+              "    from utils.widgets.grid import render_grids as _render_grids\n"
+              f"    _render_grids({str(grids)!r})\n")
+    return render + KERNEL_MODULES
 
 
 def language_of(path: Path) -> str:
@@ -149,7 +164,6 @@ def executed_with_grids(path: Path, *, cache: Path = HTML_CACHE, execute: bool =
     """
     from utils.i18n.messages import LANG_ENV
     from utils.notebook_run import deterministic_env, execute_notebook
-    from utils.widgets.grid import GRID_ENV
 
     path = Path(path)
     folder = cache_folder(path, cache)
@@ -163,10 +177,9 @@ def executed_with_grids(path: Path, *, cache: Path = HTML_CACHE, execute: bool =
             shutil.rmtree(folder)
         grids.mkdir(parents=True)
         env = deterministic_env()
-        env[GRID_ENV] = str(grids)
         if language_of(path) == "zh":
             env[LANG_ENV] = "zh"
-        result = execute_notebook(path, env=env, epilogue=KERNEL_MODULES)
+        result = execute_notebook(path, env=env, epilogue=kernel_epilogue(grids))
         modules = json.loads(result.epilogue.strip().splitlines()[-1]) if result.epilogue.strip() else []
         log(f"executed {notebook_label(path)} with its explorers' grids: {result.wall_s:.1f} s")
         nbformat.write(result.notebook, executed)

@@ -1,12 +1,13 @@
 """Explorers in the HTML edition: each one's precomputed grid as a block of plain HTML controls.
 
-The builder executes a chapter with :data:`utils.widgets.grid.GRID_ENV` set, so every explorer writes
-its grid (``manifest.json`` and one WebP per distinct figure) into a folder named by its widget's
-model id. :func:`precompute_explorers` then replaces each explorer's widget view in the notebook
-with :func:`explorer_html`: native sliders, drop-downs, buttons and checkboxes, the figure of the
-saved state, the grid as JSON, and a "precomputed" label. ``static/explorer.js`` swaps the figure
-as the reader moves a control (a slider position between grid values snaps to the nearest); with
-scripts off the block still shows the saved figure and says why the controls do not move.
+After a chapter's last cell the builder has the kernel render every explorer's grid
+(:func:`utils.widgets.grid.render_grids`): ``manifest.json`` and one WebP per distinct figure, in a
+folder named by the model id of the explorer's widget. :func:`precompute_explorers` then replaces each
+explorer's widget view in the notebook with :func:`explorer_html`: native sliders, drop-downs, buttons
+and checkboxes, the figure of the saved state, the grid as JSON, and a "precomputed" label.
+``static/explorer.js`` swaps the figure as the reader moves a control (a slider position between grid
+values snaps to the nearest); with scripts off the block still shows the saved figure and says why the
+controls do not move.
 """
 
 from __future__ import annotations

@@ -1,17 +1,20 @@
-"""Helpers shared by every chapter's figures: attention heatmaps and layers x heads grids."""
+"""Helpers shared by every chapter's figures: attention heatmaps, layers x heads grids, and a figure as PNG
+bytes (:func:`figure_png`, what an explorer shows and the static edition's grid stores)."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 # No backend is chosen here: notebooks use the inline backend, tests and scripts set MPLBACKEND=Agg.
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
 from utils.i18n.messages import tr
 
-__all__ = ["attention_heatmap", "attention_grid", "cell_text", "to_numpy", "CMAP"]
+__all__ = ["attention_heatmap", "attention_grid", "cell_text", "to_numpy", "figure_png", "CMAP"]
 
 CMAP = "viridis"  # colour-blind safe; every figure in the course uses it (or cividis)
 
@@ -21,6 +24,23 @@ def to_numpy(values):
     if isinstance(values, torch.Tensor):
         return values.detach().to("cpu", torch.float32).numpy()
     return torch.as_tensor(values, dtype=torch.float32).numpy()
+
+
+def figure_png(fig: Figure, *, dpi: int = 80, **savefig_kwargs) -> bytes:
+    """``fig`` as PNG bytes (the explorers' resolution), and close it.
+
+    >>> fig, ax = plt.subplots()
+    >>> figure_png(fig)[:4], plt.fignum_exists(fig.number)
+    (b'\\x89PNG', False)
+    """
+    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):
+        # what fig.tight_layout() leaves: it lays out nothing, yet savefig draws the figure once more for it
+        # (about a third of the time); the pixels are the same without it (tests/test_explorer_grid.py)
+        fig.set_layout_engine(None)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, **savefig_kwargs)
+    plt.close(fig)
+    return buffer.getvalue()
 
 
 def cell_text(ax, x: float, y: float, text: str, **kwargs):

@@ -1,23 +1,22 @@
-"""Helpers shared by every explorer: showing a figure in an ``Output``, and wiring controls to it.
+"""What every explorer shares: showing a figure in an ``Output``, and the :class:`Explorer` that
+:func:`wire_explorer` makes by wiring controls to a state function and a figure function.
 
-Every explorer made by :func:`wire_explorer` also has a finite grid of control values
-(:mod:`utils.widgets.grid`), which the static HTML edition renders in advance.
+Every explorer built in a kernel is remembered (weakly, in creation order: :func:`live_explorers`), so
+that the HTML builder can render each one's finite grid of control values after a chapter's last cell
+(:func:`utils.widgets.grid.render_grids`).
 """
 
 from __future__ import annotations
 
-import io
-import os
+import weakref
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-import matplotlib.pyplot as plt
-from matplotlib.layout_engine import PlaceHolderLayoutEngine
-
 from utils.i18n.messages import tr
-from utils.widgets.grid import GRID_ENV, render_grid
+from utils.plotting.common import figure_png
 
-__all__ = ["figure_png", "show_figure", "wire_explorer", "powers_of_two"]
+__all__ = ["Explorer", "show_figure", "wire_explorer", "live_explorers", "powers_of_two"]
 
 KERNEL_NOTE = "Typing your own needs a kernel: open this chapter in Binder or Colab."
 """What the static edition says beside a text box it can only offer as a list of choices (in English; the
@@ -29,23 +28,6 @@ def _kernel_note() -> str:
     return tr("Typing your own needs a kernel: open this chapter in Binder or Colab.")
 
 
-def figure_png(fig, *, dpi: int = 80, **savefig_kwargs) -> bytes:
-    """``fig`` as PNG bytes (the explorers' resolution), and close it.
-
-    >>> fig, ax = plt.subplots()
-    >>> figure_png(fig)[:4], plt.fignum_exists(fig.number)
-    (b'\\x89PNG', False)
-    """
-    if isinstance(fig.get_layout_engine(), PlaceHolderLayoutEngine):
-        # what fig.tight_layout() leaves: it lays out nothing, yet savefig draws the figure once more for it
-        # (about a third of the time); the pixels are the same without it (tests/test_explorer_grid.py)
-        fig.set_layout_engine(None)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=dpi, **savefig_kwargs)
-    plt.close(fig)
-    return buffer.getvalue()
-
-
 def show_figure(output, fig, **savefig_kwargs) -> None:
     """Make the ``ipywidgets.Output`` ``output`` show ``fig`` (as a PNG) instead of what it showed,
     and close ``fig``.
@@ -55,6 +37,7 @@ def show_figure(output, fig, **savefig_kwargs) -> None:
     session's memory flat however often a slider moves.
 
     >>> import ipywidgets as w
+    >>> import matplotlib.pyplot as plt
     >>> output = w.Output()
     >>> fig, ax = plt.subplots()
     >>> show_figure(output, fig)
@@ -68,13 +51,106 @@ def show_figure(output, fig, **savefig_kwargs) -> None:
     output.append_display_data(Image(data=png, format="png"))
 
 
+@dataclass(eq=False, repr=False)
+class Explorer:
+    """An explorer: controls wired to a state function and a figure function, shown as one widget.
+
+    In a notebook it displays as its :attr:`widget` (the same widget view, and the same saved widget
+    state, as that ``VBox``). Made by :func:`wire_explorer`; its fields are what the wiring, the tests and
+    the static edition's grid (:func:`utils.widgets.grid.render_grid`) read.
+
+    Attributes:
+        widget: the ``ipywidgets.VBox`` shown: :attr:`rows`, then :attr:`output`.
+        controls: name -> the control widgets whose changes redraw; tests reach them by these names.
+        rows: the widgets above the figure (controls, ``HBox`` rows of them, captions).
+        output: the ``Output`` that holds the figure.
+        compute: returns the state to draw from the controls' current values.
+        draw: state -> ``Figure``.
+        declared_grid: control name -> the values the static edition renders for it (the ``grid`` of
+            :func:`wire_explorer`).
+        kernel_note: what the static edition says beside a text box offered as choices only, or None.
+        pure_draw: ``draw`` reads nothing but the state, so equal states give the same figure.
+        savefig_kwargs: passed to :func:`show_figure` (and to the grid's figures).
+        paused: while True, a control change computes the state but does not draw it.
+        state: the state computed last.
+    """
+
+    widget: Any
+    controls: dict[str, Any]
+    rows: list[Any]
+    output: Any
+    compute: Callable[[], Any]
+    draw: Callable[[Any], Any]
+    declared_grid: dict[str, Sequence[Any]] = field(default_factory=dict)
+    kernel_note: str | None = None
+    pure_draw: bool = False
+    savefig_kwargs: dict[str, Any] = field(default_factory=dict)
+    paused: bool = False
+    state: Any = None
+
+    def redraw(self, _change: Any = None) -> None:
+        """Compute the state from the controls and, unless :attr:`paused`, show its figure (a control's
+        ``observe`` callback: ``_change`` is ignored)."""
+        state = self.compute()
+        if not self.paused:
+            show_figure(self.output, self.draw(state), **self.savefig_kwargs)
+        self.state = state
+
+    def __repr__(self) -> str:
+        return f"Explorer(controls={list(self.controls)}, model_id={self.model_id!r})"
+
+    @property
+    def model_id(self) -> str:
+        """The widget model id of :attr:`widget`: what the saved widget state and the notebook's output name."""
+        return self.widget.model_id
+
+    @property
+    def children(self) -> tuple[Any, ...]:
+        """The children of :attr:`widget`: :attr:`rows`, then :attr:`output`."""
+        return self.widget.children
+
+    def close(self) -> None:
+        """Close :attr:`widget`, every widget inside it and every control: ipywidgets then lets them go,
+        and with them the explorer (it leaves :func:`live_explorers` once nothing else holds it)."""
+
+        def close_tree(widget: Any) -> None:
+            for child in getattr(widget, "children", ()):
+                close_tree(child)
+            widget.close()
+
+        close_tree(self.widget)
+        for control in self.controls.values():
+            control.close()
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        """Display as :attr:`widget` does (its widget view)."""
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+_LIVE: list[weakref.ref[Explorer]] = []
+"""Every explorer built in this process, weakly, in creation order (see :func:`live_explorers`)."""
+
+
+def live_explorers() -> list[Explorer]:
+    """The explorers built in this process that are still alive, in the order they were built.
+
+    An explorer lives as long as something holds it: a variable, the notebook's output history, or its
+    controls (ipywidgets keeps every open widget, and each control keeps the explorer's
+    :meth:`~Explorer.redraw`).
+    """
+    alive = [(ref, ref()) for ref in _LIVE]
+    _LIVE[:] = [ref for ref, explorer in alive if explorer is not None]
+    return [explorer for _, explorer in alive if explorer is not None]
+
+
 def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Callable[[], Any],
                   draw: Callable[[Any], Any], *, grid: Mapping[str, Sequence[Any]] | None = None,
-                  kernel_note: str | None = None, pure_draw: bool = False, **savefig_kwargs):
+                  kernel_note: str | None = None, pure_draw: bool = False, **savefig_kwargs) -> Explorer:
     """Stack ``rows`` of widgets above an ``Output``, and redraw whenever a control's value changes.
 
     Each redraw calls ``compute()`` (which reads the controls and returns the explorer's state, from
-    its pure state function), then shows ``draw(state)`` with :func:`show_figure`.
+    its pure state function in :mod:`utils.explorers`), then shows ``draw(state)`` (a figure of
+    :mod:`utils.plotting`) with :func:`show_figure`.
 
     Args:
         rows: the widgets above the figure (controls, ``HBox`` rows of them, captions).
@@ -92,15 +168,12 @@ def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Cal
         savefig_kwargs: passed to :func:`show_figure`.
 
     Returns:
-        An ``ipywidgets.VBox`` whose last child is the ``Output``, with attributes ``controls`` (the
-        name -> widget map), ``output``, ``state`` (the state it drew last), and for the grid
-        ``rows``, ``compute``, ``draw``, ``redraw``, ``savefig_kwargs``, ``kernel_note``, ``paused``
-        (while True, a control change computes but does not draw), ``pure_draw`` and ``declared_grid`` (what
-        ``grid`` declared; :func:`~utils.widgets.grid.grid_controls` makes the grid). When the environment variable
-        :data:`~utils.widgets.grid.GRID_ENV` names a folder, the whole grid is rendered there at once
-        (:func:`~utils.widgets.grid.render_grid`).
+        An :class:`Explorer`, drawn once, which displays as its ``VBox`` (the rows, then the
+        ``Output``) and is remembered by :func:`live_explorers`. Building it renders no grid: the HTML
+        builder calls :func:`~utils.widgets.grid.render_grids` after the chapter's last cell.
 
     >>> import ipywidgets as w
+    >>> import matplotlib.pyplot as plt
     >>> slider = w.IntSlider(value=1, description="n")
     >>> def draw(n):
     ...     fig, ax = plt.subplots()
@@ -108,34 +181,23 @@ def wire_explorer(rows: Sequence[Any], controls: Mapping[str, Any], compute: Cal
     ...     return fig
     >>> box = wire_explorer([slider], {"n": slider}, lambda: slider.value * 10, draw)
     >>> box.controls["n"].value = 3
-    >>> box.state, box.children[-1] is box.output
-    (30, True)
+    >>> box.state, box.widget.children[-1] is box.output, box in live_explorers()
+    (30, True, True)
     """
     import ipywidgets as w
 
     output = w.Output()
-    box = w.VBox([*rows, output])
-    box.controls = dict(controls)
-    box.output = output
-    box.rows, box.compute, box.draw, box.savefig_kwargs = list(rows), compute, draw, savefig_kwargs
-    box.paused, box.pure_draw = False, pure_draw
-    text_boxes = [c for c in box.controls.values() if isinstance(c, (w.Text, w.Textarea, w.Combobox))]
-    box.kernel_note = kernel_note if kernel_note is not None else (_kernel_note() if text_boxes else None)
-
-    def redraw(_change=None) -> None:
-        state = compute()
-        if not box.paused:
-            show_figure(output, draw(state), **savefig_kwargs)
-        box.state = state
-
-    box.redraw = redraw
-    for control in box.controls.values():
-        control.observe(redraw, names="value")
-    redraw()
-    box.declared_grid = dict(grid or {})
-    if os.environ.get(GRID_ENV):
-        render_grid(box, os.environ[GRID_ENV])
-    return box
+    controls = dict(controls)
+    if kernel_note is None and any(isinstance(c, (w.Text, w.Textarea, w.Combobox)) for c in controls.values()):
+        kernel_note = _kernel_note()
+    explorer = Explorer(widget=w.VBox([*rows, output]), controls=controls, rows=list(rows), output=output,
+                        compute=compute, draw=draw, declared_grid=dict(grid or {}), kernel_note=kernel_note,
+                        pure_draw=pure_draw, savefig_kwargs=savefig_kwargs)
+    for control in controls.values():
+        control.observe(explorer.redraw, names="value")
+    explorer.redraw()
+    _LIVE.append(weakref.ref(explorer))
+    return explorer
 
 
 def powers_of_two(smallest: int, largest: int) -> tuple[int, ...]:

@@ -8,13 +8,16 @@ or a free-text box has no natural finite set, so the explorer declares its value
 ``wire_explorer``), and a text box becomes "choices only" with a note that typing your own needs a
 kernel.
 
-When the environment variable :data:`GRID_ENV` names a folder, :func:`render_grid` runs as the
-explorer is built (the HTML builder executes the notebooks with it set): it sets the controls to every
-combination of grid values, calls the explorer's own ``compute`` (its pure state function) and
-``draw`` (its ``utils.plotting`` figure), and writes each distinct figure once, as lossless WebP (the
-same pixels as the PNG a kernel shows, about a third of the bytes), with a ``manifest.json`` that the
-page's script reads. A value between grid values snaps to the nearest one (:func:`snap`; the page's
-script does the same).
+The HTML builder executes each chapter and then, after its last cell, calls :func:`render_grids`,
+which runs :func:`render_grid` on every explorer the kernel built (:func:`utils.widgets.common.live_explorers`,
+in creation order): it sets the controls to every combination of grid values, calls the explorer's own
+``compute`` (its pure state function, :mod:`utils.explorers`) and ``draw`` (its :mod:`utils.plotting`
+figure), and writes each distinct figure once, as lossless WebP (the same pixels as the PNG a kernel
+shows, about a third of the bytes), with a ``manifest.json`` that the page's script reads. A value between
+grid values snaps to the nearest one (:func:`snap`; the page's script does the same).
+
+This module imports :mod:`utils.widgets.common`, never the other way round; its heavy imports (ipywidgets,
+torch, matplotlib) are made where they are used, so the builder's epilogue imports it cheaply.
 """
 
 from __future__ import annotations
@@ -24,19 +27,21 @@ import io
 import itertools
 import json
 import math
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from utils.i18n.messages import tr
 
-__all__ = ["GRID_ENV", "MAX_GRID_STATES", "GRID_TIME_BUDGET_S", "GridControl", "grid_controls", "grid_size", "snap",
-           "png_to_webp", "state_key", "render_grid"]
+if TYPE_CHECKING:
+    from utils.widgets.common import Explorer
 
-GRID_ENV = "COURSE_EXPLORER_GRIDS"
-"""When set to a folder, every explorer renders its whole grid into ``<folder>/<model id>/``."""
+__all__ = ["MAX_GRID_STATES", "GRID_TIME_BUDGET_S", "GridControl", "grid_controls", "grid_size", "snap",
+           "png_to_webp", "state_key", "render_grid", "render_grids"]
+
 MAX_GRID_STATES = 512
 """The most combinations of control values one explorer may declare."""
 GRID_TIME_BUDGET_S = 120.0
@@ -272,7 +277,7 @@ def state_key(state: Any) -> bytes | None:
     return digest.digest()
 
 
-def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUDGET_S) -> Path:
+def render_grid(box: Explorer, folder: str | Path, *, budget_s: float = GRID_TIME_BUDGET_S) -> Path:
     """Render every state of the explorer ``box`` (made by ``wire_explorer``) into ``folder/<model id>/``.
 
     Each combination of grid values is set on the controls (so the wiring's side effects, such as a
@@ -293,7 +298,7 @@ def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUD
     that the notebook still runs; the builder keeps that explorer's saved state and says why.
     Rendering that fails, or takes longer than ``budget_s``, also writes ``{"error": why}``.
     """
-    from utils.widgets.common import figure_png
+    from utils.plotting.common import figure_png
 
     target = Path(folder) / box.model_id
     target.mkdir(parents=True, exist_ok=True)
@@ -322,7 +327,7 @@ def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUD
             # a disabled control does not change the figure (its value is not used): draw once for all
             key = repr([None if getattr(c, "disabled", False) else c.value for c in controls])
             # and when the figure depends on the state alone, the same state as another combination's: the same figure
-            same = state_key(state) if getattr(box, "pure_draw", False) else None
+            same = state_key(state) if box.pure_draw else None
             if key not in drawn and same is not None and same in drawn_states:
                 drawn[key] = drawn_states[same]
             if key not in drawn:
@@ -361,3 +366,17 @@ def render_grid(box: Any, folder: str | Path, *, budget_s: float = GRID_TIME_BUD
     }
     path.write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
     return path
+
+
+def render_grids(folder: str | Path, *, budget_s: float = GRID_TIME_BUDGET_S) -> list[Path]:
+    """Render the grid of every explorer alive in this kernel into ``folder/<model id>/``, in the order
+    they were built (:func:`render_grid` on each of :func:`utils.widgets.common.live_explorers`).
+
+    The HTML builder calls it after a chapter's last cell (the ``epilogue`` of its execution). Returns
+    the manifests' paths; none when the kernel built no explorer.
+    """
+    if "utils.widgets.common" not in sys.modules:  # no explorer was built: no need to load ipywidgets
+        return []
+    from utils.widgets.common import live_explorers
+
+    return [render_grid(explorer, folder, budget_s=budget_s) for explorer in live_explorers()]
