@@ -20,13 +20,14 @@ from utils.exercises import check, get  # noqa: E402
 from utils.exercises.judging import compare, judge  # noqa: E402
 from utils.exercises.qkv import EXERCISES, attention_scores_reference, project_qkv_reference  # noqa: E402
 from utils.exercises.runner import run_cases  # noqa: E402
+from utils.explorers.qkv import qkv_explorer_scores, random_projection  # noqa: E402
 from utils.plotting.qkv import (  # noqa: E402
     linear_weight_figure,
     parameter_free_figure,
     query_scores_figure,
     scores_figure,
 )
-from utils.widgets.qkv import ch1_quiz, qkv_explorer, qkv_explorer_scores, random_projection  # noqa: E402
+from utils.widgets.qkv import ch1_quiz, qkv_explorer  # noqa: E402
 
 # --- vocab ------------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from utils.exercises import get
 from utils.exercises.check_cell import run_public_check
 from utils.exercises.judging import compare
 from utils.exercises.multihead import EXERCISES, multi_head_attention_reference
+from utils.explorers import multihead as explorers
 from utils.plotting import multihead as plots
 from utils.widgets import multihead as widgets
 
@@ -427,20 +428,29 @@ def test_head_maps_figure():
 
 
 def test_head_token_figure():
-    state = widgets.head_explorer_state(3, head=1, token=5)
+    state = explorers.head_explorer_state(3, head=1, token=5)
     fig = plots.head_token_figure(state.weights, state.tokens, state.head, state.token)
     heat, bars = fig.axes[:2]  # then the colorbar
     assert heat.get_title() == "Head 2 of 3: all queries"
     assert "'apple' looks mostly at 'red'" in bars.get_title()
-    idle = widgets.head_explorer_state(6, head=1, token=5)
+    idle = explorers.head_explorer_state(6, head=1, token=5)
     fig = plots.head_token_figure(idle.weights, idle.tokens, idle.head, idle.token)
     assert "uniform, no preference" in fig.axes[1].get_title()
-    tie = widgets.head_explorer_state(1, head=0, token=5)
+    tie = explorers.head_explorer_state(1, head=0, token=5)
     fig = plots.head_token_figure(tie.weights, tie.tokens, tie.head, tie.token)
     assert "looks equally at 'eats' and 'red'" in fig.axes[1].get_title()
     heights = torch.tensor([p.get_height() for p in bars.patches], dtype=torch.float32)
     assert_close(heights, state.row.float())
     assert heat.get_xlabel() == "key (attended to)" and bars.get_ylabel() == "weight"
+
+
+def test_head_explorer_figure_draws_the_states_head_and_token():
+    from utils.plotting.common import figure_png
+
+    state = explorers.head_explorer_state(6, head=3, token=2)
+    drawn = figure_png(plots.head_explorer_figure(state))
+    assert drawn == figure_png(plots.head_token_figure(state.weights, state.tokens, state.head, state.token))
+    assert drawn != figure_png(plots.head_explorer_figure(explorers.head_explorer_state(6, head=3, token=4)))
 
 
 def test_head_similarity_figure():
@@ -465,17 +475,17 @@ def test_speed_ratio_figure():
 
 
 def test_explorer_state():
-    assert widgets.head_count_options(12) == [1, 2, 3, 4, 6, 12]
-    state = widgets.head_explorer_state(3, head=0, token=5)
+    assert explorers.head_count_options(12) == [1, 2, 3, 4, 6, 12]
+    state = explorers.head_explorer_state(3, head=0, token=5)
     assert state.weights.shape == (3, 7, 7) and state.head_dim == 4 and state.top == "eats"
     assert_close(state.weights.sum(-1), torch.ones(3, 7))
-    assert widgets.head_explorer_state(1, head=2, token=5).head == 0  # clipped to H
+    assert explorers.head_explorer_state(1, head=2, token=5).head == 0  # clipped to H
     assert state.preference == "attends most to 'eats'"
-    idle = widgets.head_explorer_state(6, head=1, token=5)  # an idle head: a uniform row has no argmax
+    idle = explorers.head_explorer_state(6, head=1, token=5)  # an idle head: a uniform row has no argmax
     assert idle.top is None and idle.preference == "uniform: no preference"
-    assert widgets.head_explorer_state(1, head=0, token=5).preference == "attends most, equally, to 'eats' and 'red'"
+    assert explorers.head_explorer_state(1, head=0, token=5).preference == "attends most, equally, to 'eats' and 'red'"
     with pytest.raises(ValueError, match="divide"):
-        widgets.head_explorer_state(5)
+        explorers.head_explorer_state(5)
 
 
 def test_explorer_draws_the_state_of_its_controls():
@@ -484,18 +494,18 @@ def test_explorer_draws_the_state_of_its_controls():
     info = box.children[1]
     assert num_heads.description and which.description and query.description
     assert list(num_heads.options) == [1, 2, 3, 4, 6, 12]
-    assert_same_state(box.state, widgets.head_explorer_state(3, 0, 5))
+    assert_same_state(box.state, explorers.head_explorer_state(3, 0, 5))
     before_info, before = info.value, png(box)
     num_heads.value = 1
     assert which.max == 1
-    assert_same_state(box.state, widgets.head_explorer_state(1, 0, 5))
+    assert_same_state(box.state, explorers.head_explorer_state(1, 0, 5))
     assert info.value != before_info and "H = 1" in info.value
     assert png(box) != before
     num_heads.value = 3
     which.value = 2
-    assert_same_state(box.state, widgets.head_explorer_state(3, 1, 5))
+    assert_same_state(box.state, explorers.head_explorer_state(3, 1, 5))
     query.value = 4
-    assert_same_state(box.state, widgets.head_explorer_state(3, 1, 4))
+    assert_same_state(box.state, explorers.head_explorer_state(3, 1, 4))
     assert "'red'" in info.value
 
 

@@ -194,8 +194,8 @@ def test_a_grid_that_cannot_be_made_or_rendered_leaves_an_error_and_the_saved_st
 def test_a_text_box_becomes_choices_only_with_a_note(tmp_path):
     """The mechanism for a free-text explorer (chapter 5's own sentence), on chapter 3's state and
     figure functions: the query token typed into a combobox, offered in the edition as choices."""
+    from utils.explorers.multihead import head_explorer_state
     from utils.plotting.multihead import head_token_figure
-    from utils.widgets.multihead import head_explorer_state
 
     tokens = head_explorer_state(3).tokens
     query = w.Combobox(value="apple", options=tokens, description="query word", ensure_option=False)

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 EXPLORERS = sorted((ROOT / "utils" / "explorers").glob("*.py"))
 FORBIDDEN = ("ipywidgets", "matplotlib", "utils.plotting", "utils.widgets")
-CHAPTERS = ("sdpa", "positional", "transformer", "at_scale")
+CHAPTERS = ("qkv", "sdpa", "multihead", "positional", "transformer", "at_scale")
 
 
 def imported_names(path: Path) -> list[tuple[int, str]]:
@@ -56,6 +56,7 @@ def test_a_chapters_figures_import_nothing_from_its_widgets(chapter):
 @pytest.mark.parametrize(("figure", "state"), [
     ("sdpa.scale_explorer_figure", "sdpa.ScaleExplorerState"),
     ("sdpa.mask_polarity_figure", "sdpa.MaskPolarityState"),
+    ("multihead.head_explorer_figure", "multihead.HeadExplorerState"),
     ("positional.positional_explorer_figure", "positional.PositionalExplorerState"),
     ("transformer.attention_view_figure", "transformer.AttentionView"),
     ("transformer.sentence_figure", "transformer.SentenceState"),

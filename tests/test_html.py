@@ -389,8 +389,8 @@ def stem_of(number: int) -> str:
 def test_moving_controls_shows_what_the_state_function_draws(edition, offline_context):
     """Chapter 3: a dropdown (H), a slider (head) and a dropdown (query token); then a head past H,
     which the wiring clamps as in a kernel."""
+    from utils.explorers.multihead import head_explorer_state
     from utils.plotting.multihead import head_token_figure
-    from utils.widgets.multihead import head_explorer_state
 
     def expected(num_heads, head, token):
         state = head_explorer_state(num_heads, head, token)
@@ -549,11 +549,11 @@ def test_a_text_box_offered_as_choices_responds_and_points_to_a_kernel(offline_c
     and figure functions whose query word is typed into a combobox (as chapter 5's own sentence)."""
     import ipywidgets as w
 
+    from utils.explorers.multihead import head_explorer_state
     from utils.htmlbook.assets import BOOK_STATIC
     from utils.plotting.multihead import head_token_figure
     from utils.widgets.common import KERNEL_NOTE, wire_explorer
     from utils.widgets.grid import render_grid
-    from utils.widgets.multihead import head_explorer_state
 
     tokens = head_explorer_state(3).tokens
     word = w.Combobox(value="apple", options=tokens, description="query word", ensure_option=False)

@@ -9,13 +9,14 @@ import torch
 from i18n_support import HAN, english_by_default  # noqa: F401  (autouse: every test starts in English)
 
 from utils.exercises import get
+from utils.explorers.multihead import head_explorer_state
 from utils.explorers.positional import ENCODING_KINDS, positional_explorer_state
 from utils.i18n.messages import translate, using_language
 from utils.plotting import common as plot_common
 from utils.plotting import multihead as plot_heads
 from utils.plotting import positional as plot_positions
 from utils.positional import sinusoidal_encoding
-from utils.widgets.multihead import ch3_quiz, head_explorer, head_explorer_state
+from utils.widgets.multihead import ch3_quiz, head_explorer
 from utils.widgets.positional import ch4_quiz, positional_explorer
 from utils.widgets.quiz import Choice, Numeric, Quiz
 

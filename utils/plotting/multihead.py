@@ -2,7 +2,8 @@
 
 :func:`head_split_figure`, :func:`head_maps_figure`, :func:`head_token_figure`,
 :func:`head_similarity_figure` and :func:`speed_ratio_figure` draw numbers computed elsewhere: the
-hand-built heads and the head-similarity measure are in :mod:`utils.heads`.
+hand-built heads and the head-similarity measure are in :mod:`utils.heads`. :func:`head_explorer_figure`
+draws the head explorer's state (:mod:`utils.explorers.multihead`).
 
 Shapes: N batch, H heads, L target length, S source length, E model dimension, D = E // H.
 """
@@ -15,6 +16,7 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.figure import Figure
 
+from utils.explorers.multihead import HeadExplorerState
 from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, cell_text, to_numpy
 
@@ -22,6 +24,7 @@ __all__ = [
     "head_split_figure",
     "head_maps_figure",
     "head_token_figure",
+    "head_explorer_figure",
     "head_similarity_figure",
     "speed_ratio_figure",
 ]
@@ -169,6 +172,16 @@ def head_token_figure(weights: torch.Tensor, tokens: Sequence[str], head: int, t
                            weight=row[top]))
     fig.tight_layout()
     return fig
+
+
+def head_explorer_figure(state: HeadExplorerState) -> Figure:
+    """The head explorer's figure for one state: :func:`head_token_figure` of its chosen head and query token.
+
+    >>> from utils.explorers.multihead import head_explorer_state
+    >>> head_explorer_figure(head_explorer_state(3, head=1, token=5)).axes[0].get_title()
+    'Head 2 of 3: all queries'
+    """
+    return head_token_figure(state.weights, state.tokens, state.head, state.token)
 
 
 def head_similarity_figure(similarity: torch.Tensor, *, metric: str | None = None) -> Figure:
