@@ -200,7 +200,7 @@ def test_glossary_check_catches_a_wrong_term():
 
 def test_build_guards_and_removes_generated_translations(course):
     from utils.builder.course import build
-    from utils.builder.errors import BuildError
+    from utils.notebook_files import BuildError
 
     build(course, log=lambda _: None)
     zh = course / "solutions" / "zh" / f"{STEM}.ipynb"
@@ -255,8 +255,8 @@ def test_outputs_of_a_chinese_run_are_kept_until_the_code_changes(course):
 
 
 def test_executing_a_translation_needs_its_catalogue(course):
-    from utils.builder.errors import BuildError
     from utils.builder.execution import execute
+    from utils.notebook_files import BuildError
 
     (course / "solutions" / "zh").mkdir()
     (course / CATALOGUE_DIR / f"{STEM}.po").unlink()

@@ -25,10 +25,10 @@ import pytest
 from env_support import run_pip, venv_env
 
 from utils.builder.cli import main as build_main
-from utils.builder.errors import BuildError
 from utils.builder.nbgrader import NBGRADER_CONFIG, export_nbgrader, nbgrader_notebook
 from utils.builder.stamps import SETUP_TAG
 from utils.exercises import all_exercises
+from utils.notebook_files import BuildError
 
 REPO = gf.REPO
 NBGRADER_VENV = REPO / ".cache" / "nbgrader-venv"

@@ -30,11 +30,11 @@ import sys
 from utils.builder.chapter import STEPS, chapter_path, render_chapter
 from utils.builder.cli import main
 from utils.builder.config import CourseConfig, load_config
-from utils.builder.course import NOTEBOOK_GLOB, build, outdated, render
-from utils.builder.errors import BuildError
+from utils.builder.course import build, outdated, render
 from utils.builder.execution import execute
-from utils.builder.stamps import BADGES_CLOSE, BADGES_OPEN, PIP_SOURCE_ENV, SETUP_TAG, setup_source, stamp
+from utils.builder.stamps import PIP_SOURCE_ENV, SETUP_TAG, setup_source, stamp
 from utils.builder.strip import BEGIN, END, STUB, strip_solution
+from utils.notebook_files import BADGES_CLOSE, BADGES_OPEN, NOTEBOOK_GLOB, BuildError
 
 __all__ = [
     "BADGES_CLOSE",

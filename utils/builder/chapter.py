@@ -20,9 +20,9 @@ from pathlib import Path
 import nbformat
 
 from utils.builder.config import CourseConfig
-from utils.builder.errors import BuildError
 from utils.builder.stamps import stamp
 from utils.builder.strip import BEGIN, END, check_exercise_cell, exercise_meta, marker_lines, strip_solution
+from utils.notebook_files import BuildError
 
 __all__ = ["GENERATED_KEY", "KERNELSPEC", "STEPS", "RenderContext", "chapter_path", "digest", "render_chapter"]
 

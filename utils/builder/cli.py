@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from utils.builder.course import build, outdated
-from utils.builder.errors import BuildError
 from utils.builder.execution import execute
+from utils.notebook_files import BuildError
 from utils.paths import REPO_ROOT
 
 __all__ = ["main"]

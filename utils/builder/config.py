@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from utils.builder.errors import BuildError
+from utils.notebook_files import BuildError
 from utils.paths import REPO_ROOT
 
 try:

@@ -1,7 +1,7 @@
 """Step 5 of a build: the whole course. Renders every ``solutions/NN_*.ipynb`` and writes what changed.
 
 A solution that has a translation catalogue (``i18n/zh_CN/<stem>.po``) also gets its Chinese solution
-``solutions/zh/<stem>.ipynb`` and chapter ``chapters/zh/<stem>.ipynb`` (:mod:`utils.i18n.notebooks`).
+``solutions/zh/<stem>.ipynb`` and chapter ``chapters/zh/<stem>.ipynb`` (:mod:`utils.builder.translate`).
 
 When the course root holds the ``utils/grading`` package (the course's own checkout, not a scratch
 course in a test), the build also writes the grader's exercise list, ``utils/grading/exercises.json``
@@ -22,19 +22,15 @@ import nbformat
 
 from utils.builder.chapter import GENERATED_KEY, chapter_path, digest, render_chapter
 from utils.builder.config import load_config
-from utils.builder.errors import BuildError
 from utils.builder.stamps import stamp
 from utils.builder.strip import exercise_meta
+from utils.files import holds, write_if_changed
 from utils.grading.manifest import MANIFEST_FILE, manifest_text
+from utils.notebook_files import NOTEBOOK_GLOB, BuildError, read_source_notebook
 from utils.paths import REPO_ROOT
 
-__all__ = [
-    "GENERATED_DIRS", "NOTEBOOK_GLOB", "build", "generation_state", "notebook_text", "outdated", "read_source_notebook",
-    "render",
-]
+__all__ = ["GENERATED_DIRS", "build", "generation_state", "notebook_text", "outdated", "render"]
 
-NOTEBOOK_GLOB = "[0-9][0-9]_*.ipynb"
-"""The chapters of the course: every ``solutions/NN_*.ipynb`` (the one list; nothing else enumerates them)."""
 GENERATED_DIRS = ("chapters", "chapters/zh", "solutions/zh")
 """The folders of generated notebooks: never hand-edited, guarded against overwriting a learner's edits."""
 
@@ -43,14 +39,6 @@ def notebook_text(nb: nbformat.NotebookNode) -> str:
     """The notebook as the builder writes it (nbformat's JSON, ending with a newline)."""
     text = nbformat.writes(nb)
     return text if text.endswith("\n") else text + "\n"
-
-
-def read_source_notebook(path: Path, rel: str) -> nbformat.NotebookNode:
-    """Read a notebook; a broken file is a :class:`BuildError` naming ``rel``."""
-    try:
-        return nbformat.read(path, as_version=4)
-    except Exception as exc:  # nbformat raises several kinds for broken JSON
-        raise BuildError(rel, None, f"cannot read the notebook: {exc}") from exc
 
 
 def _registry() -> Mapping:
@@ -85,7 +73,7 @@ def render(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> dic
         files[root / chapter_path(rel)] = notebook_text(chapter)
         manifest += [{"id": meta["exercise"], "points": meta.get("points"), "notebook": path.name}
                      for meta in map(exercise_meta, solution["cells"]) if meta is not None]
-    from utils.i18n.notebooks import render_translations  # Babel is needed only where catalogues are built
+    from utils.builder.translate import render_translations  # Babel is needed only where catalogues are built
 
     files.update({p: notebook_text(nb) for p, nb in render_translations(root, config, stamped, registry).items()})
     # a linked utils/ (a test course borrowing the package) is not this course's: never write through it
@@ -121,7 +109,7 @@ def outdated(root: str | Path = REPO_ROOT, registry: Mapping | None = None) -> l
     """Files that a build would write or delete (``--check``)."""
     root = Path(root)
     expected = render(root, registry)
-    stale = [p for p, text in expected.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    stale = [p for p, text in expected.items() if not holds(p, text)]
     return stale + _generated_orphans(root, expected)
 
 
@@ -135,7 +123,7 @@ def build(
     """
     root = Path(root)
     expected = render(root, registry)
-    changes = [p for p, text in expected.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    changes = [p for p, text in expected.items() if not holds(p, text)]
     if not force:
         for path in changes:
             if path.parent in {root / folder for folder in GENERATED_DIRS} and path.exists():
@@ -151,8 +139,7 @@ def build(
                         "or pass --force to overwrite it",
                     )
     for path in changes:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(expected[path], encoding="utf-8")
+        write_if_changed(path, expected[path])
         log(f"wrote {path.relative_to(root)}")
     orphans = _generated_orphans(root, expected)
     for path in orphans:

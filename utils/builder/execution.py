@@ -7,9 +7,9 @@ from pathlib import Path
 
 from utils.builder.chapter import KERNELSPEC
 from utils.builder.config import load_config
-from utils.builder.course import notebook_text, read_source_notebook, render
-from utils.builder.errors import BuildError
+from utils.builder.course import notebook_text, render
 from utils.builder.stamps import stamp
+from utils.notebook_files import BuildError, read_source_notebook
 from utils.paths import REPO_ROOT
 
 __all__ = ["execute"]

@@ -36,10 +36,10 @@ import nbformat
 
 from utils.builder.chapter import KERNELSPEC, chapter_path
 from utils.builder.config import load_config
-from utils.builder.course import NOTEBOOK_GLOB, notebook_text, read_source_notebook
-from utils.builder.errors import BuildError
+from utils.builder.course import notebook_text
 from utils.builder.stamps import SETUP_TAG, stamp
 from utils.builder.strip import BEGIN, END, exercise_meta
+from utils.notebook_files import NOTEBOOK_GLOB, BuildError, read_source_notebook
 from utils.paths import REPO_ROOT
 
 __all__ = ["NBGRADER_CONFIG", "export_nbgrader", "nbgrader_notebook", "nbgrader_test_source"]

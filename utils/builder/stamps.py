@@ -14,12 +14,11 @@ from pathlib import Path
 import nbformat
 
 from utils.builder.config import CourseConfig
-from utils.builder.errors import BuildError
 from utils.i18n.messages import LANGUAGES
+from utils.notebook_files import BADGES_CLOSE, BADGES_OPEN, BuildError
 
-__all__ = ["BADGES_CLOSE", "BADGES_OPEN", "PIP_SOURCE_ENV", "SETUP_TAG", "notebook_language", "setup_source", "stamp"]
+__all__ = ["PIP_SOURCE_ENV", "SETUP_TAG", "notebook_language", "setup_source", "stamp"]
 
-BADGES_OPEN, BADGES_CLOSE = "<!-- badges -->", "<!-- /badges -->"
 SETUP_TAG = "course-setup"
 
 PIP_SOURCE_ENV = "COURSE_PIP_SOURCE"

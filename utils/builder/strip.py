@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from utils.builder.errors import BuildError
+from utils.notebook_files import BuildError
 
 __all__ = ["BEGIN", "END", "STUB", "check_exercise_cell", "exercise_meta", "marker_lines", "strip_solution"]
 

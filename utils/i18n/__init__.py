@@ -2,7 +2,7 @@
 
 =====================  ==========================================================================
 ``catalog``            one ``i18n/zh_CN/<stem>.po`` per solution notebook: read, write, update
-``notebooks``          English solution + catalogue -> ``solutions/zh/<stem>.ipynb``; the sync check
+``notebooks``          the Chinese solutions' sync check (``utils.builder.translate`` makes them)
 ``glossary``           ``i18n/zh_CN/GLOSSARY.md``: one Chinese term per concept, and its check
 ``messages``           ``tr()``, ``translate()``, ``set_language()``: what a learner reads, in their language
 ``extract``            every ``tr()`` message in the source and every exercise's diagnoses
@@ -12,7 +12,7 @@
 ``cli``                ``python -m utils.i18n update | check``
 =====================  ==========================================================================
 
-English is the source. The builder (:mod:`utils.builder.course`) generates ``solutions/zh/`` and
+English is the source. The builder (:mod:`utils.builder.translate`) generates ``solutions/zh/`` and
 ``chapters/zh/`` for every notebook that has a catalogue; ``python -m utils.build --check`` fails when
 an English markdown cell of such a notebook lacks a current translation.
 """

@@ -31,7 +31,7 @@ import nbformat
 from babel.messages.catalog import Catalog, Message
 from babel.messages.pofile import escape, normalize, read_po, unescape, write_po
 
-from utils.builder.stamps import BADGES_CLOSE, BADGES_OPEN
+from utils.notebook_files import BADGES_CLOSE, BADGES_OPEN
 
 __all__ = [
     "CATALOGUE_DIR",

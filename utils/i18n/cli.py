@@ -13,8 +13,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from utils.builder.course import NOTEBOOK_GLOB, read_source_notebook
-from utils.builder.errors import BuildError
+from utils.files import write_if_changed
 from utils.i18n.catalog import (
     catalogue_path,
     catalogue_text,
@@ -27,6 +26,7 @@ from utils.i18n.message_catalog import message_status, update_message_catalogues
 from utils.i18n.messages import LOCALE_DIR
 from utils.i18n.notebooks import translation_status
 from utils.i18n.readme import readme_status, update_readme_catalogue
+from utils.notebook_files import NOTEBOOK_GLOB, BuildError, read_source_notebook
 from utils.paths import REPO_ROOT
 
 __all__ = ["main", "report", "update"]
@@ -49,9 +49,7 @@ def update(root: str | Path = REPO_ROOT, stems: Sequence[str] = (), log=print) -
         po = catalogue_path(root, stem)
         old = read_catalogue(po) if po.is_file() else new_catalogue(stem)
         text = catalogue_text(update_catalogue(old, markdown_entries(read_source_notebook(solutions[stem], rel))))
-        if not po.is_file() or po.read_text(encoding="utf-8") != text:
-            po.parent.mkdir(parents=True, exist_ok=True)
-            po.write_text(text, encoding="utf-8")
+        if write_if_changed(po, text):
             written.append(po)
             log(f"wrote {po.relative_to(root)}")
     return written

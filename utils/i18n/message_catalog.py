@@ -18,6 +18,7 @@ from pathlib import Path
 
 from babel.messages.catalog import Catalog
 
+from utils.files import write_if_changed
 from utils.i18n.catalog import LOCALE, carry_over, catalogue_text, new_catalogue, read_catalogue
 from utils.i18n.extract import MarkedMessage, MarkProblem, all_messages, format_fields
 from utils.i18n.messages import LOCALE_DIR
@@ -103,9 +104,7 @@ def update_message_catalogues(locale_dir: Path = LOCALE_DIR, log=print) -> list[
         path = message_catalogue_path(domain, locale_dir)
         old = read_catalogue(path) if path.is_file() else None
         text = catalogue_text(updated_domain(old, domain, messages))
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+        if write_if_changed(path, text):
             written.append(path)
             log(f"wrote {path.relative_to(locale_dir.parents[2])}")
     return written

@@ -25,8 +25,9 @@ from pathlib import Path
 
 from babel.messages.catalog import Catalog, Message
 
+from utils.files import holds, write_if_changed
 from utils.i18n.catalog import CATALOGUE_DIR, catalogue_text, new_catalogue, read_catalogue, update_catalogue
-from utils.i18n.notebooks import Untranslated, _reason
+from utils.i18n.notebooks import Untranslated, untranslated_reason
 
 __all__ = [
     "README_CATALOGUE",
@@ -171,10 +172,8 @@ def update_readme_catalogue(root: str | Path, log=print) -> bool:
     english = (root / README_SOURCE).read_text(encoding="utf-8")
     entries = readme_entries(english)
     text = catalogue_text(update_catalogue(_follow_moved_blocks(old, entries), entries))
-    if po.is_file() and po.read_text(encoding="utf-8") == text:
+    if not write_if_changed(po, text):
         return False
-    po.parent.mkdir(parents=True, exist_ok=True)
-    po.write_text(text, encoding="utf-8")
     log(f"wrote {README_CATALOGUE}")
     return True
 
@@ -188,7 +187,7 @@ def _translate(root: Path) -> tuple[str, list[Untranslated]] | None:
     english = (root / README_SOURCE).read_text(encoding="utf-8")
     parts, problems = [README_GENERATED, "\n"], []
     for (context, block), (_, separator) in zip(readme_entries(english), readme_blocks(english)):
-        reason = _reason(messages.get(context), block)
+        reason = untranslated_reason(messages.get(context), block)
         if reason is None:
             parts.append(messages[context].string)
         else:
@@ -208,10 +207,8 @@ def write_readme(root: str | Path, log=print) -> bool:
     """Write ``README.zh-CN.md`` when its text changes (``python -m utils.build``); True if written."""
     root = Path(root)
     text = render_readme(root)
-    target = root / README_TARGET
-    if text is None or (target.is_file() and target.read_text(encoding="utf-8") == text):
+    if text is None or not write_if_changed(root / README_TARGET, text):
         return False
-    target.write_text(text, encoding="utf-8")
     log(f"wrote {README_TARGET}")
     return True
 
@@ -223,5 +220,4 @@ def readme_status(root: str | Path) -> tuple[list[Untranslated], bool]:
     if made is None:
         return [], False
     text, problems = made
-    target = root / README_TARGET
-    return problems, not target.is_file() or target.read_text(encoding="utf-8") != text
+    return problems, not holds(root / README_TARGET, text)
