@@ -18,7 +18,15 @@ import nbformat
 import pytest
 
 from utils.html import main, stale_entries
-from utils.htmlbook.cache import HTML_CACHE, INPUTS, cache_folder, executed_with_grids, notebook_label, stale_reason
+from utils.htmlbook.cache import (
+    HTML_CACHE,
+    INPUTS,
+    _data_files,
+    cache_folder,
+    executed_with_grids,
+    notebook_label,
+    stale_reason,
+)
 from utils.i18n.messages import LANGUAGES
 from utils.paths import REPO_ROOT
 
@@ -121,7 +129,9 @@ def test_the_committed_cache_serves_every_chapter_in_both_languages():
         assert folders == sorted(p.stem for p in solutions.glob("[0-9][0-9]_*.ipynb")), f"html-cache/{lang}/"
 
 
-def test_an_edit_to_one_chapters_mistakes_stales_only_that_chapters_two_entries(tmp_path):
+@pytest.mark.parametrize("edited", ["utils/exercises/mistakes/at_scale.py",
+                                    "utils/i18n/locale/zh_CN/exercises.at_scale.po"])
+def test_an_edit_to_one_chapters_mistakes_stales_only_that_chapters_two_entries(tmp_path, edited):
     """A chapter's kernel loads only its own exercises (tests/test_chapter_isolation.py), so each committed
     entry records only its chapter's exercise modules. Each entry's record is rebased on a copy of
     ``utils`` (the same files, with today's digests: unrelated edits do not matter), then chapter 6's
@@ -136,19 +146,19 @@ def test_an_edit_to_one_chapters_mistakes_stales_only_that_chapters_two_entries(
 
     paths = sorted([*(REPO_ROOT / "solutions").glob("[0-9][0-9]_*.ipynb"),
                     *(REPO_ROOT / "solutions" / "zh").glob("[0-9][0-9]_*.ipynb")])
-    data = [f.relative_to(copy).as_posix() for f in (copy / "utils").rglob("*") if f.is_file() and f.suffix != ".py"]
-    for path in paths:  # the recorded modules, and every data file (one added since the entry was made too)
-        files = [*json.loads((cache_folder(path) / INPUTS).read_text(encoding="utf-8"))["files"], *data]
+    for path in paths:  # the recorded files, and the data files its modules read (one added since too)
+        recorded = json.loads((cache_folder(path) / INPUTS).read_text(encoding="utf-8"))["files"]
+        files = [*recorded, *_data_files(copy, [name for name in recorded if name.endswith(".py")])]
         rebased = cache_folder(path, tmp_path / "cache") / INPUTS
         rebased.parent.mkdir(parents=True)
         rebased.write_text(json.dumps({"notebook": digest(path),
                                        "files": {name: digest(copy / name) for name in files}}), encoding="utf-8")
     reasons = {notebook_label(p): stale_reason(p, tmp_path / "cache", package_root=copy) for p in paths}
     assert len(paths) == 12 and set(reasons.values()) == {None}, reasons
-    with open(copy / "utils" / "exercises" / "mistakes" / "at_scale.py", "a", encoding="utf-8") as handle:
-        handle.write("\n# an edit to chapter 6's mistakes\n")
+    with open(copy / edited, "a", encoding="utf-8") as handle:
+        handle.write("\n# an edit to chapter 6's mistakes or their Chinese diagnoses\n")
     stale = {notebook_label(p): stale_reason(p, tmp_path / "cache", package_root=copy) for p in paths}
-    changed = "utils/exercises/mistakes/at_scale.py changed"
+    changed = f"{edited} changed"
     assert {label: why for label, why in stale.items() if why} == {
         "06_attention_at_scale.ipynb": changed, "zh/06_attention_at_scale.ipynb": changed}, (
         f"html-cache/ ({HTML_CACHE}) records chapter 6's mistakes for other chapters too")

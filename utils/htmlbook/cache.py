@@ -8,7 +8,8 @@ committed in ``html-cache/<language>/<stem>/``:
 * ``grids/<model id>/``: each explorer's ``manifest.json`` and figures (:mod:`utils.widgets.grid`);
 * ``inputs.json``: the SHA-256 of everything the execution read from this repository: the notebook,
   every ``utils`` module its kernel had loaded by the end (asked of the kernel itself, after the last
-  cell), every data file of ``utils`` outside the HTML builder (message catalogues, fonts), and
+  cell), every data file of ``utils`` outside the HTML builder (fonts, and the message catalogues of
+  the modules it loaded), and
   ``constraints.txt`` (the exact versions of matplotlib, torch and the rest draw the pixels).
 
 An entry is **current** when every one of those files still has its recorded hash. A change to a
@@ -99,19 +100,39 @@ def _sha(path: Path) -> str | None:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
-def _data_files(package_root: Path) -> list[str]:
-    """The files of ``utils`` a kernel may read that are not modules: catalogues, fonts, exercise lists."""
+def _catalogue_module(relative: str) -> str | None:
+    """The module whose messages a catalogue holds (``utils/i18n/locale/zh_CN/exercises.sdpa.po`` ->
+    ``utils/exercises/sdpa.py``), or None for a file that is not a message catalogue.
+
+    >>> _catalogue_module("utils/i18n/locale/zh_CN/exercises.sdpa.po"), _catalogue_module("utils/x.otf")
+    ('utils/exercises/sdpa.py', None)
+    """
+    folder, _, name = relative.rpartition("/")
+    if not (folder.startswith("utils/i18n/locale/") and name.endswith(".po")):
+        return None
+    return "utils/" + name[: -len(".po")].replace(".", "/") + ".py"
+
+
+def _data_files(package_root: Path, modules: Sequence[str]) -> list[str]:
+    """The files of ``utils`` a kernel may read that are not modules: fonts, and the message catalogues of
+    the ``modules`` it loaded. A catalogue of a module the kernel never loaded changes none of its messages:
+    one English message has one translation in every catalogue (``tests/test_i18n_messages.py``), so such a
+    file cannot change a loaded module's words, and editing one chapter's diagnoses stales only that
+    chapter."""
+    loaded = set(modules)
     found = []
     for source in sorted((package_root / "utils").rglob("*")):
         relative = source.relative_to(package_root).as_posix()
         if (source.is_file() and source.suffix not in (".py", ".pyc") and "__pycache__" not in source.parts
                 and not relative.startswith(_NOT_READ_BY_KERNELS)):
-            found.append(relative)
+            owner = _catalogue_module(relative)
+            if owner is None or owner in loaded:
+                found.append(relative)
     return found
 
 
 def _inputs(notebook: Path, modules: Sequence[str], package_root: Path) -> dict[str, object]:
-    files = sorted({*modules, *_data_files(package_root), "constraints.txt"})
+    files = sorted({*modules, *_data_files(package_root, modules), "constraints.txt"})
     return {"notebook": _sha(notebook), "files": {name: _sha(package_root / name) for name in files}}
 
 
@@ -134,7 +155,8 @@ def stale_reason(path: Path, cache: Path = HTML_CACHE, *, package_root: Path = R
         now = _sha(package_root / name)
         if now != digest:
             return f"{name} " + ("was added" if digest is None else "was removed" if now is None else "changed")
-    added = sorted(set(_data_files(package_root)) - set(files))
+    modules = [name for name in files if name.endswith(".py")]
+    added = sorted(set(_data_files(package_root, modules)) - set(files))
     if added:
         return f"{added[0]} was added"
     return None
