@@ -23,25 +23,27 @@ TOLERANCES = {
 }
 
 
-def _is_heavy(item: pytest.Item) -> bool:
-    """Marked slow, or using a module-scoped fixture (built once per worker that runs its file)."""
-    if item.get_closest_marker("slow"):
-        return True
+def _module_scoped(item: pytest.Item) -> bool:
+    """Uses a module-scoped fixture (a graded batch, a built environment: built once per worker that runs
+    its file)."""
     info = getattr(item, "_fixtureinfo", None)
     defs = info.name2fixturedefs.values() if info is not None else ()
     return any(d and d[-1].scope == "module" for d in defs)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files holding a heavy test first, each file's tests kept together and in order.
+    """Files holding a slow test first, then files using a module-scoped fixture, then the rest; each
+    file's tests kept together and in order, files in the order they were collected.
 
-    ``make unit`` hands out whole files (``--dist loadfile``), so that a module-scoped fixture (a graded
-    batch, a built environment) is built on one worker only; the heavy files go out first and the light
-    ones fill the workers' tails. (``--dist loadgroup`` would keep only marked groups together, and
-    pytest 9.2 ignores its marks: pytest-xdist#1386.)"""
-    heavy_files = {item.path for item in items if _is_heavy(item)}
+    ``make unit`` hands out whole files (``--dist loadfile --no-loadscope-reorder``), so that a
+    module-scoped fixture is built on one worker only; the long files go out first and the light ones
+    fill the workers' tails, instead of two long files meeting at the end while the other worker idles.
+    (``--dist loadgroup`` with ``xdist_group`` marks would keep only marked groups together, and with
+    pytest 9.2 and pytest-xdist 3.8 it ignores the marks: pytest-xdist#1386.)"""
+    slow = {item.path for item in items if item.get_closest_marker("slow")}
+    heavy = {item.path for item in items if _module_scoped(item)}
     order = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
-    items.sort(key=lambda item: (item.path not in heavy_files, order[item.path]))
+    items.sort(key=lambda item: (item.path not in slow, item.path not in heavy, order[item.path]))
 
 
 @pytest.fixture

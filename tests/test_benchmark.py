@@ -104,6 +104,7 @@ def test_table_aligns_chinese_headers_by_display_width():
     assert columns(lines[0][:lines[0].index("后端")]) == columns(lines[1][:lines[1].index("MATH")]) == 26
 
 
+@pytest.mark.slow  # a fresh interpreter runs the benchmark
 def test_python_dash_m_runs_the_package(tmp_path):
     """`python -m utils.benchmark attention --quick` still works now that the benchmark is a package."""
     import subprocess

@@ -81,6 +81,7 @@ def loaded_after_the_chapter(slug: str) -> list[str]:
     return json.loads(done.stdout.strip().splitlines()[-1].replace("'", '"'))
 
 
+@pytest.mark.slow  # a Jupyter kernel per chapter
 @pytest.mark.parametrize("slug", list(CHAPTERS))
 def test_a_chapters_kernel_loads_no_other_chapters_exercises(slug):
     loaded = loaded_after_the_chapter(slug)

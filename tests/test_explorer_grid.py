@@ -463,6 +463,7 @@ def test_a_draw_that_reads_a_control_is_not_merged_by_state(tmp_path):
     assert queries == 3 and manifest["renders"] == 2 * queries == len(manifest["images"])  # x 2 modes
 
 
+@pytest.mark.slow  # starts a Jupyter kernel
 def test_grid_images_are_the_bytes_the_kernel_redraw_shows(tmp_path):
     """Chapter 6's KV-cache explorer (pure_draw: the full cache ignores the window): every grid image is
     byte for byte the WebP of the PNG its kernel shows after moving the controls to that state."""

@@ -22,6 +22,8 @@ from utils.grading import cli, engine, report, sandbox, serialize, unit
 from utils.grading.batch import grade
 from utils.grading.course import InvalidNotebook, read_notebook
 
+pytestmark = pytest.mark.sandbox  # grades batches in sandboxed workers: make unit, not make quick
+
 TIMEOUT = 4
 
 

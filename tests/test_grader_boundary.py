@@ -14,10 +14,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from utils.exercises.registry import chapter_modules
 from utils.grading import serialize
+
+pytestmark = pytest.mark.sandbox  # each check starts a fresh interpreter: make unit, not make quick
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -15,6 +15,8 @@ from test_grader_units import grade_class, row
 
 from utils.exercises.forbidden import unsafe_in_source
 
+pytestmark = pytest.mark.sandbox  # grades batches in sandboxed workers: make unit, not make quick
+
 BYPASSES = {
     "getattr_c": ("def attend(q, k, v):\n"
                   "    return getattr(torch._C._nn, 'scaled_dot_product_' + 'attention')(q, k, v)\n"),

@@ -199,6 +199,7 @@ def test_zip_with_too_many_members_or_too_large_or_not_a_zip(tmp_path, monkeypat
     assert "more than 0 MB; not read" in reasons(intake.collect(subs))["many.zip"]
 
 
+@pytest.mark.sandbox
 def test_a_fifo_or_link_named_like_a_zip_does_not_hang(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -226,6 +227,7 @@ def grade(tmp_path: Path, subs: Path, **kwargs) -> tuple[dict, list[dict]]:
         return summary, list(csv.DictReader(handle))
 
 
+@pytest.mark.sandbox
 def test_nested_zipped_and_stray_submissions_are_graded_or_reported(tmp_path, capsys):
     subs = tmp_path / "subs"
     only_add_one = {"ch1.attend": None, "ch1.total": None}  # one exercise runs per student: a quick batch
@@ -247,6 +249,7 @@ def test_nested_zipped_and_stray_submissions_are_graded_or_reported(tmp_path, ca
     assert "stray.ipynb (a notebook at the top level" in summary["skipped"][0]
 
 
+@pytest.mark.sandbox
 def test_feedback_index_maps_files_to_raw_student_ids(tmp_path):
     subs = tmp_path / "subs"
     for name in ("a b", "a_b", "-2+3"):

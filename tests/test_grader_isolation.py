@@ -25,6 +25,8 @@ import pytest
 
 from utils.grading import batch, engine, files, sandbox
 
+pytestmark = pytest.mark.sandbox  # grades batches in sandboxed workers: make unit, not make quick
+
 TOKEN = f"grader-iso-{os.getpid()}"
 
 

@@ -23,6 +23,8 @@ from utils.grading.course import CourseExercise
 from utils.grading.unit import Row
 from utils.paths import REPO_ROOT
 
+pytestmark = pytest.mark.sandbox  # grades batches in sandboxed workers: make unit, not make quick
+
 CANVAS_EXPORT = (
     "\ufeffStudent,ID,SIS User ID,SIS Login ID,Section,01_toy (4417),Current Score\n"
     "    Points Possible,,,,,6,(read only)\n"

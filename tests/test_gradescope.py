@@ -34,6 +34,8 @@ from utils.grading.gradescope import (
 from utils.grading.unit import PartRow as GraderPart
 from utils.grading.unit import Row
 
+pytestmark = pytest.mark.sandbox  # grades batches in sandboxed workers: make unit, not make quick
+
 REPO = gf.REPO
 TOP_LEVEL = {"score", "execution_time", "output", "stdout_visibility", "tests"}
 TEST_KEYS = {"name", "score", "max_score", "status", "output", "visibility"}

@@ -169,6 +169,7 @@ def test_the_reference_and_the_notebook_solution_pass_every_hidden_case(exercise
             assert graded.points == exercise.points
 
 
+@pytest.mark.slow  # every mistake of every exercise on its hidden cases: 20-40 s
 def test_no_mistake_keeps_full_marks_on_public_and_hidden_cases():
     from utils.exercises.credit import credit_for as grade
 
@@ -185,6 +186,7 @@ def test_no_mistake_keeps_full_marks_on_public_and_hidden_cases():
 # --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.sandbox
 def test_only_the_due_cases_inputs_reach_the_sandbox(tmp_path, monkeypatch):
     sent: list[tuple[str, list]] = []
     original = serialize.dump
@@ -270,6 +272,7 @@ def planted(tmp_path_factory):
     return {mode: _grade_planted(tmp / mode, mode) for mode in ("public", "full", "score")}
 
 
+@pytest.mark.sandbox
 def test_public_feedback_never_shows_hidden_inputs_values_or_diagnoses(planted):
     text, summary = planted["public"]
     for leak in ("4242", "4.24e+03", "7, 13", "(1, 7", "saw ", "ValueError", "forgot to divide", "max abs error"):
@@ -283,12 +286,14 @@ def test_public_feedback_never_shows_hidden_inputs_values_or_diagnoses(planted):
         assert "public" not in seven.feedback  # the planted part has no public case
 
 
+@pytest.mark.sandbox
 def test_full_feedback_shows_what_public_hides(planted):
     # proves the test above can fail: the same grading in full mode does say it
     text, _ = planted["full"]
     assert "saw 4242.4" in text and "(1, 7, 13)" in text and "forgot to divide the scores by sqrt(d)" in text
 
 
+@pytest.mark.sandbox
 def test_score_feedback_gives_points_only(planted):
     text, summary = planted["score"]
     assert "hidden cases" not in text and "4242" not in text and "forgot" not in text

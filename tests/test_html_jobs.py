@@ -45,6 +45,9 @@ def notebook(path: Path, *sources: str) -> Path:
     return path
 
 
+pytestmark = pytest.mark.slow  # executes notebooks in Jupyter kernels
+
+
 @pytest.fixture
 def course(tmp_path):
     (tmp_path / "solutions").mkdir()

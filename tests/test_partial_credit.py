@@ -158,6 +158,7 @@ def test_results_csv_has_a_line_per_part_and_grades_csv_the_exact_total():
     assert "**Total: 2.5 / 3 points**" in text and "↳ fully masked rows | 0 / 0.5 | ❌ failed | NaN" in text
 
 
+@pytest.mark.sandbox
 def test_a_batch_with_parts_writes_part_lines_and_is_deterministic(tmp_path):
     parted = dataclasses.replace(gf.ATTEND, parts=(Part("a batch of 1", "0.5", lambda c: c["q"].shape[0] == 1),
                                                    Part("larger batches", "2.5")))
