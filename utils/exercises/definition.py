@@ -40,6 +40,7 @@ from typing import Any
 import torch
 
 from utils.exercises.common import Case
+from utils.exercises.probes import Probe
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,9 @@ class Exercise:
             (hidden), e.g. fully masked rows, float16 or bfloat16, L != S, a batch of 1.
         parts: how ``points`` split (see :class:`Part`); their points must add up to ``points``. Empty:
             one part, "all cases", worth all the points.
+        probes: :class:`~utils.exercises.probes.Probe` s, inputs chosen to tell this exercise's parts
+            apart and how to read the learner's outcomes on them; run after the cases, never counted
+            toward points. The generic probes (determinism, finiteness, keeps dtype) need no entry.
     """
 
     id: str
@@ -163,6 +167,7 @@ class Exercise:
     gradients: bool = False
     make_edge_cases: Callable[[random.Random, torch.Generator], list[Case]] | None = None
     parts: tuple[Part, ...] = ()
+    probes: tuple[Probe, ...] = ()
 
     def __post_init__(self) -> None:
         if self.parts:
