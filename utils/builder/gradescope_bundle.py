@@ -86,7 +86,7 @@ def write_gradescope_bundle(out_zip: str | Path, *, root: str | Path = REPO_ROOT
         root: the course repository. Default: :data:`utils.paths.REPO_ROOT`.
         seed: the seed of the random cases; keep it secret. Default: ``None`` (drawn now, stored in the zip).
         hidden_visibility: the visibility of hidden tests. Default: ``"after_published"``.
-        timeout: wall-clock seconds per exercise. Default: ``30.0``.
+        timeout: CPU seconds per exercise (with a wall-clock backstop). Default: ``30.0``.
         memory_mb: MiB per exercise. Default: ``2048``.
         lang: the language of the feedback students read: ``"en"`` (default) or ``"zh"``.
     """
@@ -122,7 +122,7 @@ def bundle_main(argv: Sequence[str]) -> int:
                         help="seed of the random cases, stored in the zip (default: drawn now; keep it secret)")
     parser.add_argument("--hidden-visibility", choices=GRADESCOPE_VISIBILITIES, default="after_published",
                         help="when students see hidden tests' results (default: after_published)")
-    parser.add_argument("--timeout", type=float, default=30.0, help="wall-clock seconds per exercise (default: 30)")
+    parser.add_argument("--timeout", type=float, default=30.0, help="CPU seconds per exercise (default: 30)")
     parser.add_argument("--memory", type=int, default=2048, help="MiB per exercise (default: 2048)")
     parser.add_argument("--lang", choices=tuple(LANGUAGES), default="en",
                         help="language of the feedback students read: en (default) or zh (简体中文)")

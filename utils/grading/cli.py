@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=_positive(int), default=default_jobs(),
                         help="students graded in parallel (default: number of cores)")
     parser.add_argument("--timeout", type=_positive(float), default=10.0,
-                        help="wall-clock seconds per exercise (default: 10)")
+                        help="CPU seconds per exercise (a wall-clock backstop stops code that only waits; default: 10)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seed of the random test inputs (default: random, printed; reuse it to reproduce)")
     parser.add_argument("--memory", type=_positive(int), default=2048, help="MiB per exercise (default: 2048)")
