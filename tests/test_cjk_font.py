@@ -20,6 +20,7 @@ from fontTools.ttLib import TTFont
 from matplotlib import font_manager
 
 import utils.plotting  # noqa: F401  (importing the package registers the font)
+from utils.explorers.multihead import head_explorer_state
 from utils.paths import REPO_ROOT
 from utils.plotting.fonts import CJK_FONT_FAMILY, CJK_FONT_PATH, cjk_characters, register_cjk_font
 from utils.plotting.fonts.make_subset import CATALOGUE_GLOBS, catalogue_characters, subset_characters
@@ -186,6 +187,11 @@ def _sentence_state(words):
     return dataclasses.replace(sentence_state(model, " ".join(ENGLISH), 1, 1), words=list(words))
 
 
+def _chinese_tokens(state, words):
+    """``state`` with its tokens replaced by Chinese ``words`` (repeated to its length)."""
+    return dataclasses.replace(state, tokens=[words[i % len(words)] for i in range(len(state.tokens))])
+
+
 def _figures():
     """Each figure function of ``utils.plotting`` -> a builder from tokens, with small inputs as the chapters use."""
     from utils import at_scale, scaling
@@ -234,6 +240,7 @@ def _figures():
         "head_split_figure": lambda w: p3.head_split_figure(torch.arange(8.0), 4, token=w[4]),
         "head_maps_figure": lambda w: p3.head_maps_figure(weights(2, 4, 4), w[:4]),
         "head_token_figure": lambda w: p3.head_token_figure(weights(2, 4, 4), w[:4], head=1, token=0),
+        "head_explorer_figure": lambda w: p3.head_explorer_figure(_chinese_tokens(head_explorer_state(3, 1, 0), w)),
         "head_similarity_figure": lambda w: p3.head_similarity_figure(torch.eye(3)),
         "speed_ratio_figure": lambda w: p3.speed_ratio_figure(speed),
         "encoding_heatmap": lambda w: p4.encoding_heatmap(sinusoidal_encoding(10, 8)),
