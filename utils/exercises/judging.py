@@ -207,7 +207,7 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
             gradient_failures.append(tr("{reason} ({where})", reason=untrainable,
                                         where=_where(index, len(cases), case)))
     if failures:
-        return _failure_verdict(exercise, len(cases), failures, diagnose)
+        return _failure_verdict(exercise, len(cases), failures, diagnose, ran=list(zip(cases, outcomes)))
     if gradient_failures:
         return Verdict(False, Status.FAILED, gradient_failures[0], "gradients")
     if len(outcomes) < len(cases):  # e.g. the grader's sandbox died part-way: never pass on part
@@ -243,18 +243,38 @@ def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | 
 
 def _failure_verdict(
     exercise: Exercise, n_cases: int, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
-    diagnose: bool = True,
+    diagnose: bool = True, *, ran: Sequence[tuple[Case, Outcome]],
 ) -> Verdict:
-    mistake, where = _best_mistake(exercise, failures) if diagnose else (None, (failures[0][0], failures[0][1]))
+    """The failing verdict: a listed mistake when it earns its name (:func:`_best_mistake`), else what was
+    observed about the closest one, if any, followed by the generic diagnosis of the first failure."""
+    found = _best_mistake(exercise, failures, ran) if diagnose else _MistakeSearch()
     index, case, outcome, reason = failures[0]
     status = Status.ERROR if outcome.error else Status.FAILED
     category = "error" if reason is None else reason[0]
-    if mistake is not None:
-        index, case = where
+    if found.named is not None:
+        index = found.named.explained[0]
         matched = next(f for f in failures if f[0] == index)
         category = "error" if matched[3] is None else matched[3][0]
-        return Verdict(False, Status.FAILED, tr("{reason} ({where})", reason=translate(mistake.diagnosis),
-                                                where=_where(index, n_cases, case)), category)
+        return Verdict(False, Status.FAILED, tr("{reason} ({where})", reason=translate(found.named.mistake.diagnosis),
+                                                where=_where(index, n_cases, matched[1])), category)
+    if found.tied:
+        slips = tr(" or ").join(tr("«{diagnosis}»", diagnosis=translate(m.mistake.diagnosis)) for m in found.tied)
+        return Verdict(False, status, tr("on all {n} cases your output equals what each of these known slips gives, "
+                                         "so these cases cannot tell which one you made: {slips} ({where})",
+                                         n=len(found.tied[0].ran), slips=slips,
+                                         where=_where(index, n_cases, case)), category)
+    observed = _partial_observation(found.partial, ran, n_cases) if found.partial is not None else ""
+    verdict = _generic_verdict(exercise, n_cases, failures, status, category)
+    if observed:
+        return Verdict(False, status, tr("{observed} {verdict}", observed=observed, verdict=verdict.message), category)
+    return verdict
+
+
+def _generic_verdict(exercise: Exercise, n_cases: int,
+                     failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
+                     status: Status, category: str) -> Verdict:
+    """The diagnosis of the first failure when no listed mistake earns its name: the hint, or the error."""
+    index, case, outcome, reason = failures[0]
     hint = tr("Hint: {hint}", hint=translate(exercise.hint)) if exercise.hint else ""
     if outcome.error:
         kind, message = outcome.error
@@ -273,24 +293,78 @@ def _failure_verdict(
     return Verdict(False, status, text, category)
 
 
-def _best_mistake(
-    exercise: Exercise, failures: Sequence[tuple[int, Case, Outcome, str | None]]
-) -> tuple[Mistake | None, tuple[int, Case]]:
-    """The mistake that reproduces the most failing cases (the first listed wins a tie), and the first
-    case it reproduces."""
-    best: Mistake | None = None
-    best_count, best_where = 0, (failures[0][0], failures[0][1])
+@dataclass(frozen=True)
+class _Match:
+    """How far one listed mistake reproduces the learner on the cases run (indices into those cases)."""
+
+    mistake: Mistake
+    explained: tuple[int, ...]  # failing cases where the mistake gives the learner's outcome
+    missed: tuple[int, ...]  # failing cases where it does not
+    passes_where_it_fails: tuple[int, ...]  # cases the learner passes and the mistake does not
+    ran: tuple[int, ...]  # every case run
+
+    @property
+    def everywhere(self) -> bool:
+        return not self.missed and not self.passes_where_it_fails
+
+
+@dataclass(frozen=True)
+class _MistakeSearch:
+    """What the listed mistakes say about a failing learner (see :func:`_best_mistake`)."""
+
+    named: _Match | None = None  # the mistake that earns its name
+    tied: tuple[_Match, ...] = ()  # mistakes with different diagnoses that all reproduce every case
+    partial: _Match | None = None  # the mistake that reproduces the most failing cases, not all
+
+
+def _best_mistake(exercise: Exercise, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
+                  ran: Sequence[tuple[Case, Outcome]]) -> _MistakeSearch:
+    """Which listed mistake, if any, earns its name on the cases ``ran`` (``failures`` are the failing ones).
+
+    A mistake is **named** only when it reproduces the learner's outcome (output, or error type and
+    message) on every case run, failing and passing alike, and no listed mistake with another diagnosis
+    does too: every other one differs from the learner, hence from it, on some case run. Mistakes with
+    different diagnoses that all reproduce every case are **tied**: the cases cannot tell them apart.
+    Otherwise the **partial** match is the mistake that reproduces the most failing cases (the first
+    listed wins a tie): what it explains is an observation, never a diagnosis.
+    """
+    failing = {index: outcome for index, _, outcome, _ in failures}
+    matches = []
     for mistake in exercise.mistakes:
-        matched = [
-            (index, case) for index, case, outcome, _ in failures if _reproduces(exercise, mistake, case, outcome)
-        ]
-        if len(matched) > best_count:
-            best, best_count, best_where = mistake, len(matched), matched[0]
-    return best, best_where
+        explained = tuple(i for i, outcome in failing.items() if _reproduces(exercise, mistake, ran[i][0], outcome))
+        if not explained:
+            continue
+        missed = tuple(i for i in failing if i not in explained)
+        passes = tuple(i for i, (case, outcome) in enumerate(ran)
+                       if i not in failing and not _reproduces(exercise, mistake, case, outcome))
+        matches.append(_Match(mistake, explained, missed, passes, tuple(range(len(ran)))))
+    everywhere = [m for m in matches if m.everywhere]
+    diagnoses = {m.mistake.diagnosis: m for m in reversed(everywhere)}  # the first listed per diagnosis
+    if len(diagnoses) == 1:
+        return _MistakeSearch(named=everywhere[0])
+    if diagnoses:
+        return _MistakeSearch(tied=tuple(m for m in everywhere if diagnoses[m.mistake.diagnosis] is m))
+    best = max(matches, key=lambda m: len(m.explained), default=None)  # max keeps the first of equals
+    return _MistakeSearch(partial=best)
+
+
+def _partial_observation(match: _Match, ran: Sequence[tuple[Case, Outcome]], n_cases: int) -> str:
+    """What a mistake that reproduces some failing cases only explains, as an observation."""
+    cases = (tr("case {i} of {n}", i=match.explained[0] + 1, n=n_cases) if len(match.explained) == 1 else
+             tr("cases {indices} of {n}", indices=tr(", ").join(str(i + 1) for i in match.explained), n=n_cases))
+    slip = translate(match.mistake.diagnosis)
+    other = (match.missed or match.passes_where_it_fails)[0]
+    where = tr("case {i} of {n} ({inputs})", i=other + 1, n=n_cases, inputs=_case_summary(ran[other][0]))
+    if match.missed:
+        return tr("on {cases} your output equals what this known slip gives: «{slip}»; it does not explain "
+                  "{where}.", cases=cases, slip=slip, where=where)
+    return tr("on {cases} your output equals what this known slip gives: «{slip}»; but your function passes "
+              "{where}, where that slip fails.", cases=cases, slip=slip, where=where)
 
 
 def _reproduces(exercise: Exercise, mistake: Mistake, case: Case, outcome: Outcome) -> bool:
-    """Whether ``mistake`` gives the learner's output, or raises the learner's error, on ``case``."""
+    """Whether ``mistake`` gives the learner's output, or raises the learner's error, on ``case`` (on a
+    case the learner passes, that is the reference's output, within the exercise's tolerance)."""
     try:
         wrong = plain_copy(mistake.fn(**clone_case(case)))
     except Exception as exc:
