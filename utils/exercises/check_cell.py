@@ -28,6 +28,7 @@ from utils.exercises.common import Status
 from utils.exercises.definition import HIDDEN_CHECK_SEED, PUBLIC_SEED, Exercise
 from utils.exercises.forbidden import forbidden_in_function
 from utils.exercises.judging import Verdict, category_text, describe, judge
+from utils.exercises.probes import Evidence, evidence_for, probe_inputs
 from utils.exercises.registry import exercise_index, exercise_named
 from utils.exercises.runner import run_cases
 from utils.i18n.messages import tr
@@ -49,13 +50,23 @@ def _static_verdict(exercise: Exercise, fn: Any) -> Verdict | None:
     return None
 
 
+def run_probes(exercise: Exercise, fn: Callable[..., Any]) -> Evidence:
+    """Run ``fn`` on the exercise's probe inputs (:func:`~utils.exercises.probes.probe_inputs`), after its
+    cases, and gather what the probes read; never counted toward points."""
+    outcomes = run_cases(fn, probe_inputs(exercise), exercise.forbidden)
+    return evidence_for(exercise, outcomes, fn)
+
+
 def run_public_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = PUBLIC_SEED,
                      quiet: bool = False) -> Verdict:
     """Check ``fn`` on the public cases (``exercise.cases(seed)``) and print one ``✅``/``❌`` line."""
     verdict = _static_verdict(exercise, fn)
     if verdict is None:
         cases = exercise.cases(seed)
-        verdict = judge(exercise, cases, run_cases(fn, cases, exercise.forbidden, exercise.gradients))
+        outcomes = run_cases(fn, cases, exercise.forbidden, exercise.gradients)
+        verdict = judge(exercise, cases, outcomes)
+        if not verdict.passed:  # the probes run only for a wrong answer: a right one costs nothing more
+            verdict = judge(exercise, cases, outcomes, evidence=run_probes(exercise, fn))
         if verdict.passed:
             verdict = Verdict(True, Status.PASSED, tr("{name}: all {n} public cases pass (the grader also runs "
                                                       "hidden cases)", name=exercise.func_name, n=len(cases)))
@@ -72,7 +83,8 @@ def run_hidden_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int | 
     if verdict is None:
         cases = exercise.hidden_cases(seed)
         outcomes = run_cases(fn, cases, exercise.forbidden, exercise.gradients)
-        graded = credit.credit_for(exercise, cases, outcomes, 0, diagnose_hidden=False)
+        graded = credit.credit_for(exercise, cases, outcomes, 0, diagnose_hidden=False,
+                                   evidence=run_probes(exercise, fn))
         name = exercise.func_name
         if graded.decided is not None:
             verdict = Verdict(False, graded.decided.status, graded.decided.message, graded.decided.category)

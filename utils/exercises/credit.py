@@ -30,6 +30,7 @@ from fractions import Fraction
 from utils.exercises.common import Case, Outcome, Status
 from utils.exercises.definition import Exercise, Part
 from utils.exercises.judging import Verdict, category_text, judge
+from utils.exercises.probes import Evidence
 from utils.i18n.messages import tr, translate
 
 FEEDBACK_MODES = ("full", "public", "score")
@@ -161,24 +162,26 @@ class Graded:
 
 
 def credit_for(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], n_public: int, *,
-          diagnose_hidden: bool = True) -> Graded:
+          diagnose_hidden: bool = True, evidence: Evidence | None = None) -> Graded:
     """Credit for ``outcomes`` on ``cases``, whose first ``n_public`` are public and the rest hidden.
 
     Missing outcomes (a list shorter than ``cases``) fail their cases. Each case is judged alone (without
     the search for a matching mistake) to count what passes; a part's failing public cases, and its
     failing hidden ones when ``diagnose_hidden`` (only ``full`` feedback shows that), are judged
-    together for the diagnosis.
+    together for the diagnosis. ``evidence`` (the outcomes on the probe inputs, which never count) goes
+    to the judge for those diagnoses.
     """
     maximum = Fraction(exercise.points)
     parts = exercise.part_list()
     outcomes = list(outcomes)[: len(cases)]
-    whole = judge(exercise, cases[: len(outcomes)], outcomes) if _decides_all(outcomes) else None
+    whole = judge(exercise, cases[: len(outcomes)], outcomes, evidence=evidence) if _decides_all(outcomes) else None
     if whole is not None:
         zero = tuple(PartResult(p.name, Fraction(0), p.points, (0, 0), (0, 0), None, None) for p in parts)
         return Graded(whole.status, Fraction(0), maximum, zero, decided=whole)
     each = [judge(exercise, [case], [outcome], diagnose=False) for case, outcome in zip(cases, outcomes)]
     owner = [exercise.part_of(case) for case in cases]
-    results = tuple(_part(exercise, part, cases, outcomes, each, owner, n_public, diagnose_hidden) for part in parts)
+    results = tuple(_part(exercise, part, cases, outcomes, each, owner, n_public, diagnose_hidden, evidence)
+                    for part in parts)
     points = sum((r.points for r in results), Fraction(0))
     if all(r.passed for r in results):
         status = Status.PASSED
@@ -198,7 +201,8 @@ def _decides_all(outcomes: Sequence[Outcome]) -> bool:
 
 
 def _part(exercise: Exercise, part: Part, cases: Sequence[Case], outcomes: Sequence[Outcome],
-          each: Sequence[Verdict], owner: Sequence[str], n_public: int, diagnose_hidden: bool) -> PartResult:
+          each: Sequence[Verdict], owner: Sequence[str], n_public: int, diagnose_hidden: bool,
+          evidence: Evidence | None = None) -> PartResult:
     mine = [i for i, name in enumerate(owner) if name == part.name]
     groups = []
     for hidden, indices in ((False, [i for i in mine if i < n_public]), (True, [i for i in mine if i >= n_public])):
@@ -206,7 +210,8 @@ def _part(exercise: Exercise, part: Part, cases: Sequence[Case], outcomes: Seque
         verdict = None
         if indices and ok < len(indices) and (diagnose_hidden or not hidden):  # one diagnosis across its failures
             ran = [i for i in indices if i < len(outcomes)]
-            verdict = judge(exercise, [cases[i] for i in indices], [outcomes[i] for i in ran]) if ran else \
+            verdict = judge(exercise, [cases[i] for i in indices], [outcomes[i] for i in ran],
+                            evidence=evidence) if ran else \
                 Verdict(False, Status.ERROR, tr("your function never ran on these cases"), "error")
         groups.append(((ok, len(indices)), verdict, indices))
     (public, public_verdict, _), (hidden, hidden_verdict, hidden_indices) = groups

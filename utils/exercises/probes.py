@@ -32,13 +32,16 @@ Contract of a :class:`Probe`::
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from utils.exercises.common import Case, Outcome
+from utils.exercises.common import Case, Outcome, clone_case, plain_copy
+from utils.exercises.relations import Failure, ProbedExercise, relate
+from utils.i18n.messages import tr
 
 Explain = Callable[[Callable[..., Any], list[Case], list[Outcome]], "str | None"]
 
@@ -58,3 +61,178 @@ class Probe:
     name: str
     make_inputs: Callable[[torch.Generator], list[Case]]
     explain: Explain
+
+
+PROBE_SEED = 34
+"""The seed of every probe's ``make_inputs`` generator: probe inputs are the same on every run."""
+
+LARGE = 1000.0
+"""The finiteness probe multiplies the first public case's floating inputs by this."""
+
+PREAMBLE_NAMES = frozenset({"math", "torch", "nn", "F"})
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the probes read besides the cases: the probe inputs, the learner's outcomes on them (in the
+    order of :func:`probe_inputs`), and the notebook variables the function reads (check cell only)."""
+
+    inputs: Sequence[Case] = ()
+    outcomes: Sequence[Outcome] = ()
+    notebook_names: tuple[str, ...] = ()
+
+
+def _generic(exercise: ProbedExercise) -> list[tuple[str, list[Case]]]:
+    first = exercise.public_cases()[:1]
+    if not first:
+        return []
+    case = first[0]
+    double = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for k, v in case.items()}
+    large = {k: v * LARGE if isinstance(v, torch.Tensor) and v.is_floating_point() else v for k, v in case.items()}
+    return [("determinism", [clone_case(case), clone_case(case)]), ("dtype", [double]), ("finite", [large])]
+
+
+def _groups(exercise: ProbedExercise) -> list[tuple[str, list[Case]]]:
+    groups = _generic(exercise)
+    for probe in exercise.probes:
+        groups.append((probe.name, list(probe.make_inputs(torch.Generator().manual_seed(PROBE_SEED)))))
+    return groups
+
+
+def probe_inputs(exercise: ProbedExercise) -> list[Case]:
+    """Every probe input of ``exercise``, generic ones first, in the order the runner runs them (after
+    the cases). Trusted side; the same list on every call."""
+    return [case for _, cases in _groups(exercise) for case in cases]
+
+
+def notebook_names(fn: Callable[..., Any]) -> tuple[str, ...]:
+    """The notebook variables ``fn`` reads: global names of its code (and of functions nested in it) bound
+    to data (a tensor, a number, a list…) in its globals, not to a module, function or class, and not
+    one of the preamble's ``math torch nn F``. A kernel-side inspection: it never calls ``fn``."""
+    code = getattr(fn, "__code__", None)
+    scope = getattr(fn, "__globals__", None)
+    if code is None or not isinstance(scope, dict):
+        return ()
+    names: list[str] = []
+    todo = [code]
+    while todo:
+        current = todo.pop()
+        names += [n for n in current.co_names if n not in names]
+        todo += [c for c in current.co_consts if hasattr(c, "co_names")]
+    found = []
+    for name in names:
+        if name in PREAMBLE_NAMES or name not in scope or name.startswith("__"):
+            continue
+        value = scope[name]
+        if not (callable(value) or isinstance(value, types.ModuleType)):
+            found.append(name)
+    return tuple(found)
+
+
+def evidence_for(exercise: ProbedExercise, outcomes: Sequence[Outcome],
+                 fn: Callable[..., Any] | None = None) -> Evidence:
+    """The :class:`Evidence` from the outcomes on :func:`probe_inputs` (and ``fn``'s notebook variables)."""
+    return Evidence(probe_inputs(exercise), list(outcomes), notebook_names(fn) if fn is not None else ())
+
+
+def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evidence | None = None
+            ) -> tuple[str, int] | None:
+    """The first observation that explains ``failures`` (``(index, case, outcome, reason)`` as the judge
+    records them), and the position in ``failures`` of the case it is about; None when no probe fits.
+    Order: globals, determinism, the exercise's own probes, relations to the reference, dtype, finiteness."""
+    evidence = evidence or Evidence()
+    for position, (_, _, outcome, _) in enumerate(failures):
+        if outcome.error and outcome.error[0] == "NameError":
+            name = _undefined_name(outcome.error[1])
+            if name:
+                return tr("your function uses `{name}`, which it neither receives nor defines (a notebook "
+                          "variable? the grader runs your exercise cell alone): use its argument instead, or "
+                          "define it inside the function", name=name), position
+    if evidence.notebook_names:
+        return tr("your function reads the notebook variable `{name}`; use its argument instead (the grader runs "
+                  "your exercise cell alone, without your notebook's variables)",
+                  name=evidence.notebook_names[0]), 0
+    groups, outcomes = _groups(exercise), list(evidence.outcomes)
+    by_name: dict[str, tuple[list[Case], list[Outcome]]] = {}
+    start = 0
+    if list(evidence.inputs):
+        for name, cases in groups:
+            by_name[name] = (cases, outcomes[start:start + len(cases)])
+            start += len(cases)
+    determinism = _safe(_nondeterministic, *by_name.get("determinism", ([], [])))
+    if determinism:
+        return determinism, 0
+    for probe in exercise.probes:
+        inputs, got = by_name.get(probe.name, ([], []))
+        text = _safe(probe.explain, exercise.reference, inputs, got) if inputs else None
+        if text:
+            return text, 0
+    relation = _safe(relate, exercise, failures)
+    if relation:
+        return relation
+    for name, check in (("dtype", _keeps_dtype), ("finite", _finite)):
+        inputs, got = by_name.get(name, ([], []))
+        text = _safe(check, exercise, inputs, got) if inputs else None
+        if text:
+            return text, 0
+    return None
+
+
+def _safe(fn: Callable[..., Any], *args: Any) -> Any:
+    try:  # a probe must never stop the judge: a hostile output, a probe bug, are "nothing observed"
+        return fn(*args)
+    except Exception:
+        return None
+
+
+def _undefined_name(message: str) -> str:
+    parts = message.split("'")
+    return parts[1] if len(parts) >= 3 and "is not defined" in message else ""
+
+
+def _nondeterministic(inputs: list[Case], outcomes: list[Outcome]) -> str | None:
+    if len(outcomes) < 2 or any(o.error or o.forbidden for o in outcomes[:2]):
+        return None
+    a, b = (plain_copy(o.output) for o in outcomes[:2])
+    if _equal(a, b):
+        return None
+    return tr("your function gives different outputs when called twice on the same inputs: something random is "
+              "left on (dropout, `torch.rand`…); a check must see the same output every time")
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and bool(torch.equal(torch.nan_to_num(a.double()), torch.nan_to_num(b.double())))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def _first_tensor(value: Any) -> torch.Tensor | None:
+    if isinstance(value, (tuple, list)):
+        value = value[0] if value else None
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _keeps_dtype(exercise: ProbedExercise, inputs: list[Case], outcomes: list[Outcome]) -> str | None:
+    if not outcomes or outcomes[0].error:
+        return None
+    expected = _first_tensor(plain_copy(exercise.reference(**clone_case(inputs[0]))))
+    got = _first_tensor(plain_copy(outcomes[0].output))
+    if expected is None or got is None or expected.dtype != torch.float64 or got.dtype == torch.float64:
+        return None
+    return tr("for float64 inputs your function returns {dtype}: it must keep its input's dtype (look for a "
+              "`.float()` cast, or a tensor made without `dtype=`)", dtype=str(got.dtype).replace("torch.", ""))
+
+
+def _finite(exercise: ProbedExercise, inputs: list[Case], outcomes: list[Outcome]) -> str | None:
+    if not outcomes or outcomes[0].error:
+        return None
+    expected = _first_tensor(plain_copy(exercise.reference(**clone_case(inputs[0]))))
+    got = _first_tensor(plain_copy(outcomes[0].output))
+    if expected is None or got is None or not got.is_floating_point() or not torch.isfinite(expected).all():
+        return None
+    if torch.isfinite(got).all():
+        return None
+    return tr("with inputs {scale:g} times larger your output contains NaN or inf where the reference's is finite: "
+              "something overflows (e.g. `exp` of large scores: subtract the row maximum first)", scale=LARGE)

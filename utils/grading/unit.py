@@ -27,7 +27,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -36,6 +36,7 @@ from typing import Any
 from utils.exercises import credit
 from utils.exercises.common import Status, one_line
 from utils.exercises.definition import Exercise, plain_points
+from utils.exercises.probes import Evidence, probe_inputs
 from utils.grading import course as course_mod
 from utils.grading import files, sandbox, serialize
 from utils.i18n.messages import tr
@@ -265,7 +266,8 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                 guard.enter(f"running {task.course.id}", 2 * wall + 60)
                 public = task.course.exercise.public_cases()
                 cases = public + task.course.exercise.hidden_cases(case_seed(settings.seed, task.course.id, student))
-                _write_due(jobdir, index, task, cases, iso, slot)
+                probes = probe_inputs(task.course.exercise)  # run after the cases; never counted
+                _write_due(jobdir, index, task, cases + probes, iso, slot)
                 worker.send(f"run {index}")
                 line = worker.next_line(time.monotonic() + wall)
                 if line == f"start {index}":
@@ -293,7 +295,8 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                                                         "{code}); do not call os._exit, sys.exit or kill processes "
                                                         "in an exercise", code=" ".join(words[2:3])))
                 else:
-                    verdicts[index] = _collect(task, cases, jobdir, index, len(public), student, settings.feedback)
+                    verdicts[index] = _collect(task, cases, jobdir, index, len(public), student, settings.feedback,
+                                               probes)
                 index += 1
                 if not frozen:
                     break
@@ -337,11 +340,12 @@ def _is_memory(kind: str, message: str) -> bool:
 
 
 def _collect(task: Task, cases: list[dict[str, Any]], jobdir: Path, index: int, n_public: int = 0,
-             student: str = "", mode: str = credit.DEFAULT_FEEDBACK) -> tuple[Status, str] | Row:
+             student: str = "", mode: str = credit.DEFAULT_FEEDBACK,
+             probes: Sequence[dict[str, Any]] = ()) -> tuple[Status, str] | Row:
     """Read the (stopped) worker's raw outcomes and judge them here, treating every file as hostile."""
     try:
         with files.open_dir(jobdir, "out", str(index)) as out:
-            return _judge_folder(task, cases, out, n_public, student, mode)
+            return _judge_folder(task, cases, out, n_public, student, mode, probes)
     except files.Refused as exc:
         return (Status.ERROR, tr("your code left no results for the grader to read ({problem}): it may have "
                                  "ended, or used up the file descriptors or disk space of, the process that runs it",
@@ -349,9 +353,12 @@ def _collect(task: Task, cases: list[dict[str, Any]], jobdir: Path, index: int, 
 
 
 def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_public: int = 0, student: str = "",
-                  mode: str = credit.DEFAULT_FEEDBACK) -> tuple[Status, str] | Row:
+                  mode: str = credit.DEFAULT_FEEDBACK,
+                  probes: Sequence[dict[str, Any]] = ()) -> tuple[Status, str] | Row:
     """The judged :class:`Row` (per-part credit, ``cases[:n_public]`` public), or a whole-exercise
-    ``(status, reason)`` when the outcomes cannot be judged."""
+    ``(status, reason)`` when the outcomes cannot be judged. The worker ran ``probes`` (probe inputs,
+    :mod:`utils.exercises.probes`) after ``cases``: their outcomes, split off by count, only inform the
+    diagnosis; they never count and may be missing."""
     try:
         record = serialize.read_json(out, "load_error.json")
     except serialize.DecodeError as exc:
@@ -366,9 +373,9 @@ def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_pu
         if kind == "SystemExit":
             return (Status.ERROR, tr("your code called sys.exit ({message}); return a value instead", message=message))
         return (Status.ERROR, tr("your cell raised {kind} when it ran: {message}", kind=kind, message=message))
-    keys = sorted({key for case in cases for key in case})
+    keys = sorted({key for case in [*cases, *probes] for key in case})
     try:
-        outcomes = serialize.load_outcomes(out, keys, max_records=len(cases))
+        outcomes = serialize.load_outcomes(out, keys, max_records=len(cases) + len(probes))
     except serialize.DecodeError as exc:
         if "outcomes.json is missing" in str(exc):
             return (Status.ERROR, tr("your function's results were never written (outcomes.json is missing): "
@@ -376,6 +383,7 @@ def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_pu
                                      "that runs it"))
         return (Status.ERROR, tr("the grader could not read what your function returned ({problem})", problem=exc))
     exercise = task.course.exercise
+    outcomes, probe_outcomes = outcomes[:len(cases)], outcomes[len(cases):]
     for outcome in outcomes:
         if outcome.error and _is_memory(*outcome.error):
             return (Status.MEMORY, tr("your function ran out of memory; use smaller intermediate tensors"))
@@ -383,7 +391,8 @@ def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_pu
         return (Status.ERROR, tr("your function ran on {ran} of {total} cases; the rest never returned (did "
                             "it exit or tamper with the grader?)", ran=len(outcomes), total=len(cases)))
     try:
-        graded = credit.credit_for(exercise, cases, outcomes, n_public, diagnose_hidden=mode == "full")
+        graded = credit.credit_for(exercise, cases, outcomes, n_public, diagnose_hidden=mode == "full",
+                                   evidence=Evidence(list(probes), probe_outcomes))
     except Exception as exc:  # a hostile output must never stop the batch
         return (Status.ERROR, tr("your output could not be compared with the reference ({kind})",
                               kind=type(exc).__name__))
