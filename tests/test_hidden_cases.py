@@ -71,7 +71,7 @@ def test_public_pass_says_the_grader_also_runs_hidden_cases(capsys):
 def test_public_failure_line_keeps_the_full_diagnosis(capsys):
     verdict = check.project_qkv(lambda x, w_q, w_k, w_v: (x @ w_q.T, x @ w_k.T, x @ w_v.T))
     out = capsys.readouterr().out
-    assert out.startswith("❌ you multiplied by the transposed weights") and "(case 1 of 5: x(" in out
+    assert out.startswith("❌ you multiplied by the transposed weights") and "(case 1 of 6: x(" in out
     assert not verdict.passed and verdict.category == "values"
 
 

@@ -40,9 +40,9 @@ def test_english_lines_are_unchanged(capsys):
     exercise = _exercise("ch1.project_qkv")
     mistake = _mistake(exercise, "transposed_weight")
     verdict = run_check(exercise, mistake.fn)
-    assert verdict.line.startswith(f"❌ {mistake.diagnosis} (case 1 of 5: x(")
+    assert verdict.line.startswith(f"❌ {mistake.diagnosis} (case 1 of 6: x(")
     passed = run_check(exercise, exercise.reference)
-    assert passed.line == "✅ project_qkv: all 5 public cases pass (the grader also runs hidden cases)"
+    assert passed.line == "✅ project_qkv: all 6 public cases pass (the grader also runs hidden cases)"
     wrong = run_check(exercise, lambda x, w_q, w_k, w_v: (x @ w_q * 1.5, x @ w_k, x @ w_v))
     assert wrong.line.startswith("❌ output[0] differs from the reference: max abs error ")
     assert f"). Hint: {exercise.hint}" in wrong.line
@@ -53,7 +53,7 @@ def test_the_hint_and_a_generic_mismatch_in_chinese():
     with using_language("zh"):
         wrong = run_check(exercise, lambda x, w_q, w_k, w_v: (x, x), quiet=True)
         hint = translate(exercise.hint)
-    assert wrong.line.startswith("❌ 输出应该是长度为 3 的元组，但得到的是长度为 2 的元组（用例 1/5：")
+    assert wrong.line.startswith("❌ 输出应该是长度为 3 的元组，但得到的是长度为 2 的元组（用例 1/6：")
     assert wrong.line.endswith(f"）。提示：{hint}") and hint != exercise.hint
 
 

@@ -56,6 +56,7 @@ def _project_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
         case(rng.randint(2, 4), rng.randint(3, 8), 8, 4, 6),  # D_k != D_v
         case(1, 1, rng.choice([3, 5]), 2, 4),  # batch 1, length 1
         case(None, 1, 2, 1, 1),  # the smallest case
+        {k: v.double() for k, v in case(2, 3, 5, 3, 4).items()},  # float64: the output keeps the input's dtype
     ]
 
 
@@ -175,6 +176,7 @@ def _scores_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
         case((2, rng.randint(2, 3)), rng.randint(3, 5), rng.randint(3, 5), 4),  # (N, H, L, D): 4-D
         case((1,), 1, rng.randint(2, 5), rng.choice([2, 6])),  # batch 1, one query
         case((rng.randint(2, 3),), rng.randint(2, 4), 1, 3),  # one key
+        {k: v.double() for k, v in case((2,), 3, 4, 3).items()},  # float64: the scores keep the input's dtype
     ]
 
 

@@ -49,7 +49,7 @@ def _feed_forward_cases(rng: random.Random, gen: torch.Generator) -> list[dict]:
     # hidden pre-activations go well above 6 (so that a capped ReLU such as ReLU6 fails), and random shapes
     shapes = [((1, 1), 4, 8, 1.0), ((5,), 6, 3, 1.0), ((1, 3), 8, 32, 1.0), ((2, 3), 6, 24, 10.0)]
     shapes += [((rng.randint(2, 4), rng.randint(2, 7)), E, rng.choice([2, 4]) * E, 1.0)
-               for E in (rng.choice([4, 6, 8]), rng.choice([5, 12]))]
+               for E in (rng.choice([4, 6, 8]), rng.choice([5, 12]))] + [((), 6, 12, 1.0)]  # x (E,)
     cases = []
     for lead, E, hidden, scale in shapes:
         cases.append({

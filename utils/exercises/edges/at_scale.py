@@ -130,7 +130,7 @@ def _block_grad_case(gen: torch.Generator, batch: tuple[int, ...], L: int, S: in
 
 def block_grad_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
     """Blocks inside a row (their weights do not sum to 1), a square block (L = B = Dv, where a wrong axis
-    or a missing keepdim still broadcasts), the whole row as one block, masked rows, and one score."""
+    or a missing keepdim still broadcasts), the whole row as one block, masked rows, one score, float64."""
     B = rng.randint(3, 5)
     side = rng.randint(3, 5)
     return [
@@ -139,6 +139,7 @@ def block_grad_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
         _block_grad_case(gen, (2,), rng.randint(2, 4), B, 0, B, 4),
         _block_grad_case(gen, (1, 2), 6, 10, 4, rng.randint(3, 6), 5, masked=True),
         _block_grad_case(gen, (), 1, 1, 0, 1, 1),
+        {name: t.double() for name, t in _block_grad_case(gen, (2,), 4, 6, 2, 2, 3).items()},  # float64 kept
     ]
 
 
