@@ -44,7 +44,8 @@ def notebook_imports(number: int) -> list[str]:
 def owned_by(name: str, slug: str) -> bool:
     """Whether module ``name`` holds chapter ``slug``'s exercises, mistakes or edge cases
     (``utils.exercises.mistakes.at_scale_cache`` belongs to ``at_scale``)."""
-    for package in ("utils.exercises.", "utils.exercises.mistakes.", "utils.exercises.edges."):
+    for package in ("utils.exercises.", "utils.exercises.mistakes.", "utils.exercises.edges.",
+                    "utils.exercises.probing."):
         leaf = name.removeprefix(package)
         if leaf != name and "." not in leaf and (leaf == slug or leaf.startswith(f"{slug}_")):
             return True

@@ -18,6 +18,7 @@ from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import at_scale as edges
 from utils.exercises.mistakes import at_scale as wrong
 from utils.exercises.mistakes import at_scale_cache as wrong_cache
+from utils.exercises.probing.at_scale import CACHE_PROBES, ONLINE_PROBES, WINDOW_PROBES
 
 __all__ = [
     "BLOCK_GRAD",
@@ -51,7 +52,7 @@ ONLINE = Exercise(
     id="ch6.online_softmax_update",
     reference=online_softmax_update_reference,
     make_cases=edges.online_cases,
-    make_edge_cases=edges.online_edges,
+    make_edge_cases=edges.online_edges, probes=ONLINE_PROBES,
     parts=edges.ONLINE_PARTS,
     points=2,
     mistakes=(
@@ -231,7 +232,7 @@ WINDOW = Exercise(
     id="ch6.sliding_window_mask",
     reference=sliding_window_mask_reference,
     make_cases=_window_cases,
-    make_edge_cases=edges.window_edges,
+    make_edge_cases=edges.window_edges, probes=WINDOW_PROBES,
     points=1,
     mistakes=(
         Mistake("strict", wrong._window_strict,
@@ -316,7 +317,7 @@ CACHE = Exercise(
     id="ch6.attend_with_cache",
     reference=attend_with_cache_reference,
     make_cases=_cache_cases,
-    make_edge_cases=edges.cache_edges,
+    make_edge_cases=edges.cache_edges, probes=CACHE_PROBES,
     points=3,
     mistakes=(
         Mistake("only_new", wrong_cache._cache_only_new,

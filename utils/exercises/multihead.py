@@ -19,6 +19,7 @@ from utils.attention import MultiHeadAttention, causal_mask, padding_mask
 from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import multihead as edges
 from utils.exercises.mistakes import multihead as wrong
+from utils.exercises.probing.multihead import MERGE_PROBES, MHA_PROBES, SPLIT_PROBES
 
 __all__ = [
     "EXERCISES",
@@ -291,7 +292,7 @@ SPLIT_HEADS = Exercise(
     id="ch3.split_heads",
     reference=split_heads_reference,
     make_cases=_split_cases,
-    make_edge_cases=edges.split_edges,
+    make_edge_cases=edges.split_edges, probes=SPLIT_PROBES,
     gradients=True,  # the module trains through it: a detached split would pass on values alone
     points=1,
     mistakes=[
@@ -336,7 +337,7 @@ MERGE_HEADS = Exercise(
     id="ch3.merge_heads",
     reference=merge_heads_reference,
     make_cases=_merge_cases,
-    make_edge_cases=edges.merge_edges,
+    make_edge_cases=edges.merge_edges, probes=MERGE_PROBES,
     gradients=True,  # the module trains through it: a detached merge would pass on values alone
     points=1,
     mistakes=[
@@ -380,7 +381,7 @@ MULTI_HEAD_ATTENTION = Exercise(
     id="ch3.multi_head_attention",
     reference=multi_head_attention_reference,
     make_cases=_mha_cases,
-    make_edge_cases=edges.mha_edges,
+    make_edge_cases=edges.mha_edges, probes=MHA_PROBES,
     parts=edges.MHA_PARTS,
     gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=3,

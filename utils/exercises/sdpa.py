@@ -15,6 +15,7 @@ from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import sdpa as edges
 from utils.exercises.edges import sdpa_inputs as inputs
 from utils.exercises.mistakes import sdpa as wrong
+from utils.exercises.probing.sdpa import CAUSAL_PROBES, PADDING_PROBES, SDPA_PROBES
 
 __all__ = [
     "CAUSAL",
@@ -91,6 +92,7 @@ SDPA = Exercise(
     reference=scaled_dot_product_attention_reference,
     make_cases=_sdpa_cases,
     make_edge_cases=edges.sdpa_edges,
+    probes=SDPA_PROBES,
     parts=edges.SDPA_PARTS,
     gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=3,
@@ -264,6 +266,7 @@ CAUSAL = Exercise(
     reference=causal_mask_reference,
     make_cases=_causal_cases,
     make_edge_cases=edges.causal_edges,
+    probes=CAUSAL_PROBES,
     points=1,
     mistakes=(
         Mistake("future", wrong._causal_future,
@@ -321,6 +324,7 @@ PADDING = Exercise(
     reference=padding_mask_reference,
     make_cases=_padding_cases,
     make_edge_cases=edges.padding_edges,
+    probes=PADDING_PROBES,
     points=1,
     mistakes=(
         Mistake("flat", wrong._padding_flat,

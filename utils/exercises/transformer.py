@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import transformer as edges
 from utils.exercises.mistakes import transformer as wrong
+from utils.exercises.probing.transformer import FEED_FORWARD_PROBES, layer_probes
 from utils.layers import TransformerEncoderLayer
 
 __all__ = ["ENCODER_POST_LN", "ENCODER_PRE_LN", "EXERCISES", "FEED_FORWARD", "encoder_layer_post_ln_reference",
@@ -68,7 +69,7 @@ FEED_FORWARD = Exercise(
     id="ch5.feed_forward",
     reference=feed_forward_reference,
     make_cases=_feed_forward_cases,
-    make_edge_cases=edges.feed_forward_edges,
+    make_edge_cases=edges.feed_forward_edges, probes=FEED_FORWARD_PROBES,
     points=1,
     mistakes=(
         Mistake("no_activation", wrong._ff(lambda h: h),
@@ -392,7 +393,7 @@ ENCODER_POST_LN = Exercise(
     make_cases=_encoder_cases,
     make_edge_cases=edges.encoder_edges(_encoder_cases),
     points=3,
-    mistakes=_mistakes(False, _POST_ONLY),
+    mistakes=_mistakes(False, _POST_ONLY), probes=layer_probes(encoder_layer_pre_ln_reference),
     forbidden=_NO_TORCH_LAYERS + _NO_UTILS,
     atol=1e-4,
     hint="in post-LN each sublayer's input is added back to its output, then the sum is normalised "
@@ -406,7 +407,7 @@ ENCODER_PRE_LN = Exercise(
     make_cases=_encoder_cases,
     make_edge_cases=edges.encoder_edges(_encoder_cases),
     points=3,
-    mistakes=_mistakes(True, _PRE_ONLY),
+    mistakes=_mistakes(True, _PRE_ONLY), probes=layer_probes(encoder_layer_post_ln_reference),
     forbidden=_NO_TORCH_LAYERS + _NO_UTILS,
     atol=1e-4,
     hint="in pre-LN each sublayer reads a normalised copy of the stream (F.layer_norm, eps = 1e-5) and its "
