@@ -1,0 +1,1 @@
+"""Realistic learner answers for issue 34: wrong answers (tune, heldout) and correct alternatives."""

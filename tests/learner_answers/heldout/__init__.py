@@ -1,0 +1,1 @@
+"""Learner answers: heldout."""

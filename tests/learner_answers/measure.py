@@ -1,0 +1,77 @@
+"""Run every learner answer through the check cell's public and hidden checks and record the lines.
+
+    .venv/bin/python -m tests.learner_answers.measure [--split tune|heldout|alternatives|all] [--out FILE]
+
+Each record: ``{id, exercise, split, mistake, part, correct, public_line, hidden_line, public_passed,
+hidden_passed}``, in English. Without ``--out`` the JSON goes to stdout. Wrong answers live in ``tune/``
+(for tuning diagnoses) and ``heldout/`` (for measuring them; never read it while tuning), correct answers
+in other styles in ``alternatives/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import io
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+SLUGS = ("qkv", "sdpa", "multihead", "positional", "transformer", "at_scale")
+SPLITS = ("tune", "heldout", "alternatives")
+
+
+def answers(split: str) -> Iterator[dict[str, Any]]:
+    """Every answer of one split, with its ``id`` (``<split>.<slug>.<function name>``) and ``split``."""
+    for slug in SLUGS:
+        module = importlib.import_module(f"tests.learner_answers.{split}.{slug}")
+        for answer in module.ANSWERS:
+            yield {**answer, "id": f"{split}.{slug}.{answer['fn'].__name__}", "split": split}
+
+
+def measure(answer: dict[str, Any]) -> dict[str, Any]:
+    """The public and hidden verdicts of one answer, as a JSON-ready record."""
+    from utils.exercises import check, get
+
+    name = get(answer["exercise"]).func_name
+    checker = getattr(check, name)
+    lines = {}
+    passed = {}
+    for kind in ("public", "hidden"):
+        with contextlib.redirect_stdout(io.StringIO()):  # the learner's prints, if any
+            verdict = checker(answer["fn"], cases=kind, quiet=True)
+        lines[kind], passed[kind] = verdict.line, bool(verdict.passed)
+    return {"id": answer["id"], "exercise": answer["exercise"], "split": answer["split"],
+            "correct": bool(answer.get("correct", False)), "mistake": answer.get("mistake"),
+            "part": answer.get("part"), "public_line": lines["public"], "hidden_line": lines["hidden"],
+            "public_passed": passed["public"], "hidden_passed": passed["hidden"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--split", choices=(*SPLITS, "all"), default="all")
+    parser.add_argument("--out", help="write the JSON here (default: stdout)")
+    args = parser.parse_args(argv)
+    from utils.i18n.messages import using_language
+
+    splits = SPLITS if args.split == "all" else (args.split,)
+    with using_language("en"):
+        records = [measure(answer) for split in splits for answer in answers(split)]
+    text = json.dumps(records, ensure_ascii=False, indent=1) + "\n"
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as file:
+            file.write(text)
+    else:
+        sys.stdout.write(text)
+    wrong = [r for r in records if not r["correct"]]
+    print(f"{len(records)} answers; wrong answers passing public: "
+          f"{sum(r['public_passed'] for r in wrong)}; correct ones failing public or hidden: "
+          f"{sum(not (r['public_passed'] and r['hidden_passed']) for r in records if r['correct'])}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
