@@ -53,18 +53,21 @@ def test_kernel_cpu_seconds_are_read_from_proc():
 
 
 @pytest.mark.parametrize(
-    ("notebook", "wall_s", "rss", "problem"),
+    ("notebook", "wall_s", "cpu_s", "rss", "problem"),
     [
-        ("solutions/01_a.ipynb", 59.9, 2**29, None),
-        ("solutions/zh/02_b.ipynb", 60.0, 2**29, "ran 60.0 s; the budget is 60 s"),
-        ("solutions/05_c.ipynb", 89.0, 2**29, None),
-        ("solutions/zh/06_d.ipynb", 91.0, 2**29, "ran 91.0 s; the budget is 90 s"),
-        ("solutions/03_e.ipynb", 1.0, 2**30, "kernel peak RSS 1024 MiB; the budget is 1024 MiB"),
-        ("solutions/04_f.ipynb", 1.0, None, "could not read the kernel's peak RSS"),
+        ("solutions/01_a.ipynb", 59.0, 20.0, 2**29, None),
+        ("solutions/zh/02_b.ipynb", 200.0, 60.0, 2**29, "used 60.0 CPU-s; the budget is 60 s"),
+        ("solutions/05_c.ipynb", 89.0, 89.0, 2**29, None),
+        ("solutions/zh/06_d.ipynb", 91.0, 91.0, 2**29, "used 91.0 CPU-s; the budget is 90 s"),
+        ("solutions/02_g.ipynb", 290.0, 30.0, 2**29, None),  # a busy machine: 10x the wall time, within budget
+        ("solutions/02_h.ipynb", 299.0, None, 2**29, None),  # no CPU time: the wall time, 5x the budget
+        ("solutions/02_i.ipynb", 300.0, None, 2**29, "ran 300.0 s (its CPU time unknown); the budget is 60 s"),
+        ("solutions/03_e.ipynb", 1.0, 0.5, 2**30, "kernel peak RSS 1024 MiB; the budget is 1024 MiB"),
+        ("solutions/04_f.ipynb", 1.0, 0.5, None, "could not read the kernel's peak RSS"),
     ],
 )
-def test_judge_names_what_is_over_budget(notebook, wall_s, rss, problem):
-    judged = judge({notebook: {"wall_s": wall_s, "peak_rss_bytes": rss, "cells": 3}})
+def test_judge_names_what_is_over_budget(notebook, wall_s, cpu_s, rss, problem):
+    judged = judge({notebook: {"wall_s": wall_s, "kernel_cpu_s": cpu_s, "peak_rss_bytes": rss, "cells": 3}})
     problems = judged[notebook]["problems"]
     assert (problems == []) if problem is None else (len(problems) == 1 and problem in problems[0])
     (line,) = report_lines(judged)
@@ -74,7 +77,9 @@ def test_judge_names_what_is_over_budget(notebook, wall_s, rss, problem):
 def _two_cell_notebook(path: Path) -> None:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell("import time\nblock = bytearray(64 * 2**20)  # 64 MiB, touched"),
-                nbformat.v4.new_code_cell("time.sleep(1.2)\nprint(len(block) // 2**20)")]
+                nbformat.v4.new_code_cell("start = time.process_time()\nwhile time.process_time() - start < 1.2:\n"
+                                          "    pass  # 1.2 CPU-s, over the test's 1 s budget\n"
+                                          "print(len(block) // 2**20)")]
     nb.cells[0].execution_count, nb.cells[1].execution_count = 1, 2
     nb.cells[1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="64\n")]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -102,8 +107,8 @@ def test_nbval_run_measures_the_kernel_and_fails_over_budget(tmp_path):
     assert "2 passed" in run.stdout, "the cells pass: only the budget fails the run"
     row = judged["01_tiny.ipynb"]
     assert row["cells"] == 2 and row["budget_s"] == 1, row
-    assert 1.2 <= row["wall_s"] < 30, row  # the sleep, without the kernel's start
+    assert row["wall_s"] >= 1.2, row  # the busy loop, without the kernel's start
     assert 64 * 2**20 < row["peak_rss_bytes"] < RSS_BUDGET_BYTES, row  # the kernel's, with its 64 MiB
-    assert 0 < row["kernel_cpu_s"] < row["wall_s"] + 30, row  # the kernel's start, not the sleep
-    assert row["problems"] == [f"ran {row['wall_s']:.1f} s; the budget is 1 s"], row
+    assert row["kernel_cpu_s"] >= 1.2, row  # the kernel's start and the busy loop
+    assert row["problems"] == [f"used {row['kernel_cpu_s']:.1f} CPU-s; the budget is 1 s"], row
     assert "FAIL 01_tiny.ipynb" in run.stdout and "over budget, failing the run: 01_tiny.ipynb" in run.stdout
