@@ -134,3 +134,18 @@ def test_an_error_reproduced_everywhere_names_the_mistake():
     verdict = _verdict(exercise, raises)
     assert verdict.message.startswith("RAISES: you raise (case 1 of 3"), verdict.message
     assert verdict.category == "error"
+
+
+def test_a_float_mask_is_not_an_integer_mask():
+    """Outcomes are compared both ways round: a float 0/1 output does not reproduce an integer one."""
+    def make_cases(rng, gen):
+        return [{"n": 3}, {"n": 2}]
+
+    def reference(n):
+        return torch.ones(n, n, dtype=torch.bool).tril()
+
+    exercise = Exercise(id="ch9.mask", reference=reference, make_cases=make_cases, mistakes=(
+        Mistake("integer", lambda n: reference(n).long(), "INTEGER"), Mistake("float", lambda n: reference(n).float(),
+                                                                               "FLOAT")))
+    assert _verdict(exercise, lambda n: reference(n).float()).message.startswith("FLOAT (case 1 of 2")
+    assert _verdict(exercise, lambda n: reference(n).long()).message.startswith("INTEGER (case 1 of 2")

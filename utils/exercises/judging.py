@@ -28,7 +28,6 @@ from utils.exercises.common import (
     plain_copy,
 )
 from utils.exercises.definition import Exercise, Mistake
-from utils.exercises.probes import Evidence, observe
 from utils.i18n.messages import tr, translate
 
 
@@ -163,8 +162,7 @@ def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
     return None
 
 
-def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], *, diagnose: bool = True,
-          evidence: Evidence | None = None) -> Verdict:
+def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], *, diagnose: bool = True) -> Verdict:
     """Compare the learner's outcomes with the reference on the same cases.
 
     A forbidden call or an input changed in place decides at once; ``NotImplementedError`` on every case
@@ -173,8 +171,7 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
     result (output or error) on the most failing cases, so that the order of the cases does not decide
     which mistake is named. Without a matching mistake, the first failure is reported with the hint.
     ``diagnose=False`` skips the search for a matching mistake (the same comparison, a plainer message:
-    for counting the cases that pass). ``evidence``: the learner's outcomes on the probe inputs
-    (:mod:`utils.exercises.probes`), read when no mistake is named.
+    for counting the cases that pass).
     """
     if not outcomes:
         return Verdict(False, Status.ERROR, tr("your function was never called"), "error")
@@ -210,8 +207,7 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
             gradient_failures.append(tr("{reason} ({where})", reason=untrainable,
                                         where=_where(index, len(cases), case)))
     if failures:
-        return _failure_verdict(exercise, len(cases), failures, diagnose, ran=list(zip(cases, outcomes)),
-                                evidence=evidence)
+        return _failure_verdict(exercise, len(cases), failures, diagnose, ran=list(zip(cases, outcomes)))
     if gradient_failures:
         return Verdict(False, Status.FAILED, gradient_failures[0], "gradients")
     if len(outcomes) < len(cases):  # e.g. the grader's sandbox died part-way: never pass on part
@@ -247,7 +243,7 @@ def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | 
 
 def _failure_verdict(
     exercise: Exercise, n_cases: int, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
-    diagnose: bool = True, *, ran: Sequence[tuple[Case, Outcome]], evidence: Evidence | None = None,
+    diagnose: bool = True, *, ran: Sequence[tuple[Case, Outcome]],
 ) -> Verdict:
     """The failing verdict: a listed mistake when it earns its name (:func:`_best_mistake`), else what was
     observed about the closest one, if any, followed by the generic diagnosis of the first failure."""
@@ -268,7 +264,7 @@ def _failure_verdict(
                                          n=len(found.tied[0].ran), slips=slips,
                                          where=_where(index, n_cases, case)), category)
     observed = _partial_observation(found.partial, ran, n_cases) if found.partial is not None else ""
-    verdict = _generic_verdict(exercise, n_cases, failures, status, category, evidence, probe=diagnose)
+    verdict = _generic_verdict(exercise, n_cases, failures, status, category)
     if observed:
         return Verdict(False, status, tr("{observed} {verdict}", observed=observed, verdict=verdict.message), category)
     return verdict
@@ -276,24 +272,15 @@ def _failure_verdict(
 
 def _generic_verdict(exercise: Exercise, n_cases: int,
                      failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
-                     status: Status, category: str, evidence: Evidence | None = None, *,
-                     probe: bool = True) -> Verdict:
-    """The diagnosis of the first failure when no listed mistake earns its name: what a probe observed
-    (:func:`~utils.exercises.probes.observe`), else the hint, or the error."""
+                     status: Status, category: str) -> Verdict:
+    """The diagnosis of the first failure when no listed mistake earns its name: the hint, or the error."""
     index, case, outcome, reason = failures[0]
     hint = tr("Hint: {hint}", hint=translate(exercise.hint)) if exercise.hint else ""
-    if outcome.error and outcome.error[0] == "NotImplementedError":
-        return Verdict(False, status, tr("your function still raises NotImplementedError ({where}): finish it "
-                                         "for inputs like these", where=_where(index, n_cases, case)), category)
-    found = observe(exercise, failures, evidence) if probe else None
-    if found is not None:
-        text, position = found
-        index, case, seen_outcome, seen = failures[position]
-        return Verdict(False, Status.ERROR if seen_outcome.error else Status.FAILED,
-                       tr("{reason} ({where})", reason=text, where=_where(index, n_cases, case)),
-                       "error" if seen is None else seen[0])
     if outcome.error:
         kind, message = outcome.error
+        if kind == "NotImplementedError":
+            return Verdict(False, status, tr("your function still raises NotImplementedError ({where}): finish it "
+                                             "for inputs like these", where=_where(index, n_cases, case)), category)
         advice = _signature_advice(kind, message, case) or hint
         where = _where(index, n_cases, case)
         text = (tr("your function raised {kind}: {message} ({where}). {advice}", kind=kind, message=message,
@@ -377,12 +364,14 @@ def _partial_observation(match: _Match, ran: Sequence[tuple[Case, Outcome]], n_c
 
 def _reproduces(exercise: Exercise, mistake: Mistake, case: Case, outcome: Outcome) -> bool:
     """Whether ``mistake`` gives the learner's output, or raises the learner's error, on ``case`` (on a
-    case the learner passes, that is the reference's output, within the exercise's tolerance)."""
+    case the learner passes, that is the reference's output, within the exercise's tolerance). Compared
+    both ways round: a float 0/1 mask and an integer one are different slips."""
     try:
         wrong = plain_copy(mistake.fn(**clone_case(case)))
     except Exception as exc:
         return outcome.error == (type(exc).__name__, one_line(str(exc), ERROR_MESSAGE_CHARS))
-    return outcome.error is None and compare(outcome.output, wrong, exercise.atol, exercise.rtol) is None
+    return outcome.error is None and all(compare(got, expected, exercise.atol, exercise.rtol) is None
+                                         for got, expected in ((outcome.output, wrong), (wrong, outcome.output)))
 
 
 def _signature_advice(kind: str, message: str, case: Case) -> str:
