@@ -28,6 +28,7 @@ from utils.exercises.common import (
     plain_copy,
 )
 from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.probes import Evidence, observe
 from utils.i18n.messages import tr, translate
 
 
@@ -162,7 +163,8 @@ def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
     return None
 
 
-def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], *, diagnose: bool = True) -> Verdict:
+def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome], *, diagnose: bool = True,
+          evidence: Evidence | None = None) -> Verdict:
     """Compare the learner's outcomes with the reference on the same cases.
 
     A forbidden call or an input changed in place decides at once; ``NotImplementedError`` on every case
@@ -171,7 +173,8 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
     result (output or error) on the most failing cases, so that the order of the cases does not decide
     which mistake is named. Without a matching mistake, the first failure is reported with the hint.
     ``diagnose=False`` skips the search for a matching mistake (the same comparison, a plainer message:
-    for counting the cases that pass).
+    for counting the cases that pass). ``evidence``: the learner's outcomes on the probe inputs
+    (:mod:`utils.exercises.probes`), read when no mistake is named.
     """
     if not outcomes:
         return Verdict(False, Status.ERROR, tr("your function was never called"), "error")
@@ -207,7 +210,8 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
             gradient_failures.append(tr("{reason} ({where})", reason=untrainable,
                                         where=_where(index, len(cases), case)))
     if failures:
-        return _failure_verdict(exercise, len(cases), failures, diagnose, ran=list(zip(cases, outcomes)))
+        return _failure_verdict(exercise, len(cases), failures, diagnose, ran=list(zip(cases, outcomes)),
+                                evidence=evidence)
     if gradient_failures:
         return Verdict(False, Status.FAILED, gradient_failures[0], "gradients")
     if len(outcomes) < len(cases):  # e.g. the grader's sandbox died part-way: never pass on part
@@ -243,7 +247,7 @@ def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | 
 
 def _failure_verdict(
     exercise: Exercise, n_cases: int, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
-    diagnose: bool = True, *, ran: Sequence[tuple[Case, Outcome]],
+    diagnose: bool = True, *, ran: Sequence[tuple[Case, Outcome]], evidence: Evidence | None = None,
 ) -> Verdict:
     """The failing verdict: a listed mistake when it earns its name (:func:`_best_mistake`), else what was
     observed about the closest one, if any, followed by the generic diagnosis of the first failure."""
@@ -264,7 +268,7 @@ def _failure_verdict(
                                          n=len(found.tied[0].ran), slips=slips,
                                          where=_where(index, n_cases, case)), category)
     observed = _partial_observation(found.partial, ran, n_cases) if found.partial is not None else ""
-    verdict = _generic_verdict(exercise, n_cases, failures, status, category)
+    verdict = _generic_verdict(exercise, n_cases, failures, status, category, evidence, probe=diagnose)
     if observed:
         return Verdict(False, status, tr("{observed} {verdict}", observed=observed, verdict=verdict.message), category)
     return verdict
@@ -272,15 +276,24 @@ def _failure_verdict(
 
 def _generic_verdict(exercise: Exercise, n_cases: int,
                      failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
-                     status: Status, category: str) -> Verdict:
-    """The diagnosis of the first failure when no listed mistake earns its name: the hint, or the error."""
+                     status: Status, category: str, evidence: Evidence | None = None, *,
+                     probe: bool = True) -> Verdict:
+    """The diagnosis of the first failure when no listed mistake earns its name: what a probe observed
+    (:func:`~utils.exercises.probes.observe`), else the hint, or the error."""
     index, case, outcome, reason = failures[0]
     hint = tr("Hint: {hint}", hint=translate(exercise.hint)) if exercise.hint else ""
+    if outcome.error and outcome.error[0] == "NotImplementedError":
+        return Verdict(False, status, tr("your function still raises NotImplementedError ({where}): finish it "
+                                         "for inputs like these", where=_where(index, n_cases, case)), category)
+    found = observe(exercise, failures, evidence) if probe else None
+    if found is not None:
+        text, position = found
+        index, case, seen_outcome, seen = failures[position]
+        return Verdict(False, Status.ERROR if seen_outcome.error else Status.FAILED,
+                       tr("{reason} ({where})", reason=text, where=_where(index, n_cases, case)),
+                       "error" if seen is None else seen[0])
     if outcome.error:
         kind, message = outcome.error
-        if kind == "NotImplementedError":
-            return Verdict(False, status, tr("your function still raises NotImplementedError ({where}): finish it "
-                                             "for inputs like these", where=_where(index, n_cases, case)), category)
         advice = _signature_advice(kind, message, case) or hint
         where = _where(index, n_cases, case)
         text = (tr("your function raised {kind}: {message} ({where}). {advice}", kind=kind, message=message,
