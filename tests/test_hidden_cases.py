@@ -16,6 +16,7 @@ import torch
 from utils.exercises import all_exercises, check
 from utils.exercises.check_cell import run_check
 from utils.exercises.definition import HIDDEN_CHECK_SEED, PUBLIC_SEED, Part
+from utils.exercises.probes import probe_inputs
 from utils.exercises.qkv import PROJECT_QKV, project_qkv_reference
 from utils.exercises.runner import load_function, run_cases
 from utils.grading import batch, serialize, unit
@@ -203,7 +204,9 @@ def test_only_the_due_cases_inputs_reach_the_sandbox(tmp_path, monkeypatch):
               registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
     assert [name for name, _ in sent] == ["0", "1", "2"]  # one folder per exercise, written when due
     for (_, cases), exercise in zip(sent, gf.TOY_REGISTRY.values()):
-        expected = exercise.public_cases() + exercise.hidden_cases(unit.case_seed(5, exercise.id, "alice"))
+        # the public cases, the student's hidden ones, then the probe inputs (fixed, public: they never count)
+        expected = [*exercise.public_cases(), *exercise.hidden_cases(unit.case_seed(5, exercise.id, "alice")),
+                    *probe_inputs(exercise)]
         assert len(cases) == len(expected)
         assert all(c.keys() == e.keys() and all(torch.equal(c[k], e[k]) for k in c) for c, e in zip(cases, expected))
 
