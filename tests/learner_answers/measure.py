@@ -1,11 +1,11 @@
 """Run every learner answer through the check cell's public and hidden checks and record the lines.
 
-    .venv/bin/python -m tests.learner_answers.measure [--split tune|heldout|alternatives|all] [--out FILE]
+    .venv/bin/python -m tests.learner_answers.measure [--split tune|heldout|tune2|heldout2|alternatives|all] [--out FILE]
 
 Each record: ``{id, exercise, split, mistake, part, correct, public_line, hidden_line, public_passed,
 hidden_passed}``, in English. Without ``--out`` the JSON goes to stdout. Wrong answers live in ``tune/``
-(for tuning diagnoses) and ``heldout/`` (for measuring them; never read it while tuning), correct answers
-in other styles in ``alternatives/``.
+(for tuning diagnoses) and ``heldout/`` (for measuring them; never read it while tuning), a second, harder
+batch in ``tune2/`` and ``heldout2/`` (same rules), correct answers in other styles in ``alternatives/``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 SLUGS = ("qkv", "sdpa", "multihead", "positional", "transformer", "at_scale")
-SPLITS = ("tune", "heldout", "alternatives")
+SPLITS = ("tune", "heldout", "tune2", "heldout2", "alternatives")
 
 
 def answers(split: str) -> Iterator[dict[str, Any]]:
