@@ -32,16 +32,17 @@ def mha_float16_case(gen: torch.Generator) -> dict:
 
 
 def large_score_case(gen: torch.Generator) -> dict:
-    """Scores of order 1e4, exact in float32 (integers, D = 4): in row 0 of both heads the one allowed
-    key scores -2e4 and a masked key +2e4, so -1e4 as a fill (or added) lets the masked keys win."""
+    """Scores of order 1e6, exact in float32 (integers below 2**24, D = 4): in row 0 of both heads the one
+    allowed key scores -2e6 and a masked key +2e6, so a finite fill (-1e4, or float16's -65504, added or
+    filled) lets the masked keys win; only -inf is a wall at any score."""
     N, L, H, D = 1, 4, 2, 4
     E = H * D
     x = torch.zeros(N, L, E)
-    x[0, :, :L] = 100 * torch.eye(L)  # token i's query and key are rows i of W_Q and W_K, times 100
+    x[0, :, :L] = 1000 * torch.eye(L)  # token i's query and key are rows i of W_Q and W_K, times 1000
     w_q = torch.randint(-2, 3, (E, E), generator=gen).float()
     w_k = torch.randint(-2, 3, (E, E), generator=gen).float()
     w_q[0] = torch.randint(0, 2, (E,), generator=gen).float() * 2 - 1  # +-1: |block|^2 = 4 per head
-    w_k[0], w_k[1] = -w_q[0], w_q[0]  # row 0: key 0 (allowed) 1e4 * (-4) / 2, key 1 (masked) +2e4
+    w_k[0], w_k[1] = -w_q[0], w_q[0]  # row 0: key 0 (allowed) 1e6 * (-4) / 2, key 1 (masked) +2e6
     w_v, w_o = (torch.randn(E, E, generator=gen) / math.sqrt(E) for _ in range(2))
     return {"x": x, "w_q": w_q, "w_k": w_k, "w_v": w_v, "w_o": w_o, "num_heads": H, "mask": causal_mask(L)}
 

@@ -35,14 +35,16 @@ def set_scores(scores: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def large_score_cases(gen: torch.Generator, N: int, L: int, S: int) -> list[Case]:
-    """Scores of order 1e4, where a finite fill such as -1e4 is no wall (the -1e4 myth check)."""
+    """Scores of order 1e4 and 1e5, where a finite fill such as -1e4, or even float16's -65504, is no wall
+    (the -1e4 myth check, and the chapter's rule: -inf is exact at any score)."""
     mask = mixed_mask(gen, (N, L, S))
     moderate = torch.randint(-96, 97, (N, L, S), generator=gen) / 8  # in [-12, 12], exact
     v = torch.randn(N, S, 3, generator=gen)
     # (a) every masked key scores about 2.5e4 above the allowed ones: adding -1e4 leaves it on top
     above = torch.where(mask, moderate, 25000 + moderate)
-    # (b) every allowed key scores about -2.5e4: replacing the masked scores by -1e4 puts them on top
-    below = torch.where(mask, moderate / 4 - 25000, moderate)
+    # (b) every allowed key scores about -1e5 (float32 holds it; exact in steps of 1/32): replacing the
+    # masked scores by -1e4, or by torch.finfo(torch.float16).min = -65504, puts them on top
+    below = torch.where(mask, moderate / 4 - 100000, moderate)
     return [{**set_scores(above), "v": v, "mask": mask}, {**set_scores(below), "v": v.flip(0), "mask": mask}]
 
 
