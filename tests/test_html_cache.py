@@ -93,7 +93,11 @@ def test_stale_exactly_when_a_file_the_execution_read_changed(entry):
     assert edited(entry, "constraints.txt", "\n# a new pin\n") == "constraints.txt changed"
     po = next(name for name in recorded(entry) if name.endswith(".po"))
     assert edited(entry, po, "\n") == f"{po} changed"
-    assert edited(entry, "utils/i18n/locale/zh_CN/new.po", "") == "utils/i18n/locale/zh_CN/new.po was added"
+    assert edited(entry, "utils/plotting/fonts/new.otf", "") == "utils/plotting/fonts/new.otf was added"
+    # a catalogue is read for the modules the kernel loaded: a new one for a loaded module stales the entry,
+    # one for a module it never loaded does not (one English message has one translation everywhere)
+    assert edited(entry, "utils/i18n/locale/zh_CN/vocab.po", "") == "utils/i18n/locale/zh_CN/vocab.po was added"
+    assert edited(entry, "utils/i18n/locale/zh_CN/grading.new.po", "") is None
     vocab = entry["copy"] / "utils" / "vocab.py"
     vocab.rename(vocab.with_suffix(".moved"))
     try:
