@@ -1,6 +1,7 @@
 """Run every learner answer through the check cell's public and hidden checks and record the lines.
 
-    .venv/bin/python -m tests.learner_answers.measure [--split tune|heldout|tune2|heldout2|alternatives|all] [--out FILE]
+    .venv/bin/python -m tests.learner_answers.measure \
+        [--split tune|heldout|tune2|heldout2|alternatives|all] [--out FILE]
 
 Each record: ``{id, exercise, split, mistake, part, correct, public_line, hidden_line, public_passed,
 hidden_passed}``, in English. Without ``--out`` the JSON goes to stdout. Wrong answers live in ``tune/``
