@@ -113,7 +113,7 @@ def test_project_qkv_reference_equals_nn_linear(seed):
         x, weights = case["x"], (case["w_q"], case["w_k"], case["w_v"])
         outputs = project_qkv_reference(**case)
         for weight, out in zip(weights, outputs):
-            linear = nn.Linear(weight.shape[0], weight.shape[1], bias=False)
+            linear = nn.Linear(weight.shape[0], weight.shape[1], bias=False, dtype=weight.dtype)
             with torch.no_grad():
                 linear.weight.copy_(weight.T)  # nn.Linear stores (D, E)
             assert_close(out, linear(x))
@@ -128,7 +128,7 @@ def test_attention_scores_reference_equals_einsum_and_sdpa(seed):
         assert scores.shape == (*q.shape[:-1], k.shape[-2])
         assert_close(scores, torch.einsum("...ld,...sd->...ls", q, k))
         # softmax(scores) @ v is SDPA with scale 1: the scores are the unscaled ones
-        v = torch.randn(*k.shape[:-1], 3)
+        v = torch.randn(*k.shape[:-1], 3, dtype=q.dtype)
         assert_close(scores.softmax(-1) @ v, F.scaled_dot_product_attention(q, k, v, scale=1.0))
 
 
