@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from utils.exercises import qkv
 from utils.exercises.check_cell import run_check, run_probes
 from utils.exercises.common import Outcome
-from utils.exercises.probes import Evidence, notebook_names, observe, probe_inputs
+from utils.exercises.probes import Evidence, _nondeterministic, notebook_names, observe, probe_inputs
 from utils.exercises.relations import _relations_of
 
 GEN = torch.Generator().manual_seed(0)
@@ -166,3 +166,21 @@ def test_probe_declared_by_an_exercise_is_run_and_read(monkeypatch):
     line = run_check(exercise, lambda q, k: q @ k.transpose(-2, -1) + 1, quiet=True).message
     assert line.startswith("saw 2 ("), line
     assert isinstance(Evidence(), Evidence)
+
+
+def test_zeros_are_no_scale():
+    """An output of zeros is the reference times 0, but no scale is wrong: it says nothing of a factor."""
+    assert not [k for k in _relations_of(E * 0.0, E, CASE, 1e-5, 1e-4) if k.startswith("scale")]
+
+
+def test_determinism_probe_is_silent_on_objects_of_the_learners_own_class():
+    """Two objects of a learner's class differ in address, not in randomness (their == may lie, too): the
+    judge's own message ("should be a number, got ...") speaks instead."""
+    class Anything:
+        def __eq__(self, other):
+            return False
+
+    outcomes = [Outcome(output=Anything()), Outcome(output=Anything())]
+    assert _nondeterministic([{}, {}], outcomes) is None
+    assert _nondeterministic([{}, {}], [Outcome(output=1.0), Outcome(output=2.0)]) is not None
+    assert _nondeterministic([{}, {}], [Outcome(output=torch.ones(2)), Outcome(output=Anything())]) is not None

@@ -201,11 +201,19 @@ def _nondeterministic(inputs: list[Case], outcomes: list[Outcome]) -> str | None
 
 
 def _equal(a: Any, b: Any) -> bool:
+    """Whether two outputs of the same call are the same; anything but tensors, numbers, text and ``None``
+    (an object of the learner's own class, whose ``==`` may lie) counts as the same: no evidence of
+    randomness."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
         return a.shape == b.shape and bool(torch.equal(torch.nan_to_num(a.double()), torch.nan_to_num(b.double())))
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
-    return type(a) is type(b) and a == b
+    if isinstance(a, (torch.Tensor, tuple, list)) or isinstance(b, (torch.Tensor, tuple, list)):
+        return False  # a tensor (or a sequence) one time, something else the other
+    plain = (bool, int, float, str, type(None))
+    if type(a) in plain and type(b) in plain:
+        return type(a) is type(b) and a == b
+    return True
 
 
 def _first_tensor(value: Any) -> torch.Tensor | None:

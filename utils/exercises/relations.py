@@ -131,6 +131,8 @@ def _scale(g: torch.Tensor, e: torch.Tensor, case: Case, atol: float, rtol: floa
     if norm < 1e-12 or ge.numel() < 2:
         return {}
     c = float((ge * ee).sum()) / norm
+    if abs(c) < 1e-3:
+        return {}  # an output of zeros is no scale: the region detectors say where it is 0
     if abs(c - 1) < 1e-3 or not _close(ge, c * ee, atol, max(rtol, 1e-4)).all() or not finite.all():
         return {}
     if abs(c + 1) < 1e-3:
