@@ -40,6 +40,7 @@ def quick_run(tmp_path_factory):
     return text.getvalue(), plot
 
 
+@pytest.mark.slow  # seconds of CPU: `make unit` runs it, `make quick` leaves it out
 def test_cli_prints_environment_table_and_saves_plot(quick_run):
     out, plot = quick_run
     assert "torch " in out and "threads (torch.set_num_threads)" in out and "CPU:" in out

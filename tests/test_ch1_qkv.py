@@ -319,6 +319,7 @@ def test_random_projection_keeps_size():
     assert abs(w.std().item() * math.sqrt(256) - 1.0) < 0.02
 
 
+@pytest.mark.slow  # draws the explorer's figures (widgets layer): `make unit` runs it, `make quick` leaves it out
 def test_explorer_draws_the_state_of_its_controls():
     box = qkv_explorer("pronoun", d_model=16)
     tokens, x = vocab.toy_sentence("pronoun", 16)

@@ -107,6 +107,7 @@ def test_padding_reference():
     assert_close(mha.out_proj(out.transpose(1, 2).reshape(3, max_len, 8)), expected)
 
 
+@pytest.mark.slow  # seconds of CPU: `make unit` runs it, `make quick` leaves it out
 @pytest.mark.parametrize("exercise", ex.EXERCISES, ids=lambda e: e.id)
 def test_every_mistake_differs_and_is_diagnosed(exercise):
     cases = exercise.cases(0)
@@ -369,6 +370,7 @@ def test_explorer_state():
         widgets.scale_explorer_state(4, temperature=0.0)
 
 
+@pytest.mark.slow  # draws the explorer's figures (widgets layer): `make unit` runs it, `make quick` leaves it out
 def test_explorer_draws_the_state_of_its_controls():
     pytest.importorskip("ipywidgets")
     box = widgets.scale_explorer()

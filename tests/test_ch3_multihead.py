@@ -91,6 +91,7 @@ def test_case_shapes_are_varied():
         assert ex.cases(0)[0]["x"].equal(cases[0]["x"]) and not ex.cases(1)[-1]["x"].equal(cases[-1]["x"])
 
 
+@pytest.mark.slow  # seconds of CPU: `make unit` runs it, `make quick` leaves it out
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.id)
 def test_reference_passes_and_each_mistake_fails(exercise):
     assert run_public_check(exercise, exercise.reference, quiet=True).passed
@@ -488,6 +489,7 @@ def test_explorer_state():
         explorers.head_explorer_state(5)
 
 
+@pytest.mark.slow  # draws the explorer's figures (widgets layer): `make unit` runs it, `make quick` leaves it out
 def test_explorer_draws_the_state_of_its_controls():
     box = widgets.head_explorer()
     num_heads, which, query = (box.controls[name] for name in ("heads", "head", "query"))

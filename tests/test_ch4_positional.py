@@ -265,6 +265,7 @@ def test_explorer_data_leaves_the_global_rng_alone():
     assert torch.equal(torch.rand(3), expected)
 
 
+@pytest.mark.slow  # draws the explorer's figures (widgets layer): `make unit` runs it, `make quick` leaves it out
 def test_explorer_draws_the_state_of_its_controls():
     box = positional_explorer(length=16, d_model=8)
     kind, position, dimension = (box.controls[name] for name in ("kind", "position", "dimension"))

@@ -88,6 +88,7 @@ def test_encoder_references_match_torch_and_the_written_out_layer(exercise, norm
         assert_close(written_out(**case), expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.slow  # seconds of CPU: `make unit` runs it, `make quick` leaves it out
 @pytest.mark.parametrize("exercise", ex.EXERCISES, ids=lambda e: e.id)
 def test_every_mistake_differs_from_the_reference_and_is_diagnosed(exercise):
     cases = exercise.cases(0)
@@ -510,6 +511,7 @@ def test_attention_view_picks_the_right_map():
         attention_view(model, data, 0, 5, 0)
 
 
+@pytest.mark.slow  # draws the explorer's figures (widgets layer): `make unit` runs it, `make quick` leaves it out
 def test_attention_explorer_redraws_when_a_control_changes():
     model, data = _tiny_model().eval(), pronoun_task(10, seed=3)
     box = attention_explorer(model, data, num_examples=5)

@@ -381,6 +381,7 @@ def test_memory_growth_and_sizes():
     assert sizes["output"] == 32 * 2**20
 
 
+@pytest.mark.slow  # draws the explorer's figures (widgets layer): `make unit` runs it, `make quick` leaves it out
 def test_explorer_draws_the_state_of_its_controls():
     box = widgets.window_explorer(length=16)
     window, num_global, depth = (box.controls[name] for name in ("window", "num_global", "depth"))

@@ -25,6 +25,9 @@ from utils.paths import REPO_ROOT
 from utils.plotting.fonts import CJK_FONT_FAMILY, CJK_FONT_PATH, cjk_characters, register_cjk_font
 from utils.plotting.fonts.make_subset import CATALOGUE_GLOBS, catalogue_characters, subset_characters
 
+# draws every figure in Chinese (plotting layer): `make unit` runs it, `make quick` leaves it out
+pytestmark = pytest.mark.slow
+
 RERUN = ("rerun `python -m utils.plotting.fonts.make_subset --source NotoSansCJK-Regular.ttc` "
          "(its docstring says where the source comes from) and commit the new font")
 SENTENCE = "他打碎了那个杯子，然后把它捡起来。"

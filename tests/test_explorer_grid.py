@@ -33,6 +33,9 @@ from utils.widgets.grid import (
     snap,
 )
 
+# renders explorer grids and figures (widgets and HTML layers): `make unit` runs it, `make quick` leaves it out
+pytestmark = pytest.mark.slow
+
 
 def pixels(data: bytes) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(data)).convert("RGBA"))
@@ -450,6 +453,7 @@ def test_a_pure_draw_is_drawn_once_per_distinct_state_with_the_same_images(tmp_p
             tmp_path / "plain" / plain.model_id / name).read_bytes()
 
 
+@pytest.mark.slow  # seconds of CPU: `make unit` runs it, `make quick` leaves it out
 def test_a_draw_that_reads_a_control_is_not_merged_by_state(tmp_path):
     """Chapter 1's draw reads the query control, which its state (the scores) does not hold: without
     pure_draw, every query gets its own figure (merging by state would show one query's for all)."""

@@ -118,6 +118,7 @@ def _same(drawn, want):
             assert got == expected, field.name
 
 
+@pytest.mark.slow  # draws the explorer's figures (widgets layer): `make unit` runs it, `make quick` leaves it out
 def test_explorer_draws_the_state_of_its_controls():
     pytest.importorskip("ipywidgets")
     box = mask_polarity_explorer()

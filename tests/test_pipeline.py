@@ -170,6 +170,7 @@ def test_stub_is_not_implemented_yet(path, index, exercise_id, capsys):
     assert line.startswith(f"{FAIL} not implemented yet"), line
 
 
+@pytest.mark.slow  # ~450 check-cell runs with probes: `make unit`; quick keeps tests/test_mistakes_distinct.py
 @pytest.mark.parametrize(("exercise", "mistake"), MISTAKES, ids=[f"{e.id}-{m.name}" for e, m in MISTAKES])
 def test_mistake_gets_its_diagnosis(exercise, mistake, capsys):
     line = _check_line(exercise, mistake.fn, capsys)

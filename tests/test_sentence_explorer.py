@@ -128,6 +128,7 @@ def test_figure_shows_every_head_and_the_enlarged_one():
     plt.close(fig)
 
 
+@pytest.mark.slow  # draws the explorer's figures (widgets layer): `make unit` runs it, `make quick` leaves it out
 def test_explorer_draws_the_state_of_its_controls():
     pytest.importorskip("ipywidgets")
     model = _model()
