@@ -52,7 +52,7 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
           seed: int = 0, course_root: str | Path | None = None, registry: Mapping[str, Any] | None = None,
           memory_mb: int = 2048, progress: bool = True, layout: str = "auto", roster: str | Path | None = None,
           lms_format: str | None = None, columns: str = "chapter",
-          feedback: str = "public", lang: str = "en") -> dict[str, Any]:
+          feedback: str = "public", lang: str = "en", chapters: frozenset[int] | None = None) -> dict[str, Any]:
     """Grade every student in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
@@ -65,6 +65,10 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
             (:mod:`utils.grading.lms`), with identities from ``roster`` and one column per ``columns``.
         feedback: ``full``, ``public`` or ``score``: what the reports say about hidden cases
             (:mod:`utils.exercises.credit`).
+        chapters: grade only these chapters' exercises (None: every chapter), out of their own points: the
+            other chapters' exercises are neither graded nor reported. Parse ``--chapters`` text with
+            :func:`utils.grading.course.parse_chapters`; a chapter without exercises raises
+            :class:`~utils.grading.course.ChapterError`.
         lang: the language of the feedback (``feedback/*.md`` and the CSVs' feedback column): ``"en"`` or
             ``"zh"`` (:mod:`utils.i18n.messages`). Ids, statuses and points in the CSVs stay the same.
 
@@ -72,18 +76,19 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``, ``layout``,
     ``layout_reason``, ``unplaced`` (:class:`~utils.grading.intake.Unplaced` entries, also rows of
     ``results.csv`` and printed on stderr), ``skipped`` (the same as ``"path (reason)"`` lines) and
-    ``canvas`` (the :class:`~utils.grading.lms.CanvasSheet`, or None).
+    ``canvas`` (the :class:`~utils.grading.lms.CanvasSheet`, or None) and ``chapters`` (the graded
+    chapters, sorted).
     Raises :class:`NoSubmissions` when there is no student, :class:`NoExercises` when the course has no
     exercise and :class:`~utils.grading.lms.RosterError` for an unusable roster, before grading anyone.
     """
     with using_language(lang):  # the grader's threads judge in this process: every diagnosis is in ``lang``
         return _grade(submissions_dir, out_dir, jobs=jobs, timeout=timeout, seed=seed, course_root=course_root,
                       registry=registry, memory_mb=memory_mb, progress=progress, layout=layout, roster=roster,
-                      lms_format=lms_format, columns=columns, feedback=feedback)
+                      lms_format=lms_format, columns=columns, feedback=feedback, chapters=chapters)
 
 
 def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, registry, memory_mb, progress, layout,
-           roster, lms_format, columns, feedback) -> dict[str, Any]:
+           roster, lms_format, columns, feedback, chapters) -> dict[str, Any]:
     started = time.perf_counter()
     from utils.exercises.credit import check_mode
 
@@ -104,7 +109,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
 
         registry = all_exercises()
     root = Path(course_root) if course_root is not None else default_course()
-    the_plan = engine.plan(found, root, registry)
+    the_plan = engine.plan(found, root, registry, None if chapters is None else frozenset(chapters))
     if not the_plan.exercises:
         where = f"{root / 'solutions'}" if root is not None else "the exercise list shipped with the package"
         raise NoExercises(f"found no exercises to grade in {where}; pass --course with the folder of a course "
@@ -138,6 +143,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         "isolation": sandbox.isolation().level, "seed": settings.seed, "units": len(the_plan.units),
         "layout": found.layout, "layout_reason": found.reason, "unplaced": found.unplaced,
         "skipped": [u.line() for u in found.unplaced], "canvas": sheet,
+        "chapters": sorted({e.chapter for e in the_plan.exercises} - {None}),
     }
 
 

@@ -15,8 +15,8 @@ import secrets
 import sys
 from pathlib import Path
 
-from utils.grading import intake, lms, report
-from utils.grading.batch import NoExercises, NoSubmissions, default_jobs, grade
+from utils.grading import course, intake, lms, report
+from utils.grading.batch import NoExercises, NoSubmissions, default_course, default_jobs, grade
 from utils.i18n.messages import LANGUAGES
 
 __all__ = ["add_intake_arguments", "main"]
@@ -47,6 +47,9 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--course", type=Path, default=None, help=(
         "the course folder whose solutions/*.ipynb give the exercises and their points (default: this "
         "checkout's solutions/ when present, else the exercise list installed with the package)"))
+    parser.add_argument("--chapters", default=None, metavar="LIST", help=(
+        "grade only these chapters, as one assignment out of their own points: a number, a range or a list "
+        "(2, 2-3, 1,3,5-6); other chapters' exercises are not graded or reported (default: every chapter)"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,14 +75,22 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.roster is not None and args.lms_format is None:
         parser.error("--roster is read only for an LMS gradebook: add --format canvas")
+    chapters = None
+    if args.chapters is not None:
+        try:
+            root = args.course if args.course is not None else default_course()
+            chapters = course.parse_chapters(args.chapters, course.course_chapters(root))
+        except (course.ChapterError, course.InvalidNotebook, ValueError, OSError) as exc:
+            print(f"grader: {exc}", file=sys.stderr)
+            return 2
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     print(f"grader: seed {seed} (pass --seed {seed} to reproduce these results)", file=sys.stderr)
     try:
         summary = grade(args.submissions, args.out, jobs=args.jobs, timeout=args.timeout, seed=seed,
                         course_root=args.course, memory_mb=args.memory, layout=args.layout, roster=args.roster,
                         lms_format=args.lms_format, columns=args.columns, feedback=args.feedback,
-                        lang=args.lang)
-    except (NoSubmissions, NoExercises, lms.RosterError) as exc:
+                        lang=args.lang, chapters=chapters)
+    except (NoSubmissions, NoExercises, lms.RosterError, course.ChapterError) as exc:
         print(f"grader: {exc}", file=sys.stderr)
         return 2
     print(report.summary_table(summary["rows"], summary["exercises"]))

@@ -11,8 +11,9 @@ How submissions are found and unpacked is :mod:`utils.grading.intake`; this modu
 from __future__ import annotations
 
 import ast
+import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,95 @@ class CourseExercise:
     points: int
     notebook: str  # the solutions/ notebook it comes from
     exercise: Any  # utils.exercises.definition.Exercise
+
+    @property
+    def chapter(self) -> int | None:
+        return chapter_of(self.notebook, self.id)
+
+
+class ChapterError(ValueError):
+    """A ``--chapters`` value that names no chapter of the course; ``str()`` says which chapters there are."""
+
+
+def chapter_of(notebook: str, exercise_id: str = "") -> int | None:
+    """The chapter an exercise belongs to: the number its notebook's name starts with (``02_sdpa.ipynb``
+    is chapter 2), else the ``ch<N>.`` of its id, else None.
+
+    >>> chapter_of("02_scaled_dot_product_attention.ipynb"), chapter_of("toy.ipynb", "ch3.x"), chapter_of("a", "b")
+    (2, 3, None)
+    """
+    found = re.match(r"(\d+)", Path(notebook).name) or re.match(r"ch(\d+)\.", exercise_id)
+    return int(found[1]) if found else None
+
+
+def chapters_text(chapters: Iterable[int]) -> str:
+    """``1-3, 5``: chapter numbers with runs written as ranges.
+
+    >>> chapters_text([5, 1, 2, 3]), chapters_text([])
+    ('1-3, 5', 'none')
+    """
+    runs: list[list[int]] = []
+    for n in sorted(set(chapters)):
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs) or "none"
+
+
+def parse_chapters(text: str, available: Iterable[int]) -> frozenset[int]:
+    """The chapters ``--chapters`` names: a number, a range or a comma-separated list of both (``2``,
+    ``2-3``, ``1,3,5-6``). ``available`` are the course's chapters; anything else raises
+    :class:`ChapterError` naming ``--chapters`` and the valid chapters.
+
+    >>> sorted(parse_chapters("1, 3,5-6", range(1, 7)))
+    [1, 3, 5, 6]
+    >>> try:
+    ...     parse_chapters("7", [1, 2])
+    ... except ChapterError as exc:
+    ...     print(exc)
+    --chapters '7': chapter 7 is not in this course; its chapters are 1-2
+    """
+    valid = frozenset(available)
+    where = f"--chapters {str(text)[:60]!r}"
+    allowed = f"its chapters are {chapters_text(valid)}"
+    chosen: set[int] = set()
+    for piece in str(text).split(","):
+        found = re.fullmatch(r"\s*(\d{1,4})\s*(?:-\s*(\d{1,4})\s*)?", piece)
+        if found is None:
+            raise ChapterError(f"{where}: expected chapter numbers and ranges such as 2, 2-3 or 1,3,5-6; "
+                               f"{allowed}")
+        first, last = int(found[1]), int(found[2] or found[1])
+        if last < first:
+            raise ChapterError(f"{where}: the range {first}-{last} runs backwards (write {last}-{first}); {allowed}")
+        chosen.update(range(first, last + 1))
+    unknown = sorted(chosen - valid)
+    if unknown:
+        raise ChapterError(f"{where}: {'chapter' if len(unknown) == 1 else 'chapters'} {chapters_text(unknown)} "
+                           f"{'is' if len(unknown) == 1 else 'are'} not in this course; {allowed}")
+    return frozenset(chosen)
+
+
+def select_chapters(exercises: list[CourseExercise], chapters: Iterable[int] | None) -> list[CourseExercise]:
+    """The exercises of ``chapters`` (None: all of them), in course order. A chapter with no exercise
+    raises :class:`ChapterError`."""
+    if chapters is None:
+        return list(exercises)
+    wanted = frozenset(chapters)
+    available = {e.chapter for e in exercises} - {None}
+    unknown = sorted(wanted - available)
+    if unknown:
+        raise ChapterError(f"--chapters: {'chapter' if len(unknown) == 1 else 'chapters'} {chapters_text(unknown)} "
+                           f"{'has' if len(unknown) == 1 else 'have'} no exercise in this course; its chapters are "
+                           f"{chapters_text(available)}")
+    return [e for e in exercises if e.chapter in wanted]
+
+
+def course_chapters(course_root: Path | None) -> frozenset[int]:
+    """The chapters that have exercises in the course at ``course_root`` (None: the exercise list shipped
+    with the package), without loading the exercises' definitions."""
+    found = (chapter_of(notebook, exercise_id) for notebook, exercise_id, _p in course_entries(course_root)[0])
+    return frozenset(n for n in found if n is not None)
 
 
 class InvalidNotebook(ValueError):

@@ -112,8 +112,10 @@ class Plan:
     units: list[tuple[str, str, list[Task]]]  # (student, files, tasks): one unit per student
 
 
-def plan(submissions_dir: Path, course_root: Path, registry: Mapping[str, Any]) -> Plan:
-    exercises = course_mod.load_course(course_root, registry)
+def plan(submissions_dir: Path, course_root: Path, registry: Mapping[str, Any],
+         chapters: frozenset[int] | None = None) -> Plan:
+    """Who runs what: ``chapters`` (None: all) selects the course's exercises that are graded."""
+    exercises = course_mod.select_chapters(course_mod.load_course(course_root, registry), chapters)
     students = course_mod.find_students(submissions_dir)
     decided: dict[tuple[str, str], Row] = {}
     units = []

@@ -1,0 +1,111 @@
+"""One chapter, or any set of chapters, is an assignment: ``--chapters`` (utils/grading/course.py's
+``parse_chapters``, ``batch.grade(chapters=...)``) grades only those chapters' exercises, out of their
+own points, and reports nothing about the others."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import grader_fixtures as gf
+import pytest
+
+from utils.grading import batch, cli, course
+
+# A two-chapter toy course: chapter 1 is add_one and attend (5 points), chapter 2 is total (1 point).
+TOTAL2 = dataclasses.replace(gf.TOTAL, id="ch2.total")
+REGISTRY = {"ch1.add_one": gf.ADD_ONE, "ch1.attend": gf.ATTEND, "ch2.total": TOTAL2}
+CH1 = {k: gf.TOY_SOLUTIONS[k] for k in ("ch1.add_one", "ch1.attend")}
+CH2 = {"ch2.total": gf.TOY_SOLUTIONS["ch1.total"]}
+POINTS = {"ch1.add_one": 2, "ch1.attend": 3, "ch2.total": 1}
+
+
+def two_chapter_course(root):
+    gf.write_notebook(root / "solutions" / "01_toy.ipynb", gf.notebook(list(CH1.items()), POINTS))
+    gf.write_notebook(root / "solutions" / "02_more.ipynb", gf.notebook(list(CH2.items()), POINTS))
+    return root
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [("2", {2}), ("2-3", {2, 3}), ("1,3,5-6", {1, 3, 5, 6}), (" 1 , 3-3 ,6 ", {1, 3, 6}), ("1-6", set(range(1, 7)))],
+)
+def test_parse_chapters_reads_numbers_ranges_and_lists(text, expected):
+    assert course.parse_chapters(text, range(1, 7)) == frozenset(expected)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("7", "--chapters '7': chapter 7 is not in this course; its chapters are 1-6"),
+        ("0,5-8", "--chapters '0,5-8': chapters 0, 7-8 are not in this course; its chapters are 1-6"),
+        ("3-2", "--chapters '3-2': the range 3-2 runs backwards (write 2-3); its chapters are 1-6"),
+        ("", "--chapters '': expected chapter numbers and ranges such as 2, 2-3 or 1,3,5-6; its chapters are 1-6"),
+        ("2,", "expected chapter numbers and ranges"),
+        ("ch2", "expected chapter numbers"),
+        ("1-", "expected chapter"),
+    ],
+)
+def test_parse_chapters_refuses_bad_values_naming_the_option_and_the_valid_chapters(text, message):
+    with pytest.raises(course.ChapterError) as exc:
+        course.parse_chapters(text, range(1, 7))
+    assert message in str(exc.value)
+
+
+def test_chapters_come_from_the_notebook_name_and_the_course_lists_them(tmp_path):
+    root = two_chapter_course(tmp_path / "course")
+    assert course.course_chapters(root) == {1, 2}
+    exercises = course.load_course(root, REGISTRY)
+    assert [(e.id, e.chapter) for e in exercises] == [("ch1.add_one", 1), ("ch1.attend", 1), ("ch2.total", 2)]
+    assert [e.id for e in course.select_chapters(exercises, {2})] == ["ch2.total"]
+    assert course.select_chapters(exercises, None) == exercises
+    with pytest.raises(course.ChapterError, match="chapter 3 has no exercise in this course; its chapters are 1-2"):
+        course.select_chapters(exercises, {2, 3})
+    assert course.course_chapters(None) == {1, 2, 3, 4, 5, 6}  # the list shipped with the package
+
+
+@pytest.fixture(scope="module")
+def chapter_two(tmp_path_factory):
+    """ann handed in chapter 2 only, bob chapter 1 only; graded as the chapter 2 assignment."""
+    tmp = tmp_path_factory.mktemp("chapters")
+    root = two_chapter_course(tmp / "course")
+    subs = tmp / "subs"
+    gf.student(subs, "ann", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    gf.student(subs, "bob", {"01_toy.ipynb": gf.notebook(list(CH1.items()))})
+    summary = batch.grade(
+        subs,
+        tmp / "out",
+        jobs=1,
+        timeout=4,
+        seed=3,
+        memory_mb=512,
+        progress=False,
+        course_root=root,
+        registry=REGISTRY,
+        chapters=frozenset({2}),
+    )
+    return tmp, summary
+
+
+@pytest.mark.sandbox
+def test_a_chapter_is_graded_out_of_its_own_points_and_nothing_else_is_reported(chapter_two):
+    tmp, summary = chapter_two
+    assert summary["exercises"] == ["ch2.total"] and summary["max_total"] == 1 and summary["chapters"] == [2]
+    assert summary["totals"] == {"ann": 1, "bob": 0}
+    rows = gf.exercise_rows(tmp / "out")
+    assert set(rows) == {("ann", "ch2.total"), ("bob", "ch2.total")}  # no chapter 1 line, not even "missing"
+    assert rows[("bob", "ch2.total")]["status"] == "missing"
+    assert "ch1." not in (tmp / "out" / "feedback" / "ann.md").read_text(encoding="utf-8")
+    grades = (tmp / "out" / "grades.csv").read_text(encoding="utf-8").splitlines()
+    assert grades[0] == "student,ch2.total,total,max_total,student_id" and grades[1] == "ann,1,1,1,ann"
+
+
+def test_bad_chapters_on_the_command_line_exit_2_before_grading(tmp_path, capsys):
+    root = two_chapter_course(tmp_path / "course")
+    gf.student(tmp_path / "subs", "ann", {"x.ipynb": gf.notebook([])})
+    for bad in ("3", "2-1", "two"):
+        code = cli.main(
+            [str(tmp_path / "subs"), "--course", str(root), "--chapters", bad, "--out", str(tmp_path / "out")]
+        )
+        err = capsys.readouterr().err
+        assert code == 2 and f"grader: --chapters '{bad}'" in err and "its chapters are 1-2" in err
+    assert not (tmp_path / "out").exists()
