@@ -14,7 +14,7 @@ from utils.exercises import qkv
 from utils.exercises.check_cell import run_check, run_probes
 from utils.exercises.common import Outcome
 from utils.exercises.probes import Evidence, _nondeterministic, notebook_names, observe, probe_inputs
-from utils.exercises.relations import _relations_of
+from utils.exercises.relations import _relations_of, relate
 
 GEN = torch.Generator().manual_seed(0)
 E = torch.randn(2, 6, 8, generator=GEN)
@@ -131,7 +131,9 @@ def test_globals_in_the_check_cell_and_the_grader():
 def test_dtype_and_finiteness_probes():
     exercise = qkv.ATTENTION_SCORES
     inputs = probe_inputs(exercise)
-    assert inputs[2]["q"].dtype == torch.float64 and torch.equal(inputs[0]["q"], inputs[1]["q"])
+    assert inputs[3]["q"].dtype == torch.float64 and torch.equal(inputs[0]["q"], inputs[2]["q"])
+    sizes = [case["q"].numel() + case["k"].numel() for case in exercise.public_cases()]
+    assert inputs[0]["q"].numel() + inputs[0]["k"].numel() == max(sizes)  # dropout shows best on the biggest
     failures = [(0, CASE, Outcome(output=torch.zeros(3)), ("shapes", "x"))]
     cast = run_probes(exercise, lambda q, k: q.float() @ k.float().transpose(-2, -1))
     assert "for float64 inputs your function returns float32" in observe(exercise, failures, cast)[0]
@@ -180,7 +182,28 @@ def test_determinism_probe_is_silent_on_objects_of_the_learners_own_class():
         def __eq__(self, other):
             return False
 
-    outcomes = [Outcome(output=Anything()), Outcome(output=Anything())]
-    assert _nondeterministic([{}, {}], outcomes) is None
-    assert _nondeterministic([{}, {}], [Outcome(output=1.0), Outcome(output=2.0)]) is not None
-    assert _nondeterministic([{}, {}], [Outcome(output=torch.ones(2)), Outcome(output=Anything())]) is not None
+    outcomes = [Outcome(output=Anything()), Outcome(output=Anything()), Outcome(output=Anything())]
+    assert _nondeterministic([{}] * 3, outcomes) is None
+    one, two = Outcome(output=1.0), Outcome(output=2.0)
+    assert _nondeterministic([{}] * 3, [one, two, one]) is not None
+    assert _nondeterministic([{}] * 3, [one, one, two]) is not None  # the third call differs: still random
+    assert _nondeterministic([{}] * 3, [one, one, one]) is None
+    assert _nondeterministic([{}] * 3, [Outcome(output=torch.ones(2)), Outcome(output=Anything()), one]) is not None
+
+
+def test_an_input_added_to_the_output_is_named_before_any_probe_guesses():
+    """A residual where none belongs: the output is the reference plus an input, on every failing case. The
+    relation is exact, so it speaks before the feed-forward's activation probe, which would otherwise read
+    h + relu(h) as a strange activation."""
+    from utils.exercises import transformer
+
+    def with_residual(x, w1, b1, w2, b2):
+        return x + torch.relu(x @ w1 + b1) @ w2 + b2
+
+    from dataclasses import replace
+
+    unlisted = replace(transformer.FEED_FORWARD, mistakes=())  # the exercise lists this one: hide it
+    line = run_check(unlisted, with_residual, quiet=True).message
+    assert line.startswith("your output is the reference's plus the input `x`"), line
+    failures = [(0, CASE, Outcome(output=qkv.attention_scores_reference(**CASE) + 1), ("values", "x"))]
+    assert relate(qkv.ATTENTION_SCORES, failures, ("plus_input",)) is None  # + 1 is no input of the case

@@ -1,4 +1,5 @@
-"""The chapters' own probes (chapters 2, 3, 5 and 6; ``utils/exercises/probing/<slug>.py``).
+"""The chapters' own probes (every chapter; ``utils/exercises/probing/<slug>.py`` and the contrast probes of
+``utils/exercises/probing/contrasts.py``).
 
 Each probe must stay silent on the reference and on correct answers written in other styles (einsum,
 loops, a hand-written softmax or LayerNorm: ``tests/learner_answers/alternatives``), must speak on the
@@ -15,13 +16,12 @@ import inspect
 import pytest
 import torch
 
-from utils.exercises import at_scale, multihead, sdpa, transformer
+from utils.exercises import at_scale, multihead, positional, qkv, sdpa, transformer
 from utils.exercises.runner import run_cases
 
-EXERCISES = {exercise.func_name: exercise for module in (sdpa, multihead, transformer, at_scale)
-             for exercise in module.EXERCISES if exercise.probes}
-SLUG = {exercise.func_name: module.__name__.rpartition(".")[2] for module in (sdpa, multihead, transformer, at_scale)
-        for exercise in module.EXERCISES}
+MODULES = (qkv, sdpa, multihead, positional, transformer, at_scale)
+EXERCISES = {exercise.func_name: exercise for module in MODULES for exercise in module.EXERCISES if exercise.probes}
+SLUG = {exercise.func_name: module.__name__.rpartition(".")[2] for module in MODULES for exercise in module.EXERCISES}
 
 
 def observations(exercise, fn) -> dict[str, str]:
@@ -46,10 +46,9 @@ def alternatives():
 
 
 def test_the_chapters_declare_probes():
-    assert set(EXERCISES) == {
-        "scaled_dot_product_attention", "causal_mask", "padding_mask", "split_heads", "merge_heads",
-        "multi_head_attention", "feed_forward", "encoder_layer_post_ln", "encoder_layer_pre_ln",
-        "online_softmax_update", "sliding_window_mask", "attend_with_cache"}
+    from utils.exercises import all_exercises, get
+
+    assert set(EXERCISES) == {get(exercise_id).func_name for exercise_id in all_exercises()}  # all 18
 
 
 @pytest.mark.parametrize("func_name", sorted(EXERCISES))
@@ -120,7 +119,50 @@ FIRES = [
     ("attend_with_cache", "before_append", "cache_and_empty_cache", "must be v_new"),
     ("attend_with_cache", "no_scale", "cache_and_empty_cache", "your updated caches are right"),
     ("attend_with_cache", "scale_by_cache_length", "cache_and_empty_cache", "with an empty cache (T = 0"),
+    # contrast probes: right at some sizes or settings, wrong at others
+    ("project_qkv", "mm", "shapes", "right on x(5, 6), but not on x(1, 5, 6)"),
+    ("attention_scores", "squeezed", "shapes", "but not on q(1, 4, 3), k(1, 4, 3)"),
+    ("scaled_dot_product_attention", "sqrt_dim_1", "shapes", "right on q(4, 3), k(4, 3), v(4, 2), but not"),
+    ("causal_mask", "future", "sizes", "right on size=1, but not on size=2"),
+    ("padding_mask", "off_by_one", "sizes", "but not on lengths(3,), max_len=4"),
+    ("split_heads", "view_straight_to_NHLD", "shapes", "right on x(2, 4, 6), num_heads=1, but not"),
+    ("merge_heads", "view_after_transpose", "shapes", "right on x(2, 1, 4, 6), but not"),
+    ("multi_head_attention", "merge_no_transpose", "shapes", "num_heads=1, but not on x(1, 4, 6), num_heads=2"),
+    ("add_positional_encoding", "batch_axis", "shapes", "but not on x(1, 5, 4), pe(9, 4)"),
+    ("relative_shift_matrix", "absolute_k", "shifts", "right on k=0; k=1; k=2; k=3, but not on k=-1; k=-2"),
+    ("sinusoidal_encoding", "exponent_pair_index", "sizes", "right on length=1, d_model=2"),
+    ("sinusoidal_encoding", "exponent_pair_index", "columns_and_frequencies", "w = [1, 0.316, 0.1, 0.0316]"),
+    ("feed_forward", "three_dims_only", "shapes", "right on x(1, 3, 4); x(2, 3, 4), but not on x(4,)"),
+    ("online_softmax_update", "block_max", "shapes", "but not on running_max(3,), running_sum(3,), block(3, 4)"),
+    ("block_score_grad", "delta_matrix", "shapes", "right on grad_out(2, 2, 1, 5)"),
+    ("block_score_grad", "block_delta", "delta_read_back", "rowsum(P ⊙ dP) over this block's keys only"),
+    ("sliding_window_mask", "strict", "sizes", "right on L=3, window=5; L=1, window=2, but not on L=8"),
+    ("attend_with_cache", "scale_by_length", "shapes", "but not on"),
 ]
+
+# (exercise, realistic wrong answer of tests/learner_answers that no Mistake lists, probe, words)
+FIRES_ON_ANSWERS = [
+    ("multi_head_attention", "tune2.multihead.multi_head_attention__residual_added", "ablation",
+     "your output is the reference's plus x: a residual connection"),
+    ("encoder_layer_post_ln", "tune2.transformer.encoder_layer_post_ln__values_from_w_o", "sublayer_ablation",
+     "your attention reads a weight where w_v belongs"),
+    ("sinusoidal_encoding", "heldout2.positional.sinusoidal_encoding__sine_twice", "columns_and_frequencies",
+     "hold the same sines again"),
+    ("block_score_grad", "heldout2.at_scale.block_score_grad__delta_from_grad_out_twice", "delta_read_back",
+     "that is rowsum(dO ⊙ dO)"),
+    ("relative_shift_matrix", "tune2.positional.relative_shift_matrix__elementwise_power", "shifts",
+     "right on k=1, but not on k=0"),
+]
+
+
+@pytest.mark.parametrize(("func_name", "answer_id", "probe", "words"), FIRES_ON_ANSWERS,
+                         ids=[a.rpartition(".")[2] for _, a, *_ in FIRES_ON_ANSWERS])
+def test_speaks_on_a_realistic_answer_no_mistake_lists(func_name, answer_id, probe, words):
+    split, slug, name = answer_id.split(".")
+    module = importlib.import_module(f"tests.learner_answers.{split}.{slug}")
+    said = observations(EXERCISES[func_name], getattr(module, name))
+    assert probe in said, said
+    assert words in said[probe]
 
 
 @pytest.mark.parametrize(("func_name", "mistake", "probe", "words"), FIRES, ids=[f"{f}-{m}" for f, m, *_ in FIRES])

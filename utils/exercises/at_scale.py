@@ -18,7 +18,7 @@ from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import at_scale as edges
 from utils.exercises.mistakes import at_scale as wrong
 from utils.exercises.mistakes import at_scale_cache as wrong_cache
-from utils.exercises.probing.at_scale import CACHE_PROBES, ONLINE_PROBES, WINDOW_PROBES
+from utils.exercises.probing.at_scale import BLOCK_GRAD_PROBES, CACHE_PROBES, ONLINE_PROBES, WINDOW_PROBES
 
 __all__ = [
     "BLOCK_GRAD",
@@ -133,6 +133,7 @@ BLOCK_GRAD = Exercise(
     reference=block_score_grad_reference,
     make_cases=edges.block_grad_cases,
     make_edge_cases=edges.block_grad_edges,
+    probes=BLOCK_GRAD_PROBES,
     points=2,
     mistakes=(
         Mistake("block_delta", wrong._grad_block_delta,

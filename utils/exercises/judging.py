@@ -268,30 +268,32 @@ def _failure_verdict(
                                          n=len(found.tied[0].ran), slips=slips,
                                          where=_where(index, n_cases, case)), category)
     observed = _partial_observation(found.partial, ran, n_cases) if found.partial is not None else ""
-    verdict = _generic_verdict(exercise, n_cases, failures, status, category, evidence, probe=diagnose)
-    if observed:
-        return Verdict(False, status, tr("{observed} {verdict}", observed=observed, verdict=verdict.message), category)
+    verdict, probed = _generic_verdict(exercise, n_cases, failures, status, category, evidence, probe=diagnose)
+    if observed:  # what the probes saw of the learner's function leads; a slip that fits some cases follows
+        text = (tr("{verdict}. Also, {observed}", verdict=verdict.message, observed=observed) if probed else
+                tr("{observed} {verdict}", observed=observed, verdict=verdict.message))
+        return Verdict(False, status, text, category)
     return verdict
 
 
 def _generic_verdict(exercise: Exercise, n_cases: int,
                      failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
                      status: Status, category: str, evidence: Evidence | None = None, *,
-                     probe: bool = True) -> Verdict:
+                     probe: bool = True) -> tuple[Verdict, bool]:
     """The diagnosis of the first failure when no listed mistake earns its name: what a probe observed
-    (:func:`~utils.exercises.probes.observe`), else the hint, or the error."""
+    (:func:`~utils.exercises.probes.observe`), else the hint, or the error; and whether a probe spoke."""
     index, case, outcome, reason = failures[0]
     hint = tr("Hint: {hint}", hint=translate(exercise.hint)) if exercise.hint else ""
     if outcome.error and outcome.error[0] == "NotImplementedError":
         return Verdict(False, status, tr("your function still raises NotImplementedError ({where}): finish it "
-                                         "for inputs like these", where=_where(index, n_cases, case)), category)
+                                         "for inputs like these", where=_where(index, n_cases, case)), category), False
     found = observe(exercise, failures, evidence) if probe else None
     if found is not None:
         text, position = found
         index, case, seen_outcome, seen = failures[position]
         return Verdict(False, Status.ERROR if seen_outcome.error else Status.FAILED,
                        tr("{reason} ({where})", reason=text, where=_where(index, n_cases, case)),
-                       "error" if seen is None else seen[0])
+                       "error" if seen is None else seen[0]), True
     if outcome.error:
         kind, message = outcome.error
         advice = _signature_advice(kind, message, case) or hint
@@ -299,11 +301,11 @@ def _generic_verdict(exercise: Exercise, n_cases: int,
         text = (tr("your function raised {kind}: {message} ({where}). {advice}", kind=kind, message=message,
                    where=where, advice=advice) if advice else
                 tr("your function raised {kind}: {message} ({where}).", kind=kind, message=message, where=where))
-        return Verdict(False, status, text, category)
+        return Verdict(False, status, text, category), False
     where = _where(index, n_cases, case)
     text = (tr("{reason} ({where}). {hint}", reason=reason[1], where=where, hint=hint) if hint else
             tr("{reason} ({where}).", reason=reason[1], where=where))
-    return Verdict(False, status, text, category)
+    return Verdict(False, status, text, category), False
 
 
 @dataclass(frozen=True)

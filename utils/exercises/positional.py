@@ -23,6 +23,8 @@ from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import positional as edges
 from utils.exercises.mistakes import positional as wrong
+from utils.exercises.probing import contrasts
+from utils.exercises.probing.positional import SINUSOIDAL_PROBES
 from utils.positional import sinusoidal_encoding as _sinusoidal_table
 
 __all__ = [
@@ -69,6 +71,7 @@ SINUSOIDAL = Exercise(
     reference=sinusoidal_encoding_reference,
     make_cases=_sinusoidal_cases,
     make_edge_cases=edges.sinusoidal_edges,
+    probes=(*SINUSOIDAL_PROBES, contrasts.SINUSOIDAL),
     parts=edges.SINUSOIDAL_PARTS,
     points=2,
     mistakes=[
@@ -213,6 +216,7 @@ ADD = Exercise(
     reference=add_positional_encoding_reference,
     make_cases=_add_cases,
     make_edge_cases=edges.add_edges,
+    probes=(contrasts.ADD_POSITIONAL,),
     gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=1,
     mistakes=[
@@ -314,6 +318,7 @@ SHIFT = Exercise(
     reference=relative_shift_matrix_reference,
     make_cases=_shift_cases,
     make_edge_cases=edges.shift_edges,
+    probes=(contrasts.RELATIVE_SHIFT,),
     parts=edges.SHIFT_PARTS,
     points=3,
     mistakes=[

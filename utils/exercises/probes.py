@@ -89,7 +89,12 @@ def _generic(exercise: ProbedExercise) -> list[tuple[str, list[Case]]]:
     case = first[0]
     double = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for k, v in case.items()}
     large = {k: v * LARGE if isinstance(v, torch.Tensor) and v.is_floating_point() else v for k, v in case.items()}
-    return [("determinism", [clone_case(case), clone_case(case)]), ("dtype", [double]), ("finite", [large])]
+    biggest = max(exercise.public_cases(), key=_size)  # dropout with few units may draw the same twice
+    return [("determinism", [clone_case(biggest) for _ in range(3)]), ("dtype", [double]), ("finite", [large])]
+
+
+def _size(case: Case) -> int:
+    return sum(v.numel() for v in case.values() if isinstance(v, torch.Tensor))
 
 
 def _groups(exercise: ProbedExercise) -> list[tuple[str, list[Case]]]:
@@ -139,7 +144,8 @@ def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evi
             ) -> tuple[str, int] | None:
     """The first observation that explains ``failures`` (``(index, case, outcome, reason)`` as the judge
     records them), and the position in ``failures`` of the case it is about; None when no probe fits.
-    Order: globals, determinism, the exercise's own probes, relations to the reference, dtype, finiteness."""
+    Order: globals, determinism, an input added to the output, the exercise's own probes, other relations to
+    the reference, dtype, finiteness."""
     evidence = evidence or Evidence()
     for position, (_, _, outcome, _) in enumerate(failures):
         if outcome.error and outcome.error[0] == "NameError":
@@ -162,6 +168,9 @@ def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evi
     determinism = _safe(_nondeterministic, *by_name.get("determinism", ([], [])))
     if determinism:
         return determinism, 0
+    residual = _safe(relate, exercise, failures, ("plus_input",))  # unmistakable: before the probes' guesses
+    if residual:
+        return residual
     for probe in exercise.probes:
         inputs, got = by_name.get(probe.name, ([], []))
         text = _safe(probe.explain, exercise.reference, inputs, got) if inputs else None
@@ -191,10 +200,10 @@ def _undefined_name(message: str) -> str:
 
 
 def _nondeterministic(inputs: list[Case], outcomes: list[Outcome]) -> str | None:
-    if len(outcomes) < 2 or any(o.error or o.forbidden for o in outcomes[:2]):
+    if len(outcomes) < 3 or any(o.error or o.forbidden for o in outcomes[:3]):
         return None
-    a, b = (plain_copy(o.output) for o in outcomes[:2])
-    if _equal(a, b):
+    a, b, c = (plain_copy(o.output) for o in outcomes[:3])
+    if _equal(a, b) and _equal(a, c):
         return None
     return tr("your function gives different outputs when called twice on the same inputs: something random is "
               "left on (dropout, `torch.rand`…); a check must see the same output every time")

@@ -19,6 +19,7 @@ from utils.exercises.common import Case
 from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import qkv as edges
 from utils.exercises.mistakes import qkv as wrong
+from utils.exercises.probing import contrasts
 
 __all__ = ["ATTENTION_SCORES", "EXERCISES", "PROJECT_QKV", "attention_scores_reference", "project_qkv_reference"]
 
@@ -255,6 +256,7 @@ PROJECT_QKV = Exercise(
     reference=project_qkv_reference,
     make_cases=_project_cases,
     make_edge_cases=edges.project_edges,
+    probes=(contrasts.PROJECT_QKV,),
     parts=edges.PROJECT_PARTS,
     gradients=True,  # the weights are learned through it: a right output that cuts the gradient fails
     points=2,
@@ -269,6 +271,7 @@ ATTENTION_SCORES = Exercise(
     reference=attention_scores_reference,
     make_cases=_scores_cases,
     make_edge_cases=edges.scores_edges,
+    probes=(contrasts.ATTENTION_SCORES,),
     parts=edges.SCORES_PARTS,
     gradients=True,  # trained through in every later chapter
     points=2,

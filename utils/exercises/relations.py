@@ -37,10 +37,12 @@ Failure = tuple[int, Case, Outcome, "tuple[str, str] | None"]
 Found = dict[str, str]  # relation key -> the observation's text (a key says the same thing on every case)
 
 
-def relate(exercise: ProbedExercise, failures: Sequence[Failure]) -> tuple[str, int] | None:
+def relate(exercise: ProbedExercise, failures: Sequence[Failure], only: tuple[str, ...] = ()
+           ) -> tuple[str, int] | None:
     """The relation between the learner's output and the reference's that holds on every failing case
     whose output is a tensor (or tuple of tensors) of the right shape; its text and the first such case.
-    Relations are tried from the most specific (a transpose) to the least (where the differences are)."""
+    Relations are tried from the most specific (a transpose) to the least (where the differences are);
+    ``only`` keeps the relations whose key ends with one of these names."""
     common: Found | None = None
     first = None
     for position, (_, case, outcome, reason) in enumerate(failures):
@@ -48,6 +50,8 @@ def relate(exercise: ProbedExercise, failures: Sequence[Failure]) -> tuple[str, 
             continue
         expected = plain_copy(exercise.reference(**clone_case(case)))
         found = _relations_of(plain_copy(outcome.output), expected, case, exercise.atol, exercise.rtol)
+        if found is not None and only:
+            found = {k: v for k, v in found.items() if k.endswith(only)}
         if found is None:
             continue  # nothing comparable in this case (a wrong type, say)
         common = found if common is None else {k: v for k, v in common.items() if k in found}
@@ -79,6 +83,7 @@ def _relations_of(got: Any, expected: Any, case: Case, atol: float, rtol: float)
     bad = ~_close(g, e, atol, rtol)
     if not bad.any():
         return found
+    found.update(_plus_input(g, e, case, atol, rtol))
     found.update(_nonfinite_in_masked_rows(g, e, case))
     found.update(_scale(g, e, case, atol, rtol))
     found.update(_shift(g, e, atol, rtol))
@@ -90,6 +95,15 @@ def _relations_of(got: Any, expected: Any, case: Case, atol: float, rtol: float)
 
 def _close(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
     return torch.isclose(g.double(), e.double(), atol=atol, rtol=rtol, equal_nan=True)
+
+
+def _plus_input(g: torch.Tensor, e: torch.Tensor, case: Case, atol: float, rtol: float) -> Found:
+    for name, value in case.items():
+        if (isinstance(value, torch.Tensor) and value.is_floating_point() and value.shape == e.shape
+                and bool(value.abs().max() > 1e-3) and _close(g, e + value.double(), atol, rtol).all()):
+            return {"plus_input": tr("your output is the reference's plus the input `{name}`: an extra residual "
+                                     "connection, or `{name}` added where it does not belong", name=name)}
+    return {}
 
 
 def _masks(case: Case) -> list[torch.Tensor]:

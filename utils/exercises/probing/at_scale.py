@@ -16,6 +16,7 @@ from __future__ import annotations
 import torch
 
 from utils.exercises.probes import Probe
+from utils.exercises.probing import contrasts
 from utils.exercises.probing.kit import numbers, probe_output, reference_output, same
 from utils.i18n.messages import tr
 
@@ -66,7 +67,7 @@ def _online_explain(reference, inputs, outcomes) -> str | None:
     return None
 
 
-ONLINE_PROBES = (Probe("max_then_sum", _online_inputs, _online_explain),)
+ONLINE_PROBES = (Probe("max_then_sum", _online_inputs, _online_explain), contrasts.ONLINE_SOFTMAX)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -104,7 +105,7 @@ def _window_explain(reference, inputs, outcomes) -> str | None:
               want=_keys_text(expected[row]))
 
 
-WINDOW_PROBES = (Probe("reach_read_back", _window_inputs, _window_explain),)
+WINDOW_PROBES = (Probe("reach_read_back", _window_inputs, _window_explain), contrasts.WINDOW)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -159,4 +160,44 @@ def _cache_explain(reference, inputs, outcomes) -> str | None:
     return None
 
 
-CACHE_PROBES = (Probe("cache_and_empty_cache", _cache_inputs, _cache_explain),)
+CACHE_PROBES = (Probe("cache_and_empty_cache", _cache_inputs, _cache_explain), contrasts.CACHE)
+
+
+# --------------------------------------------------------------------------------------------------
+# block_score_grad
+# --------------------------------------------------------------------------------------------------
+
+
+def _block_grad_inputs(gen: torch.Generator) -> list:
+    L, B, Dv = 3, 4, 5
+    weights = torch.softmax(torch.randn(L, 2 * B, generator=gen), dim=-1)[:, :B]  # one block of a longer row
+    return [{"grad_out": torch.randn(L, Dv, generator=gen), "out": torch.randn(L, Dv, generator=gen),
+             "weights": weights, "value": torch.randn(B, Dv, generator=gen)}]
+
+
+def _block_grad_explain(reference, inputs, outcomes) -> str | None:
+    got, expected = probe_output(outcomes, 0), reference_output(reference, inputs[0])
+    if got is None or got.shape != expected.shape or not got.is_floating_point() or same(got, expected):
+        return None
+    case = {k: v.double() for k, v in inputs[0].items()}
+    P, dO, out = case["weights"], case["grad_out"], case["out"]
+    dP = dO @ case["value"].T
+    true_D = (dO * out).sum(-1)
+    if same(got, dP - true_D[:, None], atol=1e-4):
+        return tr("your dS is dP − D without the factor P: the softmax's backward multiplies by P, dS = P ⊙ (dP − D)")
+    D = (dP - got.double() / P)  # (L, B): the D each entry implies, if dS = P ⊙ (dP − D)
+    if float((D - D.mean(-1, keepdim=True)).abs().max()) > 1e-3:
+        return None
+    D = D.mean(-1)
+    if same(D, true_D, atol=1e-4):
+        return None
+    named = ((dO * dO).sum(-1), tr(" (that is rowsum(dO ⊙ dO): grad_out where out belongs)")), \
+        ((P * dP).sum(-1), tr(" (that is rowsum(P ⊙ dP) over this block's keys only: the row's D comes from dO and "
+                              "O, which cover every key)")), \
+        (torch.zeros_like(D), tr(" (no D at all)"))
+    note = next((text for value, text in named if same(D, value, atol=1e-4)), "")
+    return tr("your dS has the form P ⊙ (dP − D) with one D per query row, but your D is {got}{note}; D = rowsum(dO "
+              "⊙ O) gives {want}", got=numbers(D), note=note, want=numbers(true_D))
+
+
+BLOCK_GRAD_PROBES = (Probe("delta_read_back", _block_grad_inputs, _block_grad_explain), contrasts.BLOCK_GRAD)

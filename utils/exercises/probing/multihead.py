@@ -21,7 +21,8 @@ import math
 import torch
 
 from utils.exercises.probes import Probe
-from utils.exercises.probing.kit import max_error, probe_output, reference_output, same
+from utils.exercises.probing import contrasts
+from utils.exercises.probing.kit import max_error, plus_input, probe_output, reference_output, same
 from utils.i18n.messages import tr
 
 # --------------------------------------------------------------------------------------------------
@@ -105,8 +106,8 @@ def _merge_explain(reference, inputs, outcomes) -> str | None:
     return None
 
 
-SPLIT_PROBES = (Probe("where_entries_go", _split_inputs, _split_explain),)
-MERGE_PROBES = (Probe("where_entries_go", _merge_inputs, _merge_explain),)
+SPLIT_PROBES = (Probe("where_entries_go", _split_inputs, _split_explain), contrasts.SPLIT_HEADS)
+MERGE_PROBES = (Probe("where_entries_go", _merge_inputs, _merge_explain), contrasts.MERGE_HEADS)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -180,6 +181,9 @@ def _ablation_explain(reference, inputs, outcomes) -> str | None:
         found = _scale_message(inputs[0]["x"], 1, got[0])
         if found:
             return found
+        if plus_input(got[0], expected[0], inputs[0]) == "x":
+            return tr("your output is the reference's plus x: a residual connection. It belongs to the encoder "
+                      "layer (chapter 5), around this function; multi-head attention returns merged @ w_o alone")
         return tr("with one head and every weight the identity (w_q = w_k = w_v = w_o = I), multi-head attention "
                   "is plain attention, softmax(x xᵀ / sqrt(E)) x; yours differs there (max abs error {error:.3g}): "
                   "look at the scores, the scale, the softmax over the keys and weights @ v",
@@ -247,4 +251,5 @@ def _permutation_explain(reference, inputs, outcomes) -> str | None:
 MHA_PROBES = (
     Probe("ablation", _ablation_inputs, _ablation_explain),
     Probe("token_permutation", _permutation_inputs, _permutation_explain),
+    contrasts.MULTI_HEAD,
 )

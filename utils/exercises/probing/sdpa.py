@@ -17,6 +17,7 @@ import math
 import torch
 
 from utils.exercises.probes import Probe
+from utils.exercises.probing import contrasts
 from utils.exercises.probing.kit import numbers, probe_output, reference_output, same
 from utils.i18n.messages import tr
 
@@ -203,6 +204,7 @@ SDPA_PROBES = (
     Probe("fully_masked_row", _fully_masked_inputs, _fully_masked_explain),
     Probe("causal_future_token", _causal_inputs, _causal_explain),
     Probe("linear_in_v", _linear_inputs, _linear_explain),
+    contrasts.SDPA,
 )
 
 
@@ -260,5 +262,5 @@ def _padding_explain(reference, inputs, outcomes) -> str | None:
     return None
 
 
-CAUSAL_PROBES = (Probe("mask_regions", _causal_mask_inputs, _causal_mask_explain),)
-PADDING_PROBES = (Probe("real_positions", _padding_inputs, _padding_explain),)
+CAUSAL_PROBES = (Probe("mask_regions", _causal_mask_inputs, _causal_mask_explain), contrasts.CAUSAL_MASK)
+PADDING_PROBES = (Probe("real_positions", _padding_inputs, _padding_explain), contrasts.PADDING_MASK)

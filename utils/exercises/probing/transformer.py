@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from utils.exercises.probes import Probe
+from utils.exercises.probing import contrasts
 from utils.exercises.probing.kit import max_error, numbers, probe_output, reference_output, same
 from utils.i18n.messages import tr
 
@@ -62,14 +63,15 @@ def _activation_explain(reference, inputs, outcomes) -> str | None:
     return None
 
 
-FEED_FORWARD_PROBES = (Probe("activation_and_biases", _activation_inputs, _activation_explain),)
+FEED_FORWARD_PROBES = (Probe("activation_and_biases", _activation_inputs, _activation_explain),
+                       contrasts.FEED_FORWARD)
 
 
 # --------------------------------------------------------------------------------------------------
 # encoder layers: ablation
 # --------------------------------------------------------------------------------------------------
 
-_N, _L, _E, _HEADS, _F = 2, 3, 4, 2, 8
+_N, _L, _E, _HEADS, _F = 2, 3, 6, 2, 8  # D = 3 differs from H = 2
 
 
 def _layer_inputs(gen: torch.Generator) -> list:
@@ -88,7 +90,10 @@ def _layer_inputs(gen: torch.Generator) -> list:
     neither = {**no_ffn, "w_v": torch.zeros(_E, _E)}
     plain_norms = {**full, "ln1_weight": torch.ones(_E), "ln1_bias": torch.zeros(_E), "ln2_weight": torch.ones(_E),
                    "ln2_bias": torch.zeros(_E)}
-    return [full, no_ffn, no_attention, neither, plain_norms, full]  # the last: the first again
+    nothing = {**neither, "w_q": torch.zeros(_E, _E), "w_k": torch.zeros(_E, _E), "w_o": torch.zeros(_E, _E)}
+    one_head = {**full, "num_heads": 1}
+    # 5: the first again (determinism); 6: every attention weight 0 too; 7: one head
+    return [full, no_ffn, no_attention, neither, plain_norms, full, nothing, one_head]
 
 
 def _layer_explain(reference, inputs, outcomes, *, other_order) -> str | None:
@@ -111,11 +116,19 @@ def _layer_explain(reference, inputs, outcomes, *, other_order) -> str | None:
         return tr("your layer matches when every LayerNorm has weight 1 and bias 0, and differs with the given "
                   "ones: apply each LayerNorm's own weight and bias (ln1 with the attention sublayer, ln2 with the "
                   "feed-forward), F.layer_norm(h, (E,), weight, bias)")
+    if not ok[3] and ok[6]:
+        return tr("with w_v = 0 your attention sublayer should add nothing, yet your output differs; with w_q, w_k, "
+                  "w_v and w_o all 0 it matches: your attention reads a weight where w_v belongs. Check that each "
+                  "projection uses its own weight: q = h @ w_q, k = h @ w_k, v = h @ w_v, and w_o after the merge")
     if not ok[3]:
         return tr("with both sublayers switched off (w_v = 0, so the attention adds 0, and a zero feed-forward) "
                   "only the residual connections and the LayerNorms are left, and your output still differs (max "
                   "abs error {error:.3g}): look at how the residuals are added and where each LayerNorm, with its "
                   "own weight and bias, is applied", error=max_error(got[3], expected[3]))
+    if not ok[1] and ok[2] and ok[7]:
+        return tr("your feed-forward sublayer matches, and so does your attention with num_heads = 1; with "
+                  "num_heads = {H} (D = {D}) the attention sublayer differs: look at how x is split into heads, "
+                  "(N, L, H, D) then (N, H, L, D), the scale 1/sqrt(D), and the merge back", H=_HEADS, D=_E // _HEADS)
     if not ok[1] and ok[2]:
         return tr("your feed-forward sublayer matches (with the attention switched off, w_v = 0, your output is "
                   "right); the attention sublayer differs: with a zero feed-forward your output is off by up to "
