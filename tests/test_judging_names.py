@@ -149,3 +149,18 @@ def test_a_float_mask_is_not_an_integer_mask():
                                                                                "FLOAT")))
     assert _verdict(exercise, lambda n: reference(n).float()).message.startswith("FLOAT (case 1 of 2")
     assert _verdict(exercise, lambda n: reference(n).long()).message.startswith("INTEGER (case 1 of 2")
+
+
+def test_a_failing_check_searches_the_listed_mistakes_once(monkeypatch):
+    """The search runs every listed mistake on every case: the costly part of a ❌. A check cell runs it once
+    (the first judgement only decides pass or fail), and a passing check never runs it."""
+    from utils.exercises import judging, qkv
+    from utils.exercises.check_cell import run_check
+
+    calls = []
+    search = judging._best_mistake
+    monkeypatch.setattr(judging, "_best_mistake", lambda *a, **k: calls.append(1) or search(*a, **k))
+    assert not run_check(qkv.ATTENTION_SCORES, lambda q, k: 3 * q @ k.transpose(-2, -1), quiet=True).passed
+    assert len(calls) == 1
+    assert run_check(qkv.ATTENTION_SCORES, lambda q, k: q @ k.transpose(-2, -1), quiet=True).passed
+    assert len(calls) == 1

@@ -64,8 +64,8 @@ def run_public_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int = 
     if verdict is None:
         cases = exercise.cases(seed)
         outcomes = run_cases(fn, cases, exercise.forbidden, exercise.gradients)
-        verdict = judge(exercise, cases, outcomes)
-        if not verdict.passed:  # the probes run only for a wrong answer: a right one costs nothing more
+        verdict = judge(exercise, cases, outcomes, diagnose=False)  # pass or fail, without the mistake search
+        if not verdict.passed:  # the probes and the search run only for a wrong answer, once
             verdict = judge(exercise, cases, outcomes, evidence=run_probes(exercise, fn))
         if verdict.passed:
             verdict = Verdict(True, Status.PASSED, tr("{name}: all {n} public cases pass (the grader also runs "
