@@ -1,6 +1,6 @@
 """The learner answers of ``tests/learner_answers/`` (issue 34), through the check cell as a learner runs it.
 
-Two batches of realistic wrong answers, written blind (from the notebooks' prose and templates, without
+Three batches of realistic wrong answers, written blind (from the notebooks' prose and templates, without
 reading the course's listed mistakes), each split at random into a half to tune diagnoses on and a
 half held out to measure them (see ``tests/learner_answers/README.md``), and correct answers written in
 other styles (einsum, loops, permute, hand-written softmax and LayerNorm).
@@ -22,14 +22,14 @@ import io
 
 import pytest
 
-from tests.learner_answers.measure import SPLITS, answers
+from tests.learner_answers.measure import CORRECT_SPLITS, SPLITS, answers
 from utils.exercises import check, get
 from utils.exercises.common import clone_case, plain_copy
 from utils.exercises.judging import compare
 from utils.i18n.messages import translate, using_language
 
-WRONG = [a for split in SPLITS if split != "alternatives" for a in answers(split)]
-CORRECT = list(answers("alternatives"))
+WRONG = [a for split in SPLITS if split not in CORRECT_SPLITS for a in answers(split)]
+CORRECT = [a for split in CORRECT_SPLITS for a in answers(split)]
 
 
 def _verdict(answer: dict, cases: str):
@@ -42,9 +42,11 @@ def test_every_exercise_has_wrong_answers_in_both_halves_and_a_correct_alternati
     from utils.exercises import all_exercises
 
     ids = set(all_exercises())
-    for split in ("tune", "heldout"):
+    for split in ("tune", "heldout", "tune3", "heldout3"):
         assert {a["exercise"] for a in WRONG if a["split"] == split} == ids, split
-    assert {a["exercise"] for a in CORRECT} == ids
+    for split in CORRECT_SPLITS:
+        assert {a["exercise"] for a in CORRECT if a["split"] == split} == ids, split
+    assert all(a.get("correct") for a in CORRECT) and not any(a.get("correct") for a in WRONG)
 
 
 @pytest.mark.slow
@@ -99,4 +101,5 @@ def test_a_named_mistake_reproduces_the_answer(answer):
     for mistakes in by_diagnosis.values():
         assert any(_reproduces_everywhere(exercise, mistake, answer["fn"]) for mistake in mistakes), (
             f"{answer['id']} ({answer['mistake']}) is told, as fact, the diagnosis of "
-            f"{', '.join(m.name for m in mistakes)}, which does not reproduce it: {line}")
+            f"{', '.join(m.name for m in mistakes)}, which does not reproduce it: {line}"
+        )

@@ -1,12 +1,13 @@
 """Run every learner answer through the check cell's public and hidden checks and record the lines.
 
     .venv/bin/python -m tests.learner_answers.measure \
-        [--split tune|heldout|tune2|heldout2|alternatives|all] [--out FILE]
+        [--split tune|heldout|tune2|heldout2|tune3|heldout3|alternatives|alternatives2|all] [--out FILE]
 
 Each record: ``{id, exercise, split, mistake, part, correct, public_line, hidden_line, public_passed,
 hidden_passed}``, in English. Without ``--out`` the JSON goes to stdout. Wrong answers live in ``tune/``
 (for tuning diagnoses) and ``heldout/`` (for measuring them; never read it while tuning), a second, harder
-batch in ``tune2/`` and ``heldout2/`` (same rules), correct answers in other styles in ``alternatives/``.
+batch in ``tune2/`` and ``heldout2/`` and a third in ``tune3/`` and ``heldout3/`` (same rules), correct answers
+in other styles in ``alternatives/`` and ``alternatives2/``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from collections.abc import Iterator
 from typing import Any
 
 SLUGS = ("qkv", "sdpa", "multihead", "positional", "transformer", "at_scale")
-SPLITS = ("tune", "heldout", "tune2", "heldout2", "alternatives")
+SPLITS = ("tune", "heldout", "tune2", "heldout2", "tune3", "heldout3", "alternatives", "alternatives2")
+CORRECT_SPLITS = ("alternatives", "alternatives2")  # correct answers in other styles; every other split is wrong
 
 
 def answers(split: str) -> Iterator[dict[str, Any]]:
@@ -44,10 +46,18 @@ def measure(answer: dict[str, Any]) -> dict[str, Any]:
         with contextlib.redirect_stdout(io.StringIO()):  # the learner's prints, if any
             verdict = checker(answer["fn"], cases=kind, quiet=True)
         lines[kind], passed[kind] = verdict.line, bool(verdict.passed)
-    return {"id": answer["id"], "exercise": answer["exercise"], "split": answer["split"],
-            "correct": bool(answer.get("correct", False)), "mistake": answer.get("mistake"),
-            "part": answer.get("part"), "public_line": lines["public"], "hidden_line": lines["hidden"],
-            "public_passed": passed["public"], "hidden_passed": passed["hidden"]}
+    return {
+        "id": answer["id"],
+        "exercise": answer["exercise"],
+        "split": answer["split"],
+        "correct": bool(answer.get("correct", False)),
+        "mistake": answer.get("mistake"),
+        "part": answer.get("part"),
+        "public_line": lines["public"],
+        "hidden_line": lines["hidden"],
+        "public_passed": passed["public"],
+        "hidden_passed": passed["hidden"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,10 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         sys.stdout.write(text)
     wrong = [r for r in records if not r["correct"]]
-    print(f"{len(records)} answers; wrong answers passing public: "
-          f"{sum(r['public_passed'] for r in wrong)}; correct ones failing public or hidden: "
-          f"{sum(not (r['public_passed'] and r['hidden_passed']) for r in records if r['correct'])}",
-          file=sys.stderr)
+    print(
+        f"{len(records)} answers; wrong answers passing public: "
+        f"{sum(r['public_passed'] for r in wrong)}; correct ones failing public or hidden: "
+        f"{sum(not (r['public_passed'] and r['hidden_passed']) for r in records if r['correct'])}",
+        file=sys.stderr,
+    )
     return 0
 
 
