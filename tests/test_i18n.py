@@ -16,7 +16,15 @@ from utils.builder.stamps import SETUP_TAG
 from utils.i18n.catalog import CATALOGUE_DIR, LOCALE, entries_by_cell, markdown_entries, read_catalogue
 from utils.i18n.cli import main as i18n_main
 from utils.i18n.cli import update
-from utils.i18n.glossary import GLOSSARY_FILE, glossary_problems, kept_problems, load_glossary, markup_problems
+from utils.i18n.glossary import (
+    GLOSSARY_FILE,
+    drift_problems,
+    glossary_problems,
+    kept_problems,
+    load_avoid,
+    load_glossary,
+    markup_problems,
+)
 from utils.i18n.notebooks import EXECUTED_KEY, code_digest, translation_status
 
 REPO = Path(__file__).resolve().parent.parent
@@ -191,6 +199,44 @@ def test_markup_check_catches_bold_that_does_not_close():
     assert markup_problems("**Myth check:** it", "**误区检验：**一篇") != []
     assert markup_problems("*it* is `a*b`", "*it* 是 `a*b`") == []
     assert markup_problems("$a*b$ and **x**", "$a*b$ 和 **x**") == []
+
+
+AVOID = load_avoid(REPO / GLOSSARY_FILE)
+
+
+@pytest.mark.parametrize("po", CATALOGUES, ids=lambda p: p.stem)
+def test_translations_avoid_the_reviewed_drifts(po):
+    """No calque or drift that the glossary's second table rules out (大小 for a dimension, 学到的 for a
+    parameter, 遮住, LayerNorm where the prose term is 层规范化, 种子文章 ...)."""
+    chapter = po.stem[:2].isdigit()
+    problems = [f"{m.context}: {p}" for m in read_catalogue(po) if m.id and m.string
+                for p in drift_problems(m.string, AVOID, chapter=chapter)]
+    assert problems == []
+
+
+@pytest.mark.parametrize(("chinese", "rule"), [
+    ("每个词元得到一个大小为 E = `d_model` 的固定随机向量", "维度"),  # the review's P4
+    ("嵌入大小", "维度"),
+    ("D 是每个查询和键的大小", "维度"),
+    ("让每个词元从三个学到的视角来呈现自己", "可学习的"),  # P5
+    ("用学到的位置嵌入表示它们的位置", "可学习的"),
+    ("被掩码遮住的键", "被屏蔽"),
+    ("再做一次 LayerNorm", "层规范化"),  # P18
+    ("不许使用现成的层", "请不要"),  # P17
+    ("种子文章 000 的例子", "《五步拆解》"),  # P22
+    ("你用 笔记本里的全局变量", "no space"),  # P21
+    ("熵 2.02（最大 2.48 nats）", "奈特"),  # P12
+])
+def test_drift_check_catches_what_the_review_found(chinese, rule):
+    found = drift_problems(chinese, AVOID, chapter=True)
+    assert len(found) == 1 and rule in found[0], found
+
+
+def test_drift_check_lets_the_right_terms_through():
+    right = ("一个 E 维的固定随机向量；查询和键的维度；三个可学习的视角；模型学到的模式；被屏蔽的键；"
+             "层规范化（LayerNorm），之后再做一次层规范化；请不要使用；《五步拆解》一文；笔记本里的变量；`nn.LayerNorm`")
+    assert drift_problems(right, AVOID, chapter=True) == []
+    assert drift_problems("LayerNorm 的权重", AVOID, chapter=False) == []  # a diagnosis may name the module
 
 
 def test_glossary_check_catches_a_wrong_term():

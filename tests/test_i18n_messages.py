@@ -169,6 +169,17 @@ def test_messages_use_the_glossary_and_keep_code_and_numbers(po):
     assert problems == []
 
 
+@pytest.mark.parametrize("po", LOCALE_FILES, ids=lambda p: p.stem)
+def test_messages_avoid_the_reviewed_drifts(po):
+    from utils.i18n.glossary import GLOSSARY_FILE, drift_problems, load_avoid
+    from utils.paths import REPO_ROOT
+
+    rules = load_avoid(REPO_ROOT / GLOSSARY_FILE)
+    problems = [f"{m.context or m.id[:40]}: {p}" for m in read_catalogue(po) if m.id and m.string
+                for p in drift_problems(m.string, rules, chapter=False)]
+    assert problems == []
+
+
 def test_one_english_message_has_one_chinese_translation():
     """The run-time table is keyed by the English alone: two catalogues must agree on a shared message."""
     seen: dict[str, dict[str, list[str]]] = {}

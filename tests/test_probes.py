@@ -136,7 +136,7 @@ def test_dtype_and_finiteness_probes():
     assert inputs[0]["q"].numel() + inputs[0]["k"].numel() == max(sizes)  # dropout shows best on the biggest
     failures = [(0, CASE, Outcome(output=torch.zeros(3)), ("shapes", "x"))]
     cast = run_probes(exercise, lambda q, k: q.float() @ k.float().transpose(-2, -1))
-    assert "for float64 inputs your function returns float32" in observe(exercise, failures, cast)[0]
+    assert "float64 inputs come back as float32" in observe(exercise, failures, cast)[0]
     overflow = run_probes(exercise, lambda q, k: (q @ k.transpose(-2, -1)).exp().log())
     assert "times larger your output contains NaN or inf" in observe(exercise, failures, overflow)[0]
     right = run_probes(exercise, qkv.attention_scores_reference)

@@ -37,8 +37,10 @@ def observations(exercise, fn) -> dict[str, str]:
 
 
 def alternatives():
-    for slug in sorted(set(SLUG.values())):
-        module = importlib.import_module(f"tests.learner_answers.alternatives.{slug}")
+    from tests.learner_answers.measure import CORRECT_SPLITS
+
+    for split, slug in ((split, slug) for split in CORRECT_SPLITS for slug in sorted(set(SLUG.values()))):
+        module = importlib.import_module(f"tests.learner_answers.{split}.{slug}")
         for name, fn in inspect.getmembers(module, inspect.isfunction):
             func_name = name.split("__")[0]
             if func_name in EXERCISES and fn.__module__ == module.__name__:

@@ -282,8 +282,8 @@ ADD = Exercise(
         ),
         Mistake(
             "cast_to_float32", wrong._cast_to_float32,
-            "Keep the dtype of x: for a float64 batch (and table) the sum is float64, so do not cast it "
-            "with .float()",
+            "Keep the dtype of x: for a float64 batch (and table) your sum comes back float32, and it must stay "
+            "float64 (look for a .float() cast, or a tensor made without dtype=)",
         ),
     ],
     forbidden=("utils", "utils.positional.PositionalEncoding", "utils.positional.sinusoidal_encoding"),

@@ -144,8 +144,8 @@ def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evi
             ) -> tuple[str, int] | None:
     """The first observation that explains ``failures`` (``(index, case, outcome, reason)`` as the judge
     records them), and the position in ``failures`` of the case it is about; None when no probe fits.
-    Order: globals, determinism, an input added to the output, the exercise's own probes, other relations to
-    the reference, dtype, finiteness."""
+    Order: globals, determinism, an input added to the output, the exercise's own probes, finiteness, other
+    relations to the reference, dtype."""
     evidence = evidence or Evidence()
     for position, (_, _, outcome, _) in enumerate(failures):
         if outcome.error and outcome.error[0] == "NameError":
@@ -176,10 +176,14 @@ def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evi
         text = _safe(probe.explain, exercise.reference, inputs, got) if inputs else None
         if text:
             return text, 0
+    inputs, got = by_name.get("finite", ([], []))
+    overflow = _safe(_finite, exercise, inputs, got) if inputs else None
+    if overflow:  # true of the function whatever the cases show, and the cause of many of their differences
+        return overflow, 0
     relation = _safe(relate, exercise, failures)
     if relation:
         return relation
-    for name, check in (("dtype", _keeps_dtype), ("finite", _finite)):
+    for name, check in (("dtype", _keeps_dtype),):
         inputs, got = by_name.get(name, ([], []))
         text = _safe(check, exercise, inputs, got) if inputs else None
         if text:
@@ -238,7 +242,7 @@ def _keeps_dtype(exercise: ProbedExercise, inputs: list[Case], outcomes: list[Ou
     got = _first_tensor(plain_copy(outcomes[0].output))
     if expected is None or got is None or expected.dtype != torch.float64 or got.dtype == torch.float64:
         return None
-    return tr("for float64 inputs your function returns {dtype}: it must keep its input's dtype (look for a "
+    return tr("your function does not keep its input's dtype: float64 inputs come back as {dtype} (look for a "
               "`.float()` cast, or a tensor made without `dtype=`)", dtype=str(got.dtype).replace("torch.", ""))
 
 

@@ -111,7 +111,8 @@ SDPA = Exercise(
                 "(torch.finfo(dtype).min, or a large negative number added); it must get zero weights and a zero "
                 f"output: fill with float('-inf') and set such rows to 0 after the softmax ({_MYTH_INF})"),
         Mistake("minus_1e9", wrong._sdpa_minus_1e9,
-                "you mask with -1e9 (as seed 004's `masked_fill(mask == 0, -1e9)`): -1e9 does not fit in float16 "
+                "you mask with -1e9 (as the practitioner's article does, `masked_fill(mask == 0, -1e9)`): -1e9 does "
+                "not fit in float16 "
                 f"(its largest number is 65504), so masked_fill raises; fill with float('-inf') ({_MYTH_1E9})"),
         Mistake("fill_minus_1e4", wrong._sdpa_fill_minus_1e4,
                 "you replace the blocked scores by -1e4: a number, not a wall. When every allowed score of a row "

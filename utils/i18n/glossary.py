@@ -8,6 +8,8 @@ are kept as they are) and reports the cell when its Chinese lacks the term. :fun
 checks what a translation must keep exactly: formulas, code spans, link targets and the numbers.
 :func:`markup_problems` finds emphasis that Markdown would leave as bare asterisks: CommonMark closes
 ``**bold：**`` only when what follows is a space or punctuation, so ``**误区检验：**一篇`` shows its stars.
+:func:`drift_problems` finds the renderings the glossary's second table (``<!-- avoid -->``) rules out: a
+calque such as 嵌入大小 where the term is 维度, or 学到的权重 where it is 可学习的.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["GLOSSARY_FILE", "Term", "glossary_problems", "kept_problems", "load_glossary", "markup_problems", "prose"]
+__all__ = ["GLOSSARY_FILE", "Avoid", "Term", "drift_problems", "glossary_problems", "kept_problems", "load_avoid",
+           "load_glossary", "markup_problems", "prose"]
 
 GLOSSARY_FILE = Path("i18n") / "zh_CN" / "GLOSSARY.md"
 _TABLE = re.compile(r"<!-- glossary -->\n(.*?)\n<!-- /glossary -->", re.DOTALL)
+_AVOID_TABLE = re.compile(r"<!-- avoid -->\n(.*?)\n<!-- /avoid -->", re.DOTALL)
 _MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.DOTALL)
 _CODE = re.compile(r"`[^`\n]+`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
@@ -129,3 +133,44 @@ def markup_problems(english: str, chinese: str) -> list[str]:
         return []
     return [f"{shown} bare asterisks after rendering (the English has {expected}): put a space after a "
             "bold/italic that ends in punctuation"]
+
+
+@dataclass(frozen=True)
+class Avoid:
+    """One row of the second table: a Chinese rendering to avoid (a regular expression over the prose,
+    formulas and code spans removed), what to write instead, and where the rule applies: ``all`` the
+    catalogues, or only the chapters' ``prose`` (``i18n/zh_CN/NN_*.po``)."""
+
+    pattern: re.Pattern
+    use: str
+    scope: str
+
+
+def load_avoid(path: str | Path) -> list[Avoid]:
+    """The rows of the ``<!-- avoid -->`` table at ``path``: | avoid (regex, in backticks; ``\\|`` for a
+    ``|``) | use | scope |."""
+    text = Path(path).read_text(encoding="utf-8")
+    match = _AVOID_TABLE.search(text)
+    if match is None:
+        raise ValueError(f"{path}: no table between <!-- avoid --> and <!-- /avoid -->")
+    rules = []
+    for line in match[1].splitlines()[2:]:
+        cells = [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+        if len(cells) != 3 or not (cells[0].startswith("`") and cells[0].endswith("`")) or cells[2] not in (
+                "all", "prose"):
+            raise ValueError(f"{path}: avoid row {line!r} needs | `regex` | use | all or prose |")
+        rules.append(Avoid(re.compile(cells[0][1:-1]), cells[1], cells[2]))
+    return rules
+
+
+def drift_problems(chinese: str, rules: list[Avoid], *, chapter: bool) -> list[str]:
+    """The avoided renderings in ``chinese`` (outside formulas and code spans), one line each; rules of scope
+    ``prose`` apply only when ``chapter`` (a chapter's catalogue).
+
+    >>> rules = [Avoid(re.compile("遮住"), "被屏蔽", "all")]
+    >>> drift_problems("被遮住的键", rules, chapter=False), drift_problems("`遮住`", rules, chapter=True)
+    (["'遮住': use 被屏蔽"], [])
+    """
+    text = prose(chinese)
+    return [f"{found[0]!r}: use {rule.use}" for rule in rules if rule.scope == "all" or chapter
+            for found in [rule.pattern.search(text)] if found]

@@ -48,7 +48,8 @@ def _padding(gen: torch.Generator) -> list:
 
 
 def _split(gen: torch.Generator) -> list:
-    return [{"x": _randn(gen, N, 4, 6), "num_heads": H} for N, H in ((1, 2), (3, 2), (2, 1), (2, 3), (2, 6))]
+    shapes = ((1, 4, 2), (3, 4, 2), (2, 4, 1), (2, 4, 3), (2, 4, 6), (2, 6, 2), (2, 6, 3))  # (N, L, H); L = E last
+    return [{"x": _randn(gen, N, L, 6), "num_heads": H} for N, L, H in shapes]
 
 
 def _merge(gen: torch.Generator) -> list:
