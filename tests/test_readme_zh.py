@@ -174,3 +174,13 @@ def test_no_catalogue_means_no_chinese_readme(course):
     (course / README_TARGET).unlink()
     assert render_readme(course) is None and readme_status(course) == ([], False)
     assert not write_readme(course, log=lambda line: None) and not (course / README_TARGET).exists()
+
+
+def test_the_chinese_readme_puts_its_reader_first():
+    """The language switch shows 简体中文 as the current page, and the Chinese badges come before the English."""
+    top = (REPO / README_TARGET).read_text(encoding="utf-8").split("\n## ")[0]
+    assert "[English](README.md) · **简体中文**" in top and "[简体中文](" not in top
+    targets = [target for _, _, target in BADGE.findall(top)]
+    assert "/chapters/zh/" in targets[0] and any("/chapters/zh/" not in t for t in targets[1:]), targets
+    english = (REPO / README_SOURCE).read_text(encoding="utf-8").split("\n## ")[0]
+    assert "/chapters/zh/" not in [t for _, _, t in BADGE.findall(english)][0]  # the English README: English first

@@ -13,7 +13,8 @@ entry and nothing else changes.
 The catalogue is updated by :func:`update_readme_catalogue` (``python -m utils.i18n update``) with the
 notebooks' rules (:func:`utils.i18n.catalog.update_catalogue`). :func:`render_readme` writes each block's
 current translation (or, while it has none, its English) with the English separators, under a first
-line that says the file is generated; :func:`readme_status` lists the blocks without a current
+line that says the file is generated, with the Chinese badges first and 简体中文 shown as the current page
+(:func:`_chinese_first`); :func:`readme_status` lists the blocks without a current
 translation and says when the file on disk is not what the README and catalogue make
 (``python -m utils.build --check`` fails on either).
 """
@@ -194,7 +195,21 @@ def _translate(root: Path) -> tuple[str, list[Untranslated]] | None:
             parts.append(block)
             problems.append(Untranslated(README_SOURCE, context, block, reason))
         parts.append(separator)
-    return "".join(parts), problems
+    return _chinese_first("".join(parts)), problems
+
+
+def _chinese_first(text: str) -> str:
+    """The top of the Chinese README as its reader expects it: the language switch shows 简体中文 as the
+    current page (bold, not a link), and the block of Chinese badges comes before the English one."""
+    top, heading, rest = text.partition("\n## ")
+    top = top.replace("[简体中文](README.zh-CN.md)", "**简体中文**", 1)
+    end = top[len(top.rstrip("\n")):]
+    blocks = top.rstrip("\n").split("\n\n")
+    for i in range(1, len(blocks)):
+        if "/chapters/zh/" in blocks[i] and "colab-badge" in blocks[i - 1] and "/chapters/zh/" not in blocks[i - 1]:
+            blocks[i - 1], blocks[i] = blocks[i], blocks[i - 1]
+            break
+    return "\n\n".join(blocks) + end + heading + rest
 
 
 def render_readme(root: str | Path) -> str | None:
