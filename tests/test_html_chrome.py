@@ -42,4 +42,4 @@ def test_the_explorer_sentence_keeps_its_fields(lang):
 def test_the_chinese_pages_read_as_before():
     zh = CHROME["zh"]
     assert (zh.book_title, zh.contents, zh.table_head, zh.switch_text) == (
-        "注意力，一步一步", "目录", ("#", "章节", "时长", "学完你将能够"), "中文")
+        "一步一步学注意力", "目录", ("#", "章节", "时长", "学完你将能够"), "中文")
