@@ -2,8 +2,8 @@
 
 The static HTML edition shows, for each combination of grid values, the figure the explorer's own
 state function and figure function give. These tests pin the grid each control type yields, the
-bounds, the snapping rule, and that every rendered image is exactly (decoded pixels) the figure the
-explorer draws for those values in a kernel.
+bounds, the sliders' tracks (their grid values only), and that every rendered image is exactly (decoded
+pixels) the figure the explorer draws for those values in a kernel.
 """
 
 from __future__ import annotations
@@ -79,14 +79,22 @@ def test_each_control_kind_gives_its_values():
     assert by_name["mode"].kind == "buttons" and by_name["mode"].initial == 1
     assert by_name["on"].values == (False, True) and by_name["on"].kind == "check"
     assert by_name["dim"].kind == "slider" and by_name["dim"].positions == (0.0, 1.0, 2.0, 3.0)
-    assert by_name["steps"].values == (0, 3, 6) and by_name["steps"].track == (0, 6, 3)
+    assert by_name["steps"].values == (0, 3, 6) and by_name["steps"].track == (0, 2, 1)  # one stop per value
     assert grid_size(grid) == 3 * 2 * 2 * 4 * 3
 
 
 def test_declared_values_are_a_subset_in_the_controls_order_and_keep_the_initial_value():
     (dim,) = grid_controls({"dim": w.SelectionSlider(options=[1, 2, 4, 8, 16], value=2)}, {"dim": (16, 1)})
     assert dim.values == (1, 2, 16) and dim.initial == 1
-    assert dim.positions == (0.0, 1.0, 4.0)  # the track keeps every option: 4 and 8 snap
+    assert dim.track == (0, 2, 1) and dim.positions == (0.0, 1.0, 2.0)  # 4 and 8 are not on the page's track
+
+
+def test_a_slider_on_the_page_stops_only_at_its_grid_values_in_order():
+    (n,) = grid_controls({"n": w.IntSlider(value=3, min=0, max=9)}, {"n": (8, 0, 1)})
+    assert n.values == (0, 1, 3, 8) and n.labels == ("0", "1", "3", "8") and n.initial == 2
+    assert n.track == (0, 3, 1) and n.positions == (0.0, 1.0, 2.0, 3.0)
+    (t,) = grid_controls({"t": w.FloatLogSlider(value=1.0, min=-1, max=1, step=0.05)}, {"t": (3.0, 0.3)})
+    assert t.values == (0.3, 1.0, 3.0) and t.track == (0, 2, 1) and t.labels == ("0.3", "1", "3")
 
 
 @pytest.mark.parametrize("control, needs", [
@@ -116,12 +124,11 @@ def test_the_number_of_states_is_bounded():
     assert grid_size(grid_controls(controls, {"a": range(0, 41, 4)})) == 11 * 41 <= MAX_GRID_STATES
 
 
-def test_snap_picks_the_nearest_grid_value_in_the_sliders_own_scale():
+def test_snap_reads_the_stop_nearest_to_a_track_position():
     (scale,) = grid_controls({"s": w.FloatLogSlider(value=1.0, min=-1, max=1)}, {"s": (0.1, 1.0, 10.0)})
-    # on a log slider "nearest" is nearest in the exponent: 3 is nearer 1 than 10 there, 4 is not
-    assert [scale.values[snap(scale, np.log10(x))] for x in (0.1, 0.3, 3.0, 4.0, 10.0)] == [0.1, 0.1, 1.0, 10.0, 10.0]
+    assert [scale.values[snap(scale, x)] for x in (0, 0.4, 1, 1.6, 2)] == [0.1, 0.1, 1.0, 10.0, 10.0]
     (n,) = grid_controls({"n": w.IntSlider(value=0, min=0, max=10)}, {"n": (0, 4, 10)})
-    assert [n.values[snap(n, x)] for x in (1, 2, 3, 7, 8)] == [0, 0, 4, 4, 10]  # a tie goes to the lower
+    assert [n.values[snap(n, x)] for x in (0, 0.5, 1, 1.5, 2)] == [0, 0, 4, 4, 10]  # a tie goes to the lower
     with pytest.raises(ValueError, match="not a slider"):
         snap(grid_controls({"d": w.Dropdown(options=[1])})[0], 0.0)
 

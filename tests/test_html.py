@@ -123,7 +123,7 @@ def test_chinese_chrome():
     assert 'aria-label="章节"' in nav and "一步一步学注意力" in nav and "Contents" not in nav
     assert "← 目录" in pager(ROWS, ROWS[0].stem, "top", "zh")
     block = explorer_html(manifest(), "e", "x", lang="zh")
-    assert ">预先计算<" in block and "滑块会吸附" in block and ">precomputed<" not in block
+    assert ">预先计算<" in block and "滑块只停在已渲染的取值上" in block and ">precomputed<" not in block
 
 
 def fake_node_modules(folder: Path) -> Path:
@@ -202,7 +202,7 @@ def manifest(note=None, free_text=False):
     return {
         "controls": [
             {"name": "n", "kind": "slider", "description": "n", "values": [1, 2], "labels": ["1", "2"],
-             "initial": 1, "track": [1, 4, 1], "positions": [1.0, 2.0], "free_text": False},
+             "initial": 1, "track": [0, 1, 1], "positions": [0.0, 1.0], "free_text": False},
             {"name": "s", "kind": "select", "description": "sentence", "values": ["a b", "c d"],
              "labels": ["a b", "c d"], "initial": 0, "track": None, "positions": None, "free_text": free_text},
         ],
@@ -385,6 +385,15 @@ def stem_of(number: int) -> str:
     return ROWS[number - 1].stem
 
 
+def move_slider(explorer, name: str, value: str):
+    """Move the page slider ``name`` to its stop labelled ``value`` (the track runs over the indices of the
+    slider's grid values); return the slider."""
+    grid = json.loads(explorer.locator("script.explorer-grid").inner_text())
+    slider = explorer.locator(f"label:has-text('{name}') input[type=range]")
+    slider.fill(str(grid["controls"][int(slider.get_attribute("data-control"))]["labels"].index(value)))
+    return slider
+
+
 @pytest.mark.browser
 def test_moving_controls_shows_what_the_state_function_draws(edition, offline_context):
     """Chapter 3: a dropdown (H), a slider (head) and a dropdown (query token); then a head past H,
@@ -402,21 +411,21 @@ def test_moving_controls_shows_what_the_state_function_draws(edition, offline_co
     page.wait_for_selector(".course-explorer[data-ready='true']")
     np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), expected(3, 0, 5))
     explorer.locator("label:has-text('heads H') select").select_option(label="6")
-    explorer.locator("label:has-text('head') input[type=range]").fill("2")
+    move_slider(explorer, "head", "2")
     explorer.locator("label:has-text('query token') select").select_option(label="red")
     np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), expected(6, 1, 4))
     assert "H = 6, D = 2: 'red' in head 2" in explorer.locator(".explorer-caption").inner_text()
     explorer.locator("label:has-text('heads H') select").select_option(label="2")
-    explorer.locator("label:has-text('head') input[type=range]").fill("12")
+    move_slider(explorer, "head", "12")
     np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), expected(2, 1, 4))
     assert explorer.locator("label:has-text('head') output").inner_text() == "2"  # clamped to H, as in a kernel
     assert page.errors == [] and page.blocked == []
 
 
 @pytest.mark.browser
-def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_context):
-    """Chapter 6: window 12 is not on the grid (0, 1, 2, 4, 16): it snaps to 16, not down to 4; depth 7
-    snaps to 8; depth 5 to 4."""
+def test_a_slider_stops_only_at_its_rendered_values(edition, offline_context):
+    """Chapter 6: the window slider runs 0..16 in a kernel, but its grid is (0, 1, 2, 4, 16): on the page it
+    has five stops, one per rendered value, and depth's stops are 1, 2, 3, 4, 8 (3 is its initial value)."""
     from utils.explorers.at_scale import window_explorer_state
     from utils.plotting.at_scale import window_explorer_figure
 
@@ -424,15 +433,20 @@ def test_a_slider_between_grid_values_snaps_to_the_nearest(edition, offline_cont
     page.goto((edition / f"{stem_of(6)}.html").as_uri())
     explorer = page.locator(".course-explorer").first
     page.wait_for_selector(".course-explorer[data-ready='true']")
-    window, depth = (explorer.locator(f"label:has-text('{name}') input[type=range]") for name in ("window", "depth"))
-    window.fill("12")
-    depth.fill("7")
-    assert explorer.locator("label:has-text('window') output").inner_text() == "16"
-    assert explorer.locator("label:has-text('depth') output").inner_text() == "8"
+    shown = {}
+    for name, stops in (("window", 5), ("depth", 5)):
+        slider = explorer.locator(f"label:has-text('{name}') input[type=range]")
+        assert [slider.get_attribute(a) for a in ("min", "max", "step")] == ["0", str(stops - 1), "1"]
+        shown[name] = []
+        for stop in range(stops):
+            slider.fill(str(stop))
+            shown[name].append(explorer.locator(f"label:has-text('{name}') output").inner_text())
+    assert shown == {"window": ["0", "1", "2", "4", "16"], "depth": ["1", "2", "3", "4", "8"]}
     want = pixels(figure_png(window_explorer_figure(window_explorer_state(16, 0, 8))))
     np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), want)
-    depth.fill("5")
-    assert explorer.locator("label:has-text('depth') output").inner_text() == "4"
+    move_slider(explorer, "depth", "4")
+    want = pixels(figure_png(window_explorer_figure(window_explorer_state(16, 0, 4))))
+    np.testing.assert_array_equal(pixels(shown_image(page, edition, explorer)), want)
     assert page.errors == [] and page.blocked == []
 
 

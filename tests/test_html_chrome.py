@@ -36,7 +36,7 @@ def test_every_word_of_a_translated_half_comes_from_its_catalogue(lang):
 @pytest.mark.parametrize("lang", EDITION_LANGUAGES)
 def test_the_explorer_sentence_keeps_its_fields(lang):
     fields = {name for _, name, _, _ in string.Formatter().parse(CHROME[lang].explorer_about) if name}
-    assert fields == {"states", "snaps"}
+    assert fields == {"states", "stops"}
 
 
 def test_the_chinese_pages_read_as_before():

@@ -35,8 +35,8 @@ class Chrome:
     index_intro: str
     table_head: tuple[str, str, str, str]
     precomputed: str
-    explorer_about: str  # str.format: {states}, {snaps}
-    explorer_snaps: str
+    explorer_about: str  # str.format: {states}, {stops}
+    explorer_stops: str
     explorer_alt: str
     explorer_noscript: str
     switch_text: str  # the link that leads to this language, written in it
@@ -66,8 +66,8 @@ def chrome(lang: str) -> Chrome:
             # one message: this "time" is a duration (时长), another module's "time" is 时间
             table_head=("#", *tr("chapter | time | you will be able to").split(" | ")),
             precomputed=tr("precomputed"),
-            explorer_about=tr("{states} states, rendered when this page was built; no kernel runs here{snaps}."),
-            explorer_snaps=tr(", and a slider snaps to the nearest rendered value"),
+            explorer_about=tr("{states} states, rendered when this page was built; no kernel runs here{stops}."),
+            explorer_stops=tr(", and a slider stops only at the rendered values"),
             explorer_alt=tr("the explorer's figure for the chosen controls"),
             explorer_noscript=tr("Scripts are off: this is the figure the explorer was saved with. Turn JavaScript "
                                  "on to move the controls."),

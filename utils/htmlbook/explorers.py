@@ -5,9 +5,8 @@ After a chapter's last cell the builder has the kernel render every explorer's g
 folder named by the model id of the explorer's widget. :func:`precompute_explorers` then replaces each
 explorer's widget view in the notebook with :func:`explorer_html`: native sliders, drop-downs, buttons
 and checkboxes, the figure of the saved state, the grid as JSON, and a "precomputed" label.
-``static/explorer.js`` swaps the figure as the reader moves a control (a slider position between grid
-values snaps to the nearest); with scripts off the block still shows the saved figure and says why the
-controls do not move.
+``static/explorer.js`` swaps the figure as the reader moves a control (a slider stops only at its grid
+values); with scripts off the block still shows the saved figure and says why the controls do not move.
 """
 
 from __future__ import annotations
@@ -97,8 +96,8 @@ def explorer_html(manifest: dict[str, Any], image_href: str, uid: str,
         note = (f'<p class="explorer-note">{html.escape(manifest["note"])}'
                 f'{" " + links if links else ""}</p>')
     size = len(manifest["states"])
-    snaps = words.explorer_snaps if any(c["kind"] == "slider" for c in controls) else ""
-    about = words.explorer_about.format(states=size, snaps=snaps)
+    stops = words.explorer_stops if any(c["kind"] == "slider" for c in controls) else ""
+    about = words.explorer_about.format(states=size, stops=stops)
     data = json.dumps(grid, ensure_ascii=False).replace("</", "<\\/")
     return (
         f'<div class="course-explorer" id="{uid}" data-initial-state="{index}">'

@@ -13,8 +13,9 @@ which runs :func:`render_grid` on every explorer the kernel built (:func:`utils.
 in creation order): it sets the controls to every combination of grid values, calls the explorer's own
 ``compute`` (its pure state function, :mod:`utils.explorers`) and ``draw`` (its :mod:`utils.plotting`
 figure), and writes each distinct figure once, as lossless WebP (the same pixels as the PNG a kernel
-shows, about a third of the bytes), with a ``manifest.json`` that the page's script reads. A value between
-grid values snaps to the nearest one (:func:`snap`; the page's script does the same).
+shows, about a third of the bytes), with a ``manifest.json`` that the page's script reads. On the page a
+slider steps through its grid values only, whatever range it has in a kernel: every value it offers there
+has a figure (tests/test_explorer_grid_ranges.py checks every explorer of the course).
 
 This module imports :mod:`utils.widgets.common`, never the other way round; its heavy imports (ipywidgets,
 torch, matplotlib) are made where they are used, so the builder's epilogue imports it cheaply.
@@ -57,9 +58,9 @@ class GridControl:
 
     ``values`` are the grid's values, ``labels`` how each is written, ``initial`` the index of the
     value the control had when the explorer was built (the saved state). ``kind`` is ``"slider"``,
-    ``"select"``, ``"buttons"`` or ``"check"``. A slider keeps its full ``track`` (min, max, step, in
-    the slider's own scale: the exponent for a log slider, the option index for a selection slider);
-    ``positions`` places each grid value on it, and a position between them snaps to the nearest.
+    ``"select"``, ``"buttons"`` or ``"check"``. A slider's ``track`` (min, max, step) runs over the
+    indices of its grid values, ``(0, len(values) - 1, 1)``, and ``positions`` places each value at its
+    index: the page's slider stops at the rendered values and nowhere else (its label shows the value).
     ``free_text`` marks a text box reduced to its ``values`` (typing your own needs a kernel).
     """
 
@@ -105,8 +106,7 @@ def _control(name: str, control: Any, declared: Sequence[Any] | None) -> GridCon
         values = chosen(options)
         names = tuple(labels[options.index(v)] for v in values)
         if isinstance(control, w.SelectionSlider):
-            return GridControl(name, "slider", description, tuple(values), names, values.index(current),
-                               (0, len(options) - 1, 1), tuple(float(options.index(v)) for v in values))
+            return _slider(name, description, values, names, current)
         kind = "buttons" if isinstance(control, (w.ToggleButtons, w.RadioButtons)) else "select"
         return GridControl(name, kind, description, tuple(values), names, values.index(current))
     if isinstance(control, (w.ToggleButton, w.Checkbox)):
@@ -125,9 +125,8 @@ def _control(name: str, control: Any, declared: Sequence[Any] | None) -> GridCon
     if isinstance(control, (w.IntSlider, w.IntRangeSlider, w.Play, w.BoundedIntText)) or (
             isinstance(control, w.FloatLogSlider)) or isinstance(control, w.FloatSlider):
         lo, hi, step = control.min, control.max, control.step
-        log_base = control.base if isinstance(control, w.FloatLogSlider) else None
         if declared is None:
-            if isinstance(current, float) or log_base:
+            if isinstance(current, float) or isinstance(control, w.FloatLogSlider):
                 raise ValueError(f"grid[{name!r}]: the slider {description!r} has no finite set of values; "
                                  f"declare them, grid={{{name!r}: (...)}}")
             count = (hi - lo) // step + 1
@@ -135,20 +134,19 @@ def _control(name: str, control: Any, declared: Sequence[Any] | None) -> GridCon
                 raise ValueError(f"grid[{name!r}]: the slider {description!r} has {count} steps (more than "
                                  f"{MAX_SLIDER_STEPS}); declare the values the static edition renders")
             declared = range(lo, hi + 1, step)
-
-        def position(v: float) -> float:
-            return math.log(v, log_base) if log_base else float(v)
-
-        # The track covers the declared values too: the wiring may widen the slider (a head slider up
-        # to H); a value the widget clamps is drawn as clamped, and the page moves the slider to it.
+        # Declared values past the slider's range are kept: the wiring may widen the slider (a head slider
+        # up to H); a value the widget clamps is drawn as clamped, and the page moves the slider to it.
         values = sorted({*declared, current})
-        positions = tuple(position(v) for v in values)
         fmt = getattr(control, "readout_format", None)
-        return GridControl(name, "slider", description, tuple(values), tuple(_format(v, fmt) for v in values),
-                           values.index(current), (min(lo, *positions), max(hi, *positions), float(step)),
-                           positions)
+        return _slider(name, description, values, [_format(v, fmt) for v in values], current)
     raise TypeError(f"grid[{name!r}]: no grid for a {type(control).__name__}; use a slider, dropdown, toggle or "
                     "text box")
+
+
+def _slider(name: str, description: str, values: Sequence[Any], labels: Sequence[str], current: Any) -> GridControl:
+    """A slider that steps through ``values`` (in order) and nothing else: its track is their indices."""
+    return GridControl(name, "slider", description, tuple(values), tuple(labels), list(values).index(current),
+                       (0, len(values) - 1, 1), tuple(float(i) for i in range(len(values))))
 
 
 def grid_controls(controls: Mapping[str, Any], declared: Mapping[str, Sequence[Any]] | None = None,
@@ -189,12 +187,13 @@ def grid_size(grid: Sequence[GridControl]) -> int:
 
 
 def snap(control: GridControl, position: float) -> int:
-    """The index of the grid value nearest to ``position`` on a slider's track (ties: the lower one).
+    """The index of the grid value at ``position`` on a slider's track: the nearest stop (ties: the lower
+    one), as the page's script reads a slider.
 
     >>> import ipywidgets as w
-    >>> (dim,) = grid_controls({"t": w.FloatLogSlider(value=1.0, min=-1, max=1)}, {"t": (0.1, 1.0, 10.0)})
-    >>> dim.values[snap(dim, math.log10(3.0))], dim.values[snap(dim, math.log10(4.0))]
-    (1.0, 10.0)
+    >>> (t,) = grid_controls({"t": w.FloatLogSlider(value=1.0, min=-1, max=1)}, {"t": (0.1, 1.0, 10.0)})
+    >>> t.track, t.values[snap(t, 1.0)], t.values[snap(t, 1.6)]
+    ((0, 2, 1), 1.0, 10.0)
     """
     if control.positions is None:
         raise ValueError(f"{control.name!r} is a {control.kind}, not a slider: it has no positions to snap to")

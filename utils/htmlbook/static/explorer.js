@@ -1,7 +1,8 @@
 /* Precomputed explorers of the HTML edition (utils/htmlbook/explorers.py): swap the figure as a
    control moves. Each .course-explorer holds its grid as JSON: the controls' values, and for every
    combination (row-major) [image, captions, effective control values or null, disabled controls].
-   A slider position between grid values snaps to the nearest one. No network, no dependencies. */
+   A slider's track runs over the indices of its grid values (utils/widgets/grid.py), so it stops only
+   at rendered values. No network, no dependencies. */
 (function () {
   "use strict";
 
