@@ -21,7 +21,7 @@ from utils.exercises.positional import (
     relative_shift_matrix_reference,
     sinusoidal_encoding_reference,
 )
-from utils.explorers.positional import ENCODING_KINDS, positional_explorer_state
+from utils.explorers.positional import ENCODING_KINDS, align_right, positional_explorer_state
 from utils.plotting.positional import (
     encoding_curves,
     encoding_heatmap,
@@ -224,8 +224,11 @@ def test_explorer_figure(kind):
     data = positional_explorer_state(kind, 4, 2, length=16, d_model=8)
     fig = positional_explorer_figure(data)
     titles = [ax.get_title() for ax in fig.axes]
-    assert ENCODING_KINDS[kind] in titles[0] and "position 4" in titles[1] and "offset" in fig.axes[2].get_xlabel()
+    assert ENCODING_KINDS[kind] in titles[0] and "position 4" in titles[1] and titles[2] == data.similarity_title
     assert fig.axes[1].get_xlabel() == "dimension j" and len(fig.axes) == 4
+    assert fig.axes[2].get_xlabel() == "signed offset m - n (m = p = 4)" and fig.axes[2].get_ylabel()
+    line = fig.axes[2].get_lines()[0]
+    assert list(line.get_xdata()) == list(range(-11, 5)) and list(line.get_ydata()) == data.similarity.flip(0).tolist()
 
 
 # ---------------------------------------------------------------------------------------------- explorer
@@ -236,7 +239,9 @@ def test_explorer_data_shapes_and_kinds():
         data = positional_explorer_state(kind, 3, 1, length=10, d_model=6)
         assert data.table.shape == (10, 6) and data.row.shape == (6,) and data.column.shape == (10,)
         assert_close(data.row, data.table[3])
-        assert_close(data.similarity, data.table @ data.table[3])
+        assert data.offsets.tolist() == [3 - n for n in range(10)]  # m - n, with the query at m = p = 3
+        if kind != "rope":
+            assert_close(data.similarity, data.table @ data.table[3])
     assert_close(positional_explorer_state("sinusoidal", 0, 0, length=10, d_model=6).table,
                  sinusoidal_encoding(10, 6))
     with pytest.raises(ValueError, match="kind"):
@@ -251,6 +256,40 @@ def _curve(kind, position, length=32, d_model=16):
 @pytest.mark.parametrize("kind", ["sinusoidal", "rope"])
 def test_similarity_curve_does_not_move_with_position(kind):
     assert_close(_curve(kind, 3), _curve(kind, 17), atol=1e-5, rtol=1e-5)
+
+
+def test_rope_scores_a_query_against_keys_as_rotary_attention_does():
+    """RoPE's curve is the score of the query at p with the key at every n: (R_p q)·(R_n k), k = R_4 q."""
+    data = positional_explorer_state("rope", 9, 0, length=16, d_model=8)
+    q = data.table[0]  # R_0 q = q
+    k = apply_rotary(q[None], torch.tensor([4]))[0]
+    keys = apply_rotary(k.expand(16, 8))  # (L, E): the key at every position n
+    assert_close(data.similarity, keys @ apply_rotary(q[None], torch.tensor([9]))[0])
+
+
+def test_rope_curve_shows_the_sign_of_the_offset_and_the_sinusoidal_one_does_not():
+    """The explorer's RoPE curve peaks at m - n = +4 and differs at +3 and -3; the sinusoidal curve is even."""
+    def at(data, offset):
+        return data.similarity[data.offsets.tolist().index(offset)].item()
+
+    rope = positional_explorer_state("rope", 16, 0)
+    assert rope.offsets[rope.similarity.argmax()].item() == 4
+    assert abs(at(rope, 3) - at(rope, -3)) > 0.1 * rope.similarity.abs().max().item()  # 31.0 vs 25.8 of 32.4
+    sinusoidal = positional_explorer_state("sinusoidal", 16, 0)
+    assert all(math.isclose(at(sinusoidal, d), at(sinusoidal, -d), abs_tol=1e-4) for d in range(1, 16))
+
+
+def test_state_reads_its_curve_at_a_signed_offset():
+    data = positional_explorer_state("rope", 5, 0, length=12, d_model=8)
+    assert data.at(3) == data.similarity[2].item() and data.at(-6) == data.similarity[11].item()  # n = p - offset
+    with pytest.raises(ValueError, match=r"offset 6 is outside -6\.\.5 \(m - n for p = 5, L = 12\)"):
+        data.at(6)
+
+
+def test_align_right_counts_a_wide_character_as_two_columns():
+    assert align_right("RoPE", 8) == "    RoPE" and align_right("正弦", 8) == "    正弦"
+    assert align_right("可学习（随机初始化）", 21) == " 可学习（随机初始化）"
+    assert align_right("too long", 3) == "too long"  # never cut
 
 
 def test_learned_similarity_curve_moves_with_position():

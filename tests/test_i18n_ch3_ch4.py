@@ -56,7 +56,8 @@ def test_positional_explorer_speaks_chinese_and_english_is_unchanged():
     box = positional_explorer()
     assert [label for label, _ in box.controls["kind"].options] == list(ENCODING_KINDS.values())
     state = positional_explorer_state("rope", 5, 2, length=8, d_model=4)
-    assert (state.label, state.similarity_title) == ("RoPE", "similarity to p = 5\n(same shape wherever p is)")
+    assert state.label == "RoPE"
+    assert state.similarity_title == "query at p = 5 against keys at n\n(same shape wherever p is)"
 
 
 def test_quiz_chrome_in_both_languages():

@@ -5,6 +5,7 @@ a toggle, and :mod:`utils.plotting.positional` draws it.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -13,7 +14,12 @@ import torch
 from utils.i18n.messages import tr
 from utils.positional import LearnedPositionalEncoding, apply_rotary, sinusoidal_encoding
 
-__all__ = ["ENCODING_KINDS", "PositionalExplorerState", "positional_explorer_state"]
+__all__ = ["ENCODING_KINDS", "ROPE_KEY_SHIFT", "PositionalExplorerState", "positional_explorer_state", "align_right"]
+
+ROPE_KEY_SHIFT = 4
+"""For RoPE the explorer's key is its query turned by this many positions, ``k = R(4) q``: the score of the
+query at m with the key at n then peaks at m - n = +4 (a query that looks for the token 4 positions back),
+and the curve shows the sign of the offset."""
 
 
 def _display_name(kind: str) -> str:
@@ -60,9 +66,22 @@ class PositionalExplorerState:
     table: torch.Tensor  # (L, E)
     row: torch.Tensor  # (E,) table[p]
     column: torch.Tensor  # (L,) table[:, j]
-    offsets: torch.Tensor  # (L,) q - p
-    similarity: torch.Tensor  # (L,) table[q] . table[p]
+    offsets: torch.Tensor  # (L,) m - n for every position n, with m = p: p, p - 1, ..., p - L + 1
+    similarity: torch.Tensor  # (L,) table[p] . table[n]; RoPE: the query at p . the key at n
     similarity_title: str
+
+    def at(self, offset: int) -> float:
+        """The curve at the signed offset m - n = ``offset`` (the position n = p - offset).
+
+        >>> data = positional_explorer_state("sinusoidal", position=3, dimension=0, length=8, d_model=4)
+        >>> data.at(2) == data.similarity[1].item(), round(data.at(2), 4), round(data.at(-2), 4)
+        (True, 0.5837, 0.5837)
+        """
+        length = len(self.offsets)
+        if not self.position - length < offset <= self.position:
+            raise ValueError(f"offset {offset} is outside {self.position - length + 1}..{self.position} "
+                             f"(m - n for p = {self.position}, L = {length})")
+        return self.similarity[self.position - offset].item()
 
 
 def positional_explorer_state(kind: str, position: int, dimension: int, *, length: int = 48,
@@ -72,11 +91,14 @@ def positional_explorer_state(kind: str, position: int, dimension: int, *, lengt
     * ``"sinusoidal"``: the fixed table ``PE`` (L, E).
     * ``"learned"``: a freshly initialised :class:`~utils.positional.LearnedPositionalEncoding` table (L, E),
       i.e. what a model starts from before training.
-    * ``"rope"``: RoPE adds nothing to the embedding; it rotates it. The "table" shows ``R(p) u`` for one
-      fixed content vector ``u`` (the same token placed at every position p), so row ``p`` is what that
-      token's query or key looks like at position ``p``.
+    * ``"rope"``: RoPE adds nothing to the embedding; it rotates it. The "table" shows ``R(p) q`` for one
+      fixed query vector ``q`` (the same token placed at every position p), so row ``p`` is what that
+      token's query looks like at position ``p``.
 
-    The similarity is the dot product of row ``position`` with every row ``q``, against the offset ``q - p``.
+    The curve is the dot product of row ``position`` (at m = p) with every row n, against the signed
+    offset m - n. For RoPE it is the attention score of the query at p with a key at every n, the key
+    being ``k = R(ROPE_KEY_SHIFT) q`` (:data:`ROPE_KEY_SHIFT`): ``(R_p q)·(R_n k)`` depends on m - n
+    alone and, unlike the sinusoidal curve, is not even in it (it peaks at m - n = +4).
 
     Returns:
         A :class:`PositionalExplorerState`: ``table`` (L, E), ``row`` (E,), ``column`` (L,), ``offsets``
@@ -84,7 +106,7 @@ def positional_explorer_state(kind: str, position: int, dimension: int, *, lengt
 
     >>> data = positional_explorer_state("sinusoidal", position=3, dimension=0, length=8, d_model=4)
     >>> data.table.shape, data.offsets.tolist()[:4]
-    (torch.Size([8, 4]), [-3, -2, -1, 0])
+    (torch.Size([8, 4]), [3, 2, 1, 0])
     """
     if kind not in ENCODING_KINDS:
         raise ValueError(f"kind must be one of {list(ENCODING_KINDS)}, got {kind!r}")
@@ -99,10 +121,16 @@ def positional_explorer_state(kind: str, position: int, dimension: int, *, lengt
         elif kind == "learned":
             table = LearnedPositionalEncoding(length, d_model).weight.detach().clone()  # (L, E)
         else:
-            content = torch.randn(d_model)  # (E,) one token's query/key
-            table = apply_rotary(content.expand(length, d_model))  # (L, E): R(p) u for each p
-    similarity = table @ table[position]  # (L,)
+            query = torch.randn(d_model)  # (E,) one token's query
+    if kind == "rope":
+        table = apply_rotary(query.expand(length, d_model))  # (L, E): R(p) q for each p
+        key = apply_rotary(query[None], torch.tensor([ROPE_KEY_SHIFT]))[0]  # (E,) k = R(4) q
+        similarity = apply_rotary(key.expand(length, d_model)) @ table[position]  # (L,) (R_n k)·(R_p q)
+    else:
+        similarity = table @ table[position]  # (L,)
     note = tr("same shape wherever p is") if kind != "learned" else tr("changes as you move p")
+    title = (tr("query at p = {p} against keys at n\n({note})", p=position, note=note) if kind == "rope"
+             else tr("similarity to p = {p}\n({note})", p=position, note=note))  # two lines: fits the panel
     return PositionalExplorerState(
         kind=kind,
         label=_display_name(kind),
@@ -111,7 +139,19 @@ def positional_explorer_state(kind: str, position: int, dimension: int, *, lengt
         table=table,
         row=table[position],
         column=table[:, dimension],
-        offsets=torch.arange(length) - position,
+        offsets=position - torch.arange(length),
         similarity=similarity,
-        similarity_title=tr("similarity to p = {p}\n({note})", p=position, note=note),  # two lines: fits the panel
+        similarity_title=title,
     )
+
+
+def align_right(text: str, width: int) -> str:
+    """``text`` right-aligned in ``width`` columns of a monospace printout, a wide character (Chinese,
+    full-width punctuation) counting as two, so that a column of Chinese labels lines up as an English
+    one does (``f"{text:>{width}}"`` counts every character as one). A longer ``text`` is kept whole.
+
+    >>> [align_right(label, 6) for label in ("RoPE", "正弦")]
+    ['  RoPE', '  正弦']
+    """
+    columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return " " * max(0, width - columns) + text

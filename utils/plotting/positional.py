@@ -82,7 +82,7 @@ def encoding_curves(pe, dimensions: Sequence[int], *,
     Args:
         pe: ``(L, E)`` table.
         dimensions: the columns ``j`` to draw.
-        title: what to notice. Default: "Low dimensions oscillate fast, high dimensions slowly".
+        title: what to notice. Default: "Low-index dimensions oscillate fast, high-index ones slowly".
 
     >>> from utils.positional import sinusoidal_encoding
     >>> fig = encoding_curves(sinusoidal_encoding(20, 8), [0, 1, 6])
@@ -101,7 +101,7 @@ def encoding_curves(pe, dimensions: Sequence[int], *,
         ax.plot(range(L), to_numpy(table[:, j]), color=colour, label=f"j = {j} ({kind})")
     ax.set_xlabel(tr("position p"))
     ax.set_ylabel("PE[p, j]")
-    ax.set_title(tr("Low dimensions oscillate fast, high dimensions slowly") if title is None else title)
+    ax.set_title(tr("Low-index dimensions oscillate fast, high-index ones slowly") if title is None else title)
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     return fig
@@ -166,8 +166,9 @@ def similarity_figure(pe, position: int, *,
 
 def positional_explorer_figure(data: PositionalExplorerState) -> Figure:
     """The explorer's three panels, from :func:`utils.explorers.positional.positional_explorer_state`: the
-    table with the chosen row and column outlined, the chosen row, and the similarity of the chosen
-    position to every other one against the offset."""
+    table with the chosen row and column outlined, the chosen row, and the dot product of the chosen
+    position m = p with every position n against the signed offset m - n (for RoPE, the score of the query
+    at p with the key at n)."""
     fig, (heat, row, curve) = plt.subplots(1, 3, figsize=(13, 3.6), gridspec_kw={"width_ratios": [1.3, 1, 1]})
     p, j = data.position, data.dimension
     encoding_heatmap(data.table, ax=heat,
@@ -180,9 +181,9 @@ def positional_explorer_figure(data: PositionalExplorerState) -> Figure:
     row.set_xlabel(tr("dimension j"))
     row.set_ylabel(tr("value at p = {p}", p=p))
     row.set_title(tr("encoding of position {p}", p=p))
-    curve.plot(to_numpy(data.offsets), to_numpy(data.similarity), "o-", ms=2, color=colour)
+    curve.plot(to_numpy(data.offsets.flip(0)), to_numpy(data.similarity.flip(0)), "o-", ms=2, color=colour)
     curve.axvline(0, color="gray", ls=":")
-    curve.set_xlabel(tr("offset q - p"))
+    curve.set_xlabel(tr("signed offset m - n (m = p = {p})", p=p))
     curve.set_ylabel(tr("dot product"))
     curve.set_title(data.similarity_title)
     fig.tight_layout()
