@@ -108,11 +108,11 @@ def test_ablation_labels_stay_english_keys_and_show_in_chinese(model_and_data):
     with using_language("zh"):
         labels = list(ablation_configurations(model))
         assert labels[:2] == ["all on", "L1H1 off"], "the labels are the keys the chapter's code looks up"
-        shown = [plots._configuration_label(label) for label in labels]
+        shown = [plots.configuration_label(label) for label in labels]
     heads = ["L1H1", "L1H2", "L2H1", "L2H2"]
     assert shown == ["全部开启", *[f"关掉 {h} 这个头" for h in heads], "关掉第 1 层", "关掉第 2 层",
                      *[f"只开 {h} 一个头" for h in heads], "全部关闭"]
-    assert plots._configuration_label("my own label") == "my own label"
+    assert plots.configuration_label("my own label") == "my own label"
 
 
 def test_loss_and_sentence_titles_built_from_data_in_the_learners_language():

@@ -8,6 +8,7 @@
   with heads switched off, per pronoun, and how alike the heads are in each layer.
 * :func:`attention_view_figure`: one head's map on one sentence, the pronoun's row in red (the explorer's view).
 * :func:`sentence_figure`: the learner's own sentence, every head small and one enlarged.
+* :func:`configuration_label`: an ablation's label in the learner's language (figures and printouts alike).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from utils.explorers.transformer import AttentionView, SentenceState
 from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, attention_heatmap, cell_text, to_numpy
 
-__all__ = ["layer_diagram_steps", "layer_diagrams", "loss_curves", "grad_norms_figure", "training_curves",
-           "sentence_attention_grid", "head_ablation_figure", "pronoun_heads_figure",
+__all__ = ["configuration_label", "layer_diagram_steps", "layer_diagrams", "loss_curves", "grad_norms_figure",
+           "training_curves", "sentence_attention_grid", "head_ablation_figure", "pronoun_heads_figure",
            "layer_head_similarity_figure", "attention_view_figure", "sentence_figure"]
 
 _ACTIVATION_SHAPE = "(N, L, E)"
@@ -36,11 +37,13 @@ _COLOURS = {"io": "#ffffff", "attn": "#f6d8a8", "ffn": "#bfe3f2", "norm": "#d9f0
 _HEAD_NAME = re.compile(r"L\d+H\d+")
 
 
-def _configuration_label(label: str) -> str:
+def configuration_label(label: str) -> str:
     """A label of :func:`utils.training.ablation_configurations` in the learner's language (the labels
     themselves stay English: they are the keys the chapter's code looks up); any other label as it is.
+    The ablation figures show their rows with it, and chapter 5 prints its table with it, so that the
+    printout and the figure use the same words.
 
-    >>> [_configuration_label(x) for x in ("all on", "L1H2 off", "layer 2 off", "only L2H1 on", "all off", "x")]
+    >>> [configuration_label(x) for x in ("all on", "L1H2 off", "layer 2 off", "only L2H1 on", "all off", "x")]
     ['all on', 'L1H2 off', 'layer 2 off', 'only L2H1 on', 'all off', 'x']
     """
     words = label.split(" ")
@@ -270,7 +273,7 @@ def head_ablation_figure(results: Mapping[str, float], *, chance: float, title: 
         ax.text(value + 0.01, i, f"{value:.3f}", va="center", fontsize=8)
     ax.axvline(chance, color="grey", ls="--", lw=1,
                label=tr("guess from the pronoun alone ({chance:.3f})", chance=chance))
-    ax.set_yticks(range(len(labels)), [_configuration_label(label) for label in labels], fontsize=8)
+    ax.set_yticks(range(len(labels)), [configuration_label(label) for label in labels], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlim(0.0, 1.12)
     ax.set_xlabel(tr("held-out accuracy at the pronoun"))
@@ -301,7 +304,7 @@ def pronoun_heads_figure(table: torch.Tensor, row_labels: Sequence[str], pronoun
         for j in range(values.shape[1]):
             cell_text(ax, j, i, f"{values[i, j]:.2f}", fontsize=8, color="black" if values[i, j] > middle else "white")
     ax.set_xticks(range(len(pronouns)), [f"'{p}'" for p in pronouns])
-    ax.set_yticks(range(len(row_labels)), [_configuration_label(label) for label in row_labels], fontsize=8)
+    ax.set_yticks(range(len(row_labels)), [configuration_label(label) for label in row_labels], fontsize=8)
     ax.set_xlabel(tr("pronoun of the sentence"))
     ax.set_ylabel(tr("heads switched off"))
     ax.set_title(tr("Accuracy per pronoun: different pronouns lean on different heads"), fontsize=10)

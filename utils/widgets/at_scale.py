@@ -137,7 +137,7 @@ def ch6_quiz() -> Quiz:
                    "from one saved number per row, trading a second pass of FLOPs for memory."),
                 tr("Both are exact up to rounding; the point is their size, not their accuracy."),
                 tr("The forward computes P one block at a time; it simply never keeps it."),
-                tr("It does: dV = Pᵀ dO and dS = P ⊙ (dP − D) both use P, rebuilt block by block."),
+                tr("It does: dV = Pᵀ dO and dS = P ⊙ (dP − Δ) both use P, rebuilt block by block."),
             ],
             explanation=tr("Recompute rather than store: L numbers instead of L × S, at the cost of redoing the "
                            "scores."),

@@ -133,8 +133,11 @@ def ch5_quiz() -> Quiz:
                 tr("The chapter measured the opposite: same weights, same batches, very different curves."),
                 tr("Yes: in the chapter's measurement post-LN stayed at chance while pre-LN learned, and Xiong et "
                    "al. (2020) explain why post-LN needs a warm-up."),
-                tr("The un-normalised stream is what keeps pre-LN's gradients well-behaved; the final LayerNorm "
-                   "takes care of the output scale."),
+                tr("No: in the chapter's run pre-LN learned without warm-up (with spikes) while post-LN stayed at "
+                   "chance. Its stream is never normalised, but every sublayer reads a normalised copy of it and the "
+                   "final LayerNorm rescales it before the head. Nor did the plain stream make the gradients at "
+                   "initialisation more even: section 5 measured pre-LN's largest / smallest ratio as the larger "
+                   "of the two."),
                 tr("Pre-LN learned without warm-up in the chapter's measurement, although its loss spiked along "
                    "the way; post-LN did not learn at all."),
             ],
