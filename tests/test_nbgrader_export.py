@@ -1,10 +1,13 @@
 """``python -m utils.build --nbgrader DIR``: the nbgrader course directory (utils/builder/nbgrader.py).
 
 The metadata is checked here cell by cell; the slow test round-trips chapter 1 through the real
-nbgrader (0.9.x from PyPI, in a venv of its own under ``.cache/nbgrader-venv``): ``generate_assignment``,
-``autograde`` of a solved and an unsolved submission, and ``export``. nbgrader's venv holds nbgrader
-only; the notebooks run on a kernel named ``python3`` that is this course's Python, as in a class whose
-JupyterHub image has the course installed.
+nbgrader (0.9.x from PyPI, in a venv of its own under ``.cache/nbgrader-venv``): ``generate_assignment``;
+``autograde`` without the grading secret (refused), then of a right, a partly right and an attacking
+submission (one that takes over its kernel), each scored by the course's judge outside the kernel with
+the points ``python -m utils.grade`` gives; ``generate_feedback`` and ``export``. nbgrader's venv holds
+nbgrader only; the notebooks run on a kernel named ``python3`` that is this course's Python, as in a
+class whose JupyterHub image has the course installed. The secret and the judge's failures without
+nbgrader: tests/test_nbgrader_hidden.py.
 """
 
 from __future__ import annotations
@@ -25,9 +28,10 @@ import pytest
 from env_support import run_pip, venv_env
 
 from utils.builder.cli import main as build_main
-from utils.builder.nbgrader import NBGRADER_CONFIG, export_nbgrader, nbgrader_notebook
+from utils.builder.nbgrader import SECRET_NAME, export_nbgrader, nbgrader_config, nbgrader_notebook
 from utils.builder.stamps import SETUP_TAG
 from utils.exercises import all_exercises
+from utils.grading.course_secret import read_secret
 from utils.notebook_files import BuildError
 
 REPO = gf.REPO
@@ -51,7 +55,7 @@ def test_one_assignment_per_chapter_and_a_config(exported):
     notebooks = sorted(p.relative_to(exported).as_posix() for p in (exported / "source").rglob("*.ipynb"))
     assert notebooks == [f"source/{p.stem}/{p.name}" for p in gf.course_notebooks()]
     config = (exported / "nbgrader_config.py").read_text(encoding="utf-8")
-    assert config == NBGRADER_CONFIG
+    assert config == nbgrader_config(sys.executable)
     compile(config, "nbgrader_config.py", "exec")
     assert 'c.CourseDirectory.course_id = "attention-step-by-step"' in config
 
@@ -70,8 +74,14 @@ def test_cells_carry_nbgrader_metadata(exported, solution):
         assert cell.get("outputs", []) == [], index
         if course.get("exercise"):
             exercises.append(course["exercise"])
-            assert meta == {"grade": False, "grade_id": course["exercise"].replace(".", "-"), "locked": False,
-                            "schema_version": 3, "solution": True, "task": False}
+            assert meta == {
+                "grade": False,
+                "grade_id": course["exercise"].replace(".", "-"),
+                "locked": False,
+                "schema_version": 3,
+                "solution": True,
+                "task": False,
+            }
             lines = [line.strip() for line in cell.source.splitlines()]
             assert "### BEGIN SOLUTION" in lines and "### END SOLUTION" in lines
             assert "# BEGIN SOLUTION" not in lines
@@ -79,15 +89,32 @@ def test_cells_carry_nbgrader_metadata(exported, solution):
             exercise_id = exercises[-1]  # a test cell follows its exercise
             name = exercise_id.split(".", 1)[1]
             tests.append(exercise_id)
-            assert meta == {"grade": True, "grade_id": f"{exercise_id.replace('.', '-')}-tests", "locked": True,
-                            "points": registry[exercise_id].points, "schema_version": 3, "solution": False,
-                            "task": False}
+            assert meta == {
+                "grade": True,
+                "grade_id": f"{exercise_id.replace('.', '-')}-tests",
+                "locked": True,
+                "points": registry[exercise_id].points,
+                "schema_version": 3,
+                "solution": False,
+                "task": False,
+            }
             public, hidden = cell.source.split("### BEGIN HIDDEN TESTS\n")
-            assert f"check.{name}({name}, assert_passed=True)" in public and "hidden" not in public.split("\n", 1)[1]
-            assert hidden == f'check.{name}({name}, cases="hidden", assert_passed=True)\n### END HIDDEN TESTS'
+            assert public.endswith(f"\ncheck.{name}({name}, assert_passed=True)\n")
+            # no test runs in the student's kernel: the judge grades; without it, the cell fails
+            assert hidden.endswith(
+                f"raise RuntimeError(\"{exercise_id}: the course's judge did not run; see "
+                f'nbgrader_config.py")\n### END HIDDEN TESTS'
+            )
+            assert "seed" not in cell.source and "cases=" not in cell.source
         elif cell.cell_type == "markdown" or SETUP_TAG in cell.metadata.get("tags", []):
-            assert meta == {"grade": False, "grade_id": f"cell-{cell.id}", "locked": True, "schema_version": 3,
-                            "solution": False, "task": False}, index
+            assert meta == {
+                "grade": False,
+                "grade_id": f"cell-{cell.id}",
+                "locked": True,
+                "schema_version": 3,
+                "solution": False,
+                "task": False,
+            }, index
         else:
             assert meta is None, f"cell {index}: a free code cell (Try it) stays editable"
     assert exercises == tests == gf.exercise_ids(nbformat.read(str(solution), as_version=4))
@@ -107,13 +134,6 @@ def test_an_exercise_without_its_check_cell_is_an_error():
         nbgrader_notebook(wrong, "solutions/x.ipynb")
 
 
-def test_without_hidden_tests_the_test_cell_runs_the_public_cases_only(tmp_path):
-    export_nbgrader(tmp_path, chapters={CHAPTER}, hidden_tests=False)
-    nb = nbformat.read(str(tmp_path / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
-    graded = [c.source for c in nb.cells if (nbgrader_meta(c) or {}).get("grade")]
-    assert graded and not any("HIDDEN" in s for s in graded)
-
-
 # --------------------------------------------------------------------------------------------------
 # The real nbgrader
 # --------------------------------------------------------------------------------------------------
@@ -126,40 +146,96 @@ def nbgrader_python() -> Path:
     if not done.exists():
         shutil.rmtree(NBGRADER_VENV, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "venv", str(NBGRADER_VENV)], check=True)
-        result = run_pip([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", NBGRADER_SPEC],
-                         env=venv_env(NBGRADER_VENV))
+        result = run_pip(
+            [python, "-m", "pip", "install", "-q", "--disable-pip-version-check", NBGRADER_SPEC],
+            env=venv_env(NBGRADER_VENV),
+        )
         if result.returncode != 0:
             pytest.fail(f"could not install {NBGRADER_SPEC} into {NBGRADER_VENV}:\n{result.stderr[-3000:]}")
         done.write_text(NBGRADER_SPEC + "\n")
     return python
 
 
-def nbgrader(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
+def nbgrader(args: list[str], cwd: Path, env: dict[str, str], ok: bool = True) -> subprocess.CompletedProcess:
     python = nbgrader_python()
     env = env | {"PATH": f"{python.parent}{os.pathsep}{env.get('PATH', '')}"}  # nbgrader runs `alembic`
-    result = subprocess.run([str(python), "-m", "nbgrader", *args], cwd=cwd, env=env,
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-5000:]}"
+    result = subprocess.run(
+        [str(python), "-m", "nbgrader", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    if ok:
+        assert result.returncode == 0, (
+            f"nbgrader {' '.join(args)} failed:\n{result.stdout[-3000:]}{result.stderr[-5000:]}"
+        )
     return result
+
+
+# A free cell that takes over the kernel before any test cell runs: the check function, the check API of
+# utils.exercises, and an input transformer that rewrites every test cell into its full points.
+ATTACK = """import utils.exercises, utils.exercises.check_cell as cc
+from utils.exercises.common import Status
+from utils.exercises.judging import Verdict
+cc.run_check = lambda *a, **k: Verdict(True, Status.PASSED, "ok", "")
+class _Pass:
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+check = utils.exercises.check = _Pass()
+def _full_points(lines):
+    return ["2\\n"] if lines and lines[0].startswith("# Tests of") else lines
+get_ipython().input_transformers_cleanup.append(_full_points)
+print("patched the kernel")"""
+# Right on batched inputs only: the part "unbatched q, k (L, D)" fails.
+PARTIAL = """def attention_scores(q, k):
+    if q.dim() == 2:
+        return q @ k.T + 1.0
+    return q @ k.transpose(-2, -1)"""
+
+
+def _students(course: Path, released: Path) -> None:
+    """alice: the solutions; carol: one part of attention_scores wrong; mallory: the released notebook,
+    unsolved, with ATTACK after the setup cell."""
+    source = nbformat.read(str(course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
+    carol = copy.deepcopy(source)
+    next(
+        c for c in carol.cells if c.metadata.get("course", {}).get("exercise") == "ch1.attention_scores"
+    ).source = PARTIAL
+    mallory = nbformat.read(str(released), as_version=4)
+    setup = next(i for i, c in enumerate(mallory.cells) if SETUP_TAG in c.metadata.get("tags", []))
+    mallory.cells.insert(setup + 1, nbformat.v4.new_code_cell(ATTACK))
+    for student, nb in (("alice", source), ("carol", carol), ("mallory", mallory)):
+        target = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"
+        target.parent.mkdir(parents=True)
+        nbformat.write(nb, str(target))
 
 
 @pytest.mark.slow
 def test_real_nbgrader_round_trip(tmp_path):
     course = tmp_path / "course"
     export_nbgrader(course, chapters={CHAPTER})
+    secret = course / SECRET_NAME
+    seed = str(read_secret(secret))
     # The kernel the notebooks name (python3) is this course's Python, with the course importable.
     jupyter = tmp_path / "jupyter"
     kernel = jupyter / "kernels" / "python3"
     kernel.mkdir(parents=True)
-    (kernel / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "Python 3 (course)", "language": "python",
-        "env": {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"},
-    }))
+    (kernel / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "Python 3 (course)",
+                "language": "python",
+                "env": {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"},
+            }
+        )
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTHONPATH", "VIRTUAL_ENV"))}
-    env |= {"JUPYTER_PATH": str(jupyter), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-            "JUPYTER_DATA_DIR": str(tmp_path / "data"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-            "IPYTHONDIR": str(tmp_path / "ipython"), "HOME": str(tmp_path)}
+    env |= {
+        "JUPYTER_PATH": str(jupyter),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "IPYTHONDIR": str(tmp_path / "ipython"),
+        "HOME": str(tmp_path),
+    }
 
     nbgrader(["generate_assignment", CHAPTER], course, env)
     released = course / "release" / CHAPTER / f"{CHAPTER}.ipynb"
@@ -167,27 +243,66 @@ def test_real_nbgrader_round_trip(tmp_path):
     assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text and "raise NotImplementedError" in text
     solution = REPO / "solutions" / f"{CHAPTER}.ipynb"  # the course's grader still finds the exercise cells
     assert gf.exercise_ids(nbformat.reads(text, as_version=4)) == gf.exercise_ids(nbformat.read(solution, 4))
+    _students(course, released)
 
-    for student, notebook in (("alice", course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), ("bob", released)):
-        target = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"
-        target.parent.mkdir(parents=True)
-        shutil.copyfile(notebook, target)
+    # Without the secret, autograde stops before any kernel starts, says why, and grades no one.
+    secret.rename(tmp_path / "moved")
+    failed = nbgrader(["autograde", CHAPTER, "--student", "alice"], course, env, ok=False)
+    assert failed.returncode != 0 and f"grading secret {secret} is missing" in failed.stdout + failed.stderr
+    assert not (course / "autograded" / "alice" / CHAPTER).exists()
+    (tmp_path / "moved").rename(secret)
+
     nbgrader(["autograde", CHAPTER], course, env)
+    autograded = {
+        s: nbformat.read(str(course / "autograded" / s / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
+        for s in ("alice", "carol", "mallory")
+    }
+    attack = next(c for c in autograded["mallory"].cells if c.source == ATTACK)
+    assert [o.get("text") for o in attack.outputs] == ["patched the kernel\n"]  # her kernel was hers
+    for student, nb in autograded.items():  # every test cell shows the judge's verdict, and its points
+        tests = [c for c in nb.cells if (nbgrader_meta(c) or {}).get("grade")]
+        assert len(tests) == 2
+        for cell in tests:
+            assert [o.output_type for o in cell.outputs] == ["stream", "execute_result"], (student, cell.outputs)
+            assert "graded by the course's grader outside this notebook's kernel" in cell.outputs[0].text
 
-    # alice's test cells ran the hidden block that nbgrader restored, and passed it
-    graded = nbformat.read(str(course / "autograded" / "alice" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
-    tests = [c for c in graded.cells if (nbgrader_meta(c) or {}).get("grade")]
-    assert tests and all("### BEGIN HIDDEN TESTS" in c.source for c in tests)
-    for cell in tests:
-        printed = "".join(o.get("text", "") for o in cell.outputs if o.get("output_type") == "stream")
-        assert "hidden cases pass" in printed and not any(o.output_type == "error" for o in cell.outputs), printed
-
+    nbgrader(["generate_feedback", CHAPTER], course, env)
     nbgrader(["export"], course, env)
     with open(course / "grades.csv", newline="", encoding="utf-8") as handle:
         rows = {r["student_id"]: r for r in csv.DictReader(handle)}
     maximum = sum(e.points for e in all_exercises().values() if e.id.startswith("ch1."))
-    assert set(rows) == {"alice", "bob"}
     assert {r["assignment"] for r in rows.values()} == {CHAPTER}
-    assert float(rows["alice"]["max_score"]) == float(rows["bob"]["max_score"]) == maximum
-    assert float(rows["alice"]["score"]) == maximum
-    assert float(rows["bob"]["score"]) == 0
+    assert {s: float(r["max_score"]) for s, r in rows.items()} == dict.fromkeys(("alice", "carol", "mallory"), maximum)
+    scores = {s: float(r["score"]) for s, r in rows.items()}
+    assert scores == {"alice": maximum, "carol": maximum - 1, "mallory": 0}  # partial credit; the attack gains nothing
+
+    # The course's grader on nbgrader's submitted/ folder, with the course's seed, gives the same points.
+    out = tmp_path / "grades"
+    graded = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "utils.grade",
+            str(course / "submitted"),
+            "--out",
+            str(out),
+            "--seed",
+            seed,
+            "--jobs",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert graded.returncode == 0, graded.stderr[-3000:]
+    with open(out / "grades.csv", newline="", encoding="utf-8") as handle:
+        grader = {
+            r["student"]: sum(float(v) for k, v in r.items() if k.startswith("ch1.")) for r in csv.DictReader(handle)
+        }
+    assert grader == scores
+
+    # The seed is nowhere a student can see: not the released notebook, not the feedback.
+    shown = [released, *course.glob("feedback/*/*/*.html"), *course.glob("autograded/*/*/*.ipynb")]
+    assert len(shown) == 7 and not any(seed in p.read_text(encoding="utf-8") for p in shown)
+    assert oct(os.stat(secret).st_mode & 0o777) == "0o600"

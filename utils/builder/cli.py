@@ -1,4 +1,5 @@
-"""The command line of the builder: ``python -m utils.build [--check | --execute PATH ... | --nbgrader DIR] [--force]``.
+"""The command line of the builder: ``python -m utils.build [--check | --execute PATH ... | --nbgrader DIR [--seed N]]
+[--force]``.
 
 Every problem is a :class:`BuildError` naming the file, the cell and what to fix; it exits with 2.
 """
@@ -40,11 +41,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--nbgrader", metavar="DIR", help="export the course as an nbgrader course directory in DIR (source/...)"
     )
     parser.add_argument(
-        "--force", action="store_true", help="overwrite chapter notebooks even if edited or not generated"
+        "--force",
+        action="store_true",
+        help="overwrite chapter notebooks (with --nbgrader: nbgrader_config.py) even if edited or not generated",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help=(
+            "with --nbgrader: the course's secret seed of the hidden cases, when DIR has none yet (default: drawn at "
+            "random); it is stored in DIR/grading_secret.txt only"
+        ),
     )
     parser.add_argument("--root", default=str(REPO_ROOT), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     root = Path(args.root)
+    if args.seed is not None and not args.nbgrader:
+        parser.error("--seed is the secret of an nbgrader export: use it with --nbgrader DIR")
     try:
         if args.check:
             from utils.i18n.readme import README_TARGET, readme_status
@@ -56,17 +70,27 @@ def main(argv: Sequence[str] | None = None) -> int:
             if stale:
                 print("run `python -m utils.build` (make chapters) and commit the result", file=sys.stderr)
             if untranslated:
-                print("translate these in i18n/zh_CN/ and utils/i18n/locale/zh_CN/, or execute what is named "
-                      "(see CONTRIBUTING, Translations)", file=sys.stderr)
+                print(
+                    "translate these in i18n/zh_CN/ and utils/i18n/locale/zh_CN/, or execute what is named "
+                    "(see CONTRIBUTING, Translations)",
+                    file=sys.stderr,
+                )
             if stale or untranslated:
                 return 1
             print("chapters/, the solutions' stamps and the translations are up to date")
             return 0
         if args.nbgrader:
-            from utils.builder.nbgrader import export_nbgrader
+            from utils.builder.nbgrader import SECRET_NAME, export_nbgrader
 
-            written = export_nbgrader(args.nbgrader, root)
-            print(f"wrote {len(written) - 1} assignments and nbgrader_config.py in {args.nbgrader}")
+            written = export_nbgrader(args.nbgrader, root, seed=args.seed, force=args.force)
+            assignments = sum(path.suffix == ".ipynb" for path in written)
+            secret = next((path for path in written if path.name == SECRET_NAME), None)
+            print(f"wrote {assignments} assignments, nbgrader_config.py and nbgrader_hook.py in {args.nbgrader}")
+            print(
+                f"a new grading secret is in {secret} (mode 0600): keep it private and keep a copy"
+                if secret
+                else f"kept the grading secret in {Path(args.nbgrader) / SECRET_NAME}"
+            )
             return 0
         if args.execute:
             execute(args.execute, root)

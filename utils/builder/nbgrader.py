@@ -9,16 +9,24 @@ cell metadata (schema 3):
   lines become nbgrader's ``### BEGIN SOLUTION`` / ``### END SOLUTION``, at the same indentation.
   Their ``course`` metadata stays, so the course's own grader can grade nbgrader's released notebooks;
 - **check cells** (``check.<name>(<name>)``) become locked, graded *test* cells worth the exercise's
-  points (``grade_id``: ``ch2-causal_mask-tests``). They run the public cases with
-  ``assert_passed=True`` (a failure raises ``AssertionError`` with the ❌ line, so nbgrader gives 0),
-  then, inside ``### BEGIN HIDDEN TESTS`` / ``### END HIDDEN TESTS``, the hidden cases, which
-  ``nbgrader generate_assignment`` removes from the students' copy and ``nbgrader autograde`` restores;
+  points (``grade_id``: ``ch2-causal_mask-tests``). In the students' copy they run the public cases with
+  ``assert_passed=True``. Their ``### BEGIN HIDDEN TESTS`` block, which ``nbgrader generate_assignment``
+  removes and ``nbgrader autograde`` restores, only raises: no test cell decides a grade, since the
+  student's code runs in the same kernel and can replace the check or rewrite the cell. The course's judge
+  does (``nbgrader_hook.py``, :mod:`utils.builder.nbgrader_hook`): after the kernel has run, it grades the
+  submitted notebook with the course's grader in a fresh, sandboxed process and replaces each test cell's
+  outputs with the verdict and its points (partial credit per named part). Without the judge, the block's
+  error gives 0 and says why;
 - **prose cells** (markdown) and the **setup cell** are locked (``grade_id``: ``cell-<cell id>``);
   other code cells stay free, since the chapters' "Try it" prompts ask the learner to edit them.
 
-``DIR/nbgrader_config.py`` names the course, keeps the course's stub for cleared solutions and gives
-each cell a longer timeout. Run nbgrader (0.9) in DIR, with a kernel named ``python3`` in which the
-course package is installed (``make lab``'s venv)::
+``DIR/nbgrader_config.py`` names the course, keeps the course's stub for cleared solutions, gives each
+cell a longer timeout and installs the judge, which runs ``COURSE_PYTHON`` (the Python that exported,
+unless the instructor edits it). ``DIR/grading_secret.txt`` holds the course's secret seed (drawn at
+random, or ``--seed``), mode 0600: the judge draws each student's hidden cases from it as
+``python -m utils.grade --seed SEED`` does. It is written once and never replaced; nothing else holds it.
+Run nbgrader (0.9) in DIR, with a kernel named ``python3`` in which the course package is installed
+(``make lab``'s venv)::
 
     nbgrader generate_assignment 02_scaled_dot_product_attention
     nbgrader autograde 02_scaled_dot_product_attention
@@ -29,6 +37,8 @@ from __future__ import annotations
 
 import copy
 import re
+import secrets
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,21 +49,50 @@ from utils.builder.config import load_config
 from utils.builder.course import notebook_text
 from utils.builder.stamps import SETUP_TAG, stamp
 from utils.builder.strip import BEGIN, END, exercise_meta
+from utils.grading.course_secret import SECRET_NAME, SecretError, read_secret, write_secret
 from utils.notebook_files import NOTEBOOK_GLOB, BuildError, read_source_notebook
 from utils.paths import REPO_ROOT
 
-__all__ = ["NBGRADER_CONFIG", "export_nbgrader", "nbgrader_notebook", "nbgrader_test_source"]
+__all__ = [
+    "HOOK_NAME",
+    "SECRET_NAME",
+    "export_nbgrader",
+    "nbgrader_config",
+    "nbgrader_notebook",
+    "nbgrader_test_source",
+]
 
-NBGRADER_CONFIG = '''"""nbgrader's configuration for the course exported by `python -m utils.build --nbgrader DIR`."""
+HOOK_NAME = "nbgrader_hook.py"
+"""The judge's file in the course directory: a copy of :mod:`utils.builder.nbgrader_hook`."""
+_HOOK_SOURCE = Path(__file__).with_name("nbgrader_hook.py")
+_CONFIG = '''"""nbgrader's configuration for the course exported by `python -m utils.build --nbgrader DIR`."""
+
+import os
+import sys
 
 c = get_config()  # noqa: F821  (nbgrader defines it)
 c.CourseDirectory.course_id = "attention-step-by-step"
 # The course's own stub, as in chapters/.
-c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\\nraise NotImplementedError"}
+c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError"}}
 # Chapters train small models: give each cell time (seconds).
 c.Execute.timeout = 300
+
+# The course's judge grades each test cell outside the student's kernel (nbgrader_hook.py, next to this
+# file), with the hidden cases of the seed in grading_secret.txt. COURSE_PYTHON: a Python in which the
+# course package is installed (the one that exported this course).
+COURSE_PYTHON = {python!r}
+COURSE_DIR = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, COURSE_DIR)
+from nbgrader_hook import install  # noqa: E402
+
+install(c, python=COURSE_PYTHON, course_dir=COURSE_DIR, secret={secret!r})
 '''
 _CHECK_CELL = re.compile(r"\s*check\.(\w+)\((\w+)\)\s*")
+
+
+def nbgrader_config(python: str = sys.executable) -> str:
+    """The text of ``nbgrader_config.py``, whose judge runs ``python`` (a Python with the course installed)."""
+    return _CONFIG.format(python=str(python), secret=SECRET_NAME)
 
 
 def _grade_id(exercise_id: str) -> str:
@@ -61,30 +100,42 @@ def _grade_id(exercise_id: str) -> str:
     return exercise_id.replace(".", "-")
 
 
-def nbgrader_test_source(func_name: str, exercise_id: str, points: int, hidden_tests: bool = True) -> str:
+def nbgrader_test_source(func_name: str, exercise_id: str, points: int) -> str:
     """The source of the graded test cell that replaces ``check.<func_name>(<func_name>)``.
 
     >>> print(nbgrader_test_source("causal_mask", "ch2.causal_mask", 1))
-    # Tests of ch2.causal_mask (1 point): the public cases, then the grader's hidden ones.
+    # Tests of ch2.causal_mask (1 point): the public cases; nbgrader's score is the course grader's.
     check.causal_mask(causal_mask, assert_passed=True)
     ### BEGIN HIDDEN TESTS
-    check.causal_mask(causal_mask, cases="hidden", assert_passed=True)
+    # The course's judge (nbgrader_hook.py) replaces this cell's output with its verdict.
+    raise RuntimeError("ch2.causal_mask: the course's judge did not run; see nbgrader_config.py")
     ### END HIDDEN TESTS
     """
     unit = "point" if points == 1 else "points"
-    lines = [f"# Tests of {exercise_id} ({points} {unit}): the public cases"
-             + (", then the grader's hidden ones." if hidden_tests else "."),
-             f"check.{func_name}({func_name}, assert_passed=True)"]
-    if hidden_tests:
-        lines += ["### BEGIN HIDDEN TESTS", f'check.{func_name}({func_name}, cases="hidden", assert_passed=True)',
-                  "### END HIDDEN TESTS"]
-    return "\n".join(lines)
+    message = f"{exercise_id}: the course's judge did not run; see nbgrader_config.py"
+    return "\n".join(
+        [
+            f"# Tests of {exercise_id} ({points} {unit}): the public cases; nbgrader's score is the course grader's.",
+            f"check.{func_name}({func_name}, assert_passed=True)",
+            "### BEGIN HIDDEN TESTS",
+            "# The course's judge (nbgrader_hook.py) replaces this cell's output with its verdict.",
+            f"raise RuntimeError({message!r})",
+            "### END HIDDEN TESTS",
+        ]
+    )
 
 
-def _meta(grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False,
-          points: int | None = None) -> dict:
-    meta = {"grade": grade, "grade_id": grade_id, "locked": locked, "schema_version": 3, "solution": solution,
-            "task": False}
+def _meta(
+    grade_id: str, *, grade: bool = False, solution: bool = False, locked: bool = False, points: int | None = None
+) -> dict:
+    meta = {
+        "grade": grade,
+        "grade_id": grade_id,
+        "locked": locked,
+        "schema_version": 3,
+        "solution": solution,
+        "task": False,
+    }
     if points is not None:
         meta["points"] = points
     return meta
@@ -101,13 +152,12 @@ def _nbgrader_markers(source: str) -> str:
     return "\n".join(out)
 
 
-def nbgrader_notebook(solution: nbformat.NotebookNode, rel: str, hidden_tests: bool = True) -> nbformat.NotebookNode:
+def nbgrader_notebook(solution: nbformat.NotebookNode, rel: str) -> nbformat.NotebookNode:
     """A stamped solution notebook as an nbgrader source notebook (see the module docstring).
 
     Args:
         solution: the solution notebook; it is not modified.
         rel: its path, for error messages.
-        hidden_tests: add the hidden block to each test cell. Default: ``True``.
 
     Returns:
         The nbgrader notebook. Raises :class:`BuildError` when an exercise has no check cell after it.
@@ -126,10 +176,13 @@ def nbgrader_notebook(solution: nbformat.NotebookNode, rel: str, hidden_tests: b
         elif cell.cell_type == "code" and (match := _CHECK_CELL.fullmatch(cell.source)):
             name = match[1]
             if name not in exercises or match[2] != name:
-                raise BuildError(rel, index, f"check cell {cell.source.strip()!r} does not follow the exercise "
-                                             f"cell that defines {name}")
+                raise BuildError(
+                    rel,
+                    index,
+                    f"check cell {cell.source.strip()!r} does not follow the exercise cell that defines {name}",
+                )
             exercise_id, points = exercises[name]
-            cell.source = nbgrader_test_source(name, exercise_id, points, hidden_tests)
+            cell.source = nbgrader_test_source(name, exercise_id, points)
             kept["nbgrader"] = _meta(f"{_grade_id(exercise_id)}-tests", grade=True, locked=True, points=points)
             tested.add(name)
         elif cell.cell_type == "markdown" or SETUP_TAG in cell.get("metadata", {}).get("tags", []):
@@ -139,24 +192,75 @@ def nbgrader_notebook(solution: nbformat.NotebookNode, rel: str, hidden_tests: b
             cell.outputs, cell.execution_count = [], None
     untested = [name for name in exercises if name not in tested]  # in course order
     if untested:
-        raise BuildError(rel, None, f"exercise {exercises[untested[0]][0]!r} has no check cell "
-                                    f"`check.{untested[0]}({untested[0]})`, so nbgrader could not grade it")
+        raise BuildError(
+            rel,
+            None,
+            f"exercise {exercises[untested[0]][0]!r} has no check cell "
+            f"`check.{untested[0]}({untested[0]})`, so nbgrader could not grade it",
+        )
     nb.metadata = nbformat.from_dict({"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}})
     return nb
 
 
-def export_nbgrader(out_dir: str | Path, root: str | Path = REPO_ROOT, *, hidden_tests: bool = True,
-                    chapters: Mapping[str, object] | None = None) -> list[Path]:
+def _secret(out_dir: Path, seed: int | None) -> bool:
+    """Write ``out_dir/grading_secret.txt`` when it is missing (``seed``, or one drawn at random) and return
+    True; keep an existing one (False). A ``seed`` other than the one it holds is an error: the hidden cases
+    of students already graded depend on it."""
+    path = out_dir / SECRET_NAME
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise BuildError(path, None, f"--seed must be a non-negative integer, got {seed!r}")
+    if not path.exists() and not path.is_symlink():
+        write_secret(path, secrets.randbelow(2**63) if seed is None else seed)
+        return True
+    try:
+        kept = read_secret(path)
+    except SecretError as exc:
+        raise BuildError(path, None, f"{exc}; fix or remove it, then export again") from None
+    if seed is not None and seed != kept:
+        raise BuildError(
+            path,
+            None,
+            "already holds this course's seed, and students' hidden cases depend on it: "
+            "export without --seed to keep it, or move the file away to set a new one",
+        )
+    return False
+
+
+def export_nbgrader(
+    out_dir: str | Path,
+    root: str | Path = REPO_ROOT,
+    *,
+    seed: int | None = None,
+    chapters: Mapping[str, object] | None = None,
+    force: bool = False,
+    python: str = sys.executable,
+) -> list[Path]:
     """Write the nbgrader course directory ``out_dir`` and return the files written.
 
     Args:
         out_dir: the course directory (created if needed; other files in it are left alone).
         root: the course repository. Default: :data:`utils.paths.REPO_ROOT`.
-        hidden_tests: add the hidden block to each test cell. Default: ``True``.
+        seed: the secret seed, when ``out_dir`` has none yet. Default: drawn at random.
         chapters: only these notebook stems (e.g. ``{"01_queries_keys_values"}``). Default: every chapter.
+        force: replace an ``nbgrader_config.py`` that differs from the export's. Default: raise
+            :class:`BuildError` and leave it.
+        python: the Python the judge runs (``COURSE_PYTHON``). Default: this one.
+
+    Returns the source notebooks, ``nbgrader_config.py``, ``nbgrader_hook.py`` and, when it was created,
+    ``grading_secret.txt``.
     """
     root, out_dir = Path(root), Path(out_dir)
     config = load_config(root / "pyproject.toml")
+    config_path, config_text = out_dir / "nbgrader_config.py", nbgrader_config(python)
+    if config_path.exists() and config_path.read_text(encoding="utf-8") != config_text and not force:
+        raise BuildError(
+            config_path,
+            None,
+            "differs from the configuration this export writes (edited, or "
+            "from an older export); move it away or pass --force to replace it",
+        )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    created = _secret(out_dir, seed)  # before anything is written: a conflicting --seed changes nothing
     written = []
     for path in sorted((root / "solutions").glob(NOTEBOOK_GLOB)):
         if chapters is not None and path.stem not in chapters:
@@ -164,12 +268,13 @@ def export_nbgrader(out_dir: str | Path, root: str | Path = REPO_ROOT, *, hidden
         rel = path.relative_to(root).as_posix()
         solution = read_source_notebook(path, rel)
         stamp(solution, config, chapter_path(rel))  # badges open the chapter, as in chapters/
-        nb = nbgrader_notebook(solution, rel, hidden_tests)
+        nb = nbgrader_notebook(solution, rel)
         nbformat.validate(nb)
         target = out_dir / "source" / path.stem / path.name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(notebook_text(nb), encoding="utf-8")
         written.append(target)
-    config_path = out_dir / "nbgrader_config.py"
-    config_path.write_text(NBGRADER_CONFIG, encoding="utf-8")
-    return [*written, config_path]
+    config_path.write_text(config_text, encoding="utf-8")
+    hook_path = out_dir / HOOK_NAME
+    hook_path.write_text(_HOOK_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
+    return [*written, config_path, hook_path, *([out_dir / SECRET_NAME] if created else [])]

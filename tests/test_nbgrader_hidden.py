@@ -1,0 +1,106 @@
+"""The nbgrader export's hidden tests stay hidden: a per-course secret seed set at export and kept in the
+instructor's course directory only (utils/grading/course_secret.py), and the course's judge, which grades
+outside the student's kernel (utils/builder/nbgrader_hook.py, utils/grading/nbgrader_judge.py).
+
+These tests need no nbgrader. The real nbgrader round trip (an attack notebook that patches its kernel,
+a partially right one, the feedback, the same points as ``python -m utils.grade``) is the slow test of
+tests/test_nbgrader_export.py.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import grader_fixtures as gf
+import nbformat
+import pytest
+
+from utils.builder.cli import main as build_main
+from utils.builder.nbgrader import HOOK_NAME, SECRET_NAME, export_nbgrader, nbgrader_config
+from utils.builder.nbgrader_hook import CourseJudge
+from utils.grading.course_secret import read_secret, secret_mode
+from utils.notebook_files import BuildError
+
+CHAPTER = "01_queries_keys_values"
+
+
+def test_the_secret_seed_is_set_at_export_and_lives_only_in_the_course_directory(tmp_path, capsys):
+    course = tmp_path / "course"
+    assert build_main(["--nbgrader", str(course), "--seed", "8675309123"]) == 0
+    secret = course / SECRET_NAME
+    assert read_secret(secret) == 8675309123 and secret_mode(secret) == 0o600
+    assert "8675309123" not in capsys.readouterr().out  # the console does not show it either
+    for path in course.rglob("*"):  # not in source/, not in a notebook, not in the config or the judge
+        if path.is_file() and path != secret:
+            assert "8675309123" not in path.read_text(encoding="utf-8"), path
+
+    # exporting again keeps it; another --seed is refused, and nothing is rewritten
+    drawn = tmp_path / "drawn"
+    export_nbgrader(drawn, chapters={CHAPTER})
+    first = read_secret(drawn / SECRET_NAME)
+    assert SECRET_NAME not in [p.name for p in export_nbgrader(drawn, chapters={CHAPTER})]
+    assert read_secret(drawn / SECRET_NAME) == first
+    notebook = drawn / "source" / CHAPTER / f"{CHAPTER}.ipynb"
+    notebook.write_text("edited", encoding="utf-8")
+    with pytest.raises(BuildError, match="already holds this course's seed"):
+        export_nbgrader(drawn, chapters={CHAPTER}, seed=first + 1)
+    assert read_secret(drawn / SECRET_NAME) == first and notebook.read_text(encoding="utf-8") == "edited"
+
+
+def test_seed_without_nbgrader_and_a_bad_seed_are_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exited:
+        build_main(["--seed", "3"])
+    assert exited.value.code == 2 and "--seed is the secret of an nbgrader export" in capsys.readouterr().err
+    assert build_main(["--nbgrader", str(tmp_path / "c"), "--seed", "-1"]) == 2
+    assert "--seed must be a non-negative integer, got -1" in capsys.readouterr().err
+    assert not (tmp_path / "c" / SECRET_NAME).exists()
+
+
+def test_an_edited_config_is_kept_unless_forced(tmp_path):
+    export_nbgrader(tmp_path, chapters={CHAPTER})
+    config = tmp_path / "nbgrader_config.py"
+    assert config.read_text(encoding="utf-8") == nbgrader_config(sys.executable)
+    assert (tmp_path / HOOK_NAME).read_text(encoding="utf-8") == (
+        gf.REPO / "utils" / "builder" / "nbgrader_hook.py"
+    ).read_text(encoding="utf-8")
+    edited = config.read_text(encoding="utf-8").replace(sys.executable, "/opt/course/bin/python")
+    config.write_text(edited, encoding="utf-8")
+    with pytest.raises(BuildError, match="nbgrader_config.py: differs from the configuration"):
+        export_nbgrader(tmp_path, chapters={CHAPTER})
+    assert config.read_text(encoding="utf-8") == edited
+    export_nbgrader(tmp_path, chapters={CHAPTER}, force=True)
+    assert config.read_text(encoding="utf-8") == nbgrader_config(sys.executable)
+
+
+def _judge(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-I", "-m", "utils.grading.nbgrader_judge", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_without_its_secret_the_judge_grades_nothing_and_says_why(tmp_path):
+    course = tmp_path / "course"
+    export_nbgrader(course, chapters={CHAPTER})
+    notebook = course / "source" / CHAPTER / f"{CHAPTER}.ipynb"
+    secret = course / SECRET_NAME
+
+    os.chmod(secret, 0o644)  # readable by every user: refused
+    done = _judge(str(notebook), "--student", "alice", "--secret", str(secret), "--exercise", "ch1.project_qkv")
+    assert done.returncode == 2 and f"{secret} is readable by other users" in done.stderr and done.stdout == ""
+
+    secret.unlink()
+    done = _judge(str(notebook), "--student", "alice", "--secret", str(secret), "--exercise", "ch1.project_qkv")
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"the course's grading secret {secret} is missing, so the hidden cases cannot be drawn" in done.stderr
+
+    # in nbgrader, the hook stops before the kernel starts, and fails the submission instead of grading it
+    judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
+    nb = nbformat.read(str(notebook), as_version=4)
+    with pytest.raises(RuntimeError, match=f"grading secret {secret} is missing.*nothing was graded"):
+        judge.preflight(nb, {})
+    resources = {"nbgrader": {"student": "alice", "assignment": CHAPTER, "notebook": CHAPTER}}
+    with pytest.raises(RuntimeError, match="is missing"):
+        judge(nb, resources)
+    assert all(c.get("outputs", []) == [] for c in nb.cells)

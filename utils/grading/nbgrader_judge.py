@@ -1,0 +1,150 @@
+"""``python -m utils.grading.nbgrader_judge NOTEBOOK --student ID --secret FILE --exercise ID ...``: one
+nbgrader submission graded by the course's grader, outside the student's kernel (trusted side).
+
+nbgrader runs a submission in the student's own kernel, where the student's code may replace anything
+before a test cell runs: the ``check`` function, :mod:`utils.exercises`, IPython's input transformers
+(which rewrite the test cell itself), the cell's output. So no test cell of the nbgrader export decides a
+grade. The hook that the export writes next to ``nbgrader_config.py`` (:mod:`utils.builder.nbgrader_hook`)
+runs this command, in a fresh process of the course's Python, after nbgrader has executed the notebook,
+and writes its verdicts into the test cells' outputs.
+
+This command reads the submitted notebook from disk (through one descriptor, size-capped, as the grader
+reads any submission) and grades it with :func:`utils.grading.batch.grade`, exactly as
+``python -m utils.grade SUBMITTED --seed SEED`` grades the student folder named like the nbgrader
+student id: the same sandboxed workers, that student's hidden cases drawn from the course's secret seed
+(:mod:`utils.grading.course_secret`), partial credit per named part, ``public`` feedback (hidden cases:
+how many pass and the diagnosis category only). It prints one JSON object on stdout::
+
+    {"isolation": "...", "exercises": {"ch1.project_qkv": {"points": "1.5", "max_points": 2, "status":
+     "failed", "feedback": "...", "parts": [{"part": "...", "points": "1", "max_points": "1",
+     "status": "passed", "feedback": "..."}]}}}
+
+Exit status 2, with the reason on stderr, when the secret, the notebook or an exercise cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from utils.grading.course_secret import SecretError, read_secret
+
+__all__ = ["JudgeError", "judge_submission", "main"]
+
+
+class JudgeError(ValueError):
+    """The submission cannot be judged; the message says why."""
+
+
+def _student_folder(student: str) -> str:
+    if (
+        not student
+        or student in (".", "..")
+        or student.startswith(".")
+        or "/" in student
+        or "\\" in student
+        or "\0" in student
+        or len(student) > 255
+    ):
+        raise JudgeError(
+            f"--student {student!r} cannot name a student folder (one path component, not starting with '.')"
+        )
+    return student
+
+
+def judge_submission(
+    notebook: Path, student: str, seed: int, exercise_ids: list[str], course_root: Path | None = None
+) -> dict[str, Any]:
+    """Grade ``notebook`` as student ``student`` with :func:`~utils.grading.batch.grade` and return the rows
+    of ``exercise_ids`` (see the module docstring for the shape)."""
+    from utils.exercises.definition import points_text
+    from utils.grading import batch, files
+    from utils.grading.course import MAX_NOTEBOOK_BYTES
+
+    folder = _student_folder(student)
+    if not exercise_ids:
+        raise JudgeError("no --exercise given: name the exercises of this assignment")
+    try:
+        data = files.read_regular(Path(notebook), MAX_NOTEBOOK_BYTES)
+    except files.TooLarge as exc:
+        raise JudgeError(f"{notebook} is too large ({exc.size} bytes)") from None
+    except (files.Refused, OSError) as exc:
+        raise JudgeError(f"cannot read the submission {notebook}: {exc}") from None
+    with tempfile.TemporaryDirectory(prefix="nbgrader-judge-") as work:
+        submissions = Path(work) / "submissions"
+        (submissions / folder).mkdir(parents=True)
+        (submissions / folder / Path(notebook).name).write_bytes(data)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON only
+                summary = batch.grade(
+                    submissions,
+                    Path(work) / "out",
+                    jobs=1,
+                    seed=seed,
+                    course_root=course_root,
+                    progress=False,
+                    feedback="public",
+                )
+        except (batch.NoSubmissions, batch.NoExercises) as exc:
+            raise JudgeError(str(exc)) from None
+        shutil.rmtree(submissions, ignore_errors=True)
+    rows = {row.exercise: row for row in summary["rows"] if row.student == folder}
+    unknown = [i for i in exercise_ids if i not in rows]
+    if unknown:
+        raise JudgeError(
+            f"the course has no exercise {unknown[0]!r} (it grades {', '.join(rows) or 'none'}); "
+            f"export the nbgrader course again from this version of the course"
+        )
+    exercises = {}
+    for exercise_id in exercise_ids:
+        row = rows[exercise_id]
+        exercises[exercise_id] = {
+            "points": points_text(row.points),
+            "max_points": row.max_points,
+            "status": str(row.status),
+            "feedback": row.feedback,
+            "parts": [
+                {
+                    "part": p.part,
+                    "points": points_text(p.points),
+                    "max_points": points_text(p.max_points),
+                    "status": str(p.status),
+                    "feedback": p.feedback,
+                }
+                for p in row.parts
+            ],
+        }
+    return {"isolation": summary["isolation"], "exercises": exercises}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m utils.grading.nbgrader_judge",
+        description=(
+            "Grade one nbgrader submission with the course's grader, outside the student's kernel; print JSON"
+        ),
+    )
+    parser.add_argument("notebook", type=Path, help="the submitted notebook (nbgrader's submitted/ copy)")
+    parser.add_argument("--student", required=True, help="the nbgrader student id")
+    parser.add_argument("--secret", type=Path, required=True, help="the course's grading_secret.txt")
+    parser.add_argument("--exercise", action="append", default=[], help="an exercise id to report (repeat)")
+    parser.add_argument("--course", type=Path, default=None, help="as python -m utils.grade --course")
+    args = parser.parse_args(argv)
+    try:
+        seed = read_secret(args.secret)  # first: a missing secret fails before anything is run
+        result = judge_submission(args.notebook, args.student, seed, args.exercise, args.course)
+    except (SecretError, JudgeError) as exc:
+        print(f"nbgrader judge: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
