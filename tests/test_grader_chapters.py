@@ -4,12 +4,18 @@ own points, and reports nothing about the others."""
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
+import re
+from fractions import Fraction
 
 import grader_fixtures as gf
 import pytest
 
-from utils.grading import batch, cli, course
+from utils.grading import batch, cli, course, lms
+from utils.grading.course import CourseExercise
+from utils.grading.unit import Row
 
 # A two-chapter toy course: chapter 1 is add_one and attend (5 points), chapter 2 is total (1 point).
 TOTAL2 = dataclasses.replace(gf.TOTAL, id="ch2.total")
@@ -63,6 +69,16 @@ def test_chapters_come_from_the_notebook_name_and_the_course_lists_them(tmp_path
     assert course.course_chapters(None) == {1, 2, 3, 4, 5, 6}  # the list shipped with the package
 
 
+# A Canvas gradebook export: chapter 1's column is already filled, and Carl has no submission.
+ROSTER = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,01_toy (501),02_more (502),Current Score\n"
+    "    Points Possible,,,,,5,1,(read only)\n"
+    "Ann,11,,ann,,4,,80\n"
+    "Bob,12,,bob,,5,0.5,90\n"
+    "Carl,13,,carl,,2,1,40\n"
+)
+
+
 @pytest.fixture(scope="module")
 def chapter_two(tmp_path_factory):
     """ann handed in chapter 2 only, bob chapter 1 only; graded as the chapter 2 assignment."""
@@ -71,6 +87,7 @@ def chapter_two(tmp_path_factory):
     subs = tmp / "subs"
     gf.student(subs, "ann", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
     gf.student(subs, "bob", {"01_toy.ipynb": gf.notebook(list(CH1.items()))})
+    (tmp / "roster.csv").write_text(ROSTER, encoding="utf-8")
     summary = batch.grade(
         subs,
         tmp / "out",
@@ -82,6 +99,8 @@ def chapter_two(tmp_path_factory):
         course_root=root,
         registry=REGISTRY,
         chapters=frozenset({2}),
+        roster=tmp / "roster.csv",
+        lms_format="canvas",
     )
     return tmp, summary
 
@@ -109,3 +128,98 @@ def test_bad_chapters_on_the_command_line_exit_2_before_grading(tmp_path, capsys
         err = capsys.readouterr().err
         assert code == 2 and f"grader: --chapters '{bad}'" in err and "its chapters are 1-2" in err
     assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# Importing canvas.csv, as Canvas does
+# --------------------------------------------------------------------------------------------------
+
+_ASSIGNMENT = re.compile(r"^.*\S\s+\((?P<id>\d+)\)$")
+_IGNORED = {"Student", "Section", "Current Score", "Final Score"}
+_DECIMAL = re.compile(r"^-?\d+(\.\d+)?$")
+
+
+def gradebook_of(export: str) -> dict[tuple[str, str], str]:
+    """(Canvas user id, assignment id) -> grade, from a gradebook export."""
+    lines = list(csv.reader(io.StringIO(export)))
+    columns = {i: m["id"] for i, cell in enumerate(lines[0]) if (m := _ASSIGNMENT.match(cell))}
+    return {
+        (line[1], aid): line[i]
+        for line in lines[1:]
+        if line[0].strip() != "Points Possible"
+        for i, aid in columns.items()
+    }
+
+
+def canvas_import(gradebook: dict[tuple[str, str], str], people: list[dict[str, str]], text: str) -> dict:
+    """What Canvas's grade import does with ``text``: a column is the assignment whose id ends its header
+    (any other column but the identity and read-only ones would become a new assignment: refused here); a
+    row is the student with that ID, else SIS User ID, else SIS Login ID; the Points Possible row is
+    ignored and a blank cell leaves the grade as it is. A grade must be a decimal number."""
+    lines = list(csv.reader(io.StringIO(text)))
+    columns = {}
+    for i, cell in enumerate(lines[0]):
+        if (m := _ASSIGNMENT.match(cell)) is not None:
+            columns[i] = m["id"]
+        else:
+            assert cell in _IGNORED | set(lms.IDENTITY), f"Canvas would create a new assignment {cell!r}"
+    after = dict(gradebook)
+    for line in lines[1:]:
+        if line[0].strip() == "Points Possible":
+            continue
+        row = dict(zip(lines[0], line))
+        person = next(
+            p
+            for key in ("ID", "SIS User ID", "SIS Login ID")
+            for p in people
+            if row.get(key) and p.get(key) == row[key]
+        )
+        for i, assignment in columns.items():
+            if line[i].strip():
+                assert _DECIMAL.match(line[i]), f"Canvas cannot read the grade {line[i]!r}"
+                after[(person["ID"], assignment)] = line[i]
+    return after
+
+
+def people_of(export: str) -> list[dict[str, str]]:
+    return [r for r in csv.DictReader(io.StringIO(export)) if r["Student"].strip() != "Points Possible"]
+
+
+@pytest.mark.sandbox
+def test_importing_canvas_csv_changes_only_the_graded_chapter(chapter_two):
+    tmp, summary = chapter_two
+    before = gradebook_of(ROSTER)
+    after = canvas_import(before, people_of(ROSTER), (tmp / "out" / "canvas.csv").read_text(encoding="utf-8"))
+    changed = {key: value for key, value in after.items() if before.get(key) != value}
+    assert changed == {("11", "502"): "1", ("12", "502"): "0"}  # Carl sent nothing: his 1 stays
+    assert after[("11", "501")] == "4"  # chapter 1, filled before and not graded now, is untouched
+
+
+CANVAS_EXPORT = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,01_toy (4417),02 More (4418),ch2.more (4420),Quiz (4419),"
+    "Current Score\n"
+    "    Points Possible,,,,,6,4,4,10,(read only)\n"
+    '"Doe, Jane",1234,S1,jdoe,A,4,,,9,80\n'
+    '"Smith, Bob",555,S2,bsmith,A,3.5,3,3,7,70\n'
+)
+CHAPTER_TWO = [CourseExercise("ch2.more", 4, "02_more.ipynb", None)]
+
+
+@pytest.mark.parametrize("columns, assignment", [("chapter", "4418"), ("exercise", "4420")])
+def test_canvas_import_of_one_graded_chapter_in_decimals_leaves_every_other_grade(tmp_path, columns, assignment):
+    (tmp_path / "roster.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "roster.csv")
+    rows = [Row("jdoe", "ch2.more", Fraction(5, 2), 4, "failed", "")]  # Smith sent nothing
+    sheet = lms.canvas_csv(rows, ["jdoe"], CHAPTER_TWO, roster=roster, columns=columns)
+    assert "/" not in sheet.text and (sheet.left_out, sheet.new) == ([], [])
+    before = gradebook_of(CANVAS_EXPORT)
+    after = canvas_import(before, people_of(CANVAS_EXPORT), sheet.text)
+    assert {k: v for k, v in after.items() if before[k] != v} == {("1234", assignment): "2.5"}
+
+
+def test_a_roster_with_assignments_but_none_for_the_graded_chapter_is_refused(tmp_path):
+    (tmp_path / "roster.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "roster.csv")
+    other = [CourseExercise("ch3.x", 2, "03_other.ipynb", None)]
+    with pytest.raises(lms.RosterError, match="none named like a graded column \\(03_other\\)"):
+        lms.canvas_columns(other, "chapter", roster)

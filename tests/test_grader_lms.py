@@ -76,13 +76,15 @@ def test_canvas_csv_per_chapter_with_identities_first_and_points_possible(tmp_pa
     rows = rows_for("jdoe", {"ch1.add_one": 2, "ch1.attend": 3, "ch2.more": 4}) + rows_for("stranger", {})
     sheet = lms.canvas_csv(rows, ["jdoe", "stranger"], EXERCISES, roster=roster)
     lines = table(sheet.text)
-    assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "01_toy (4417)", "02_more"]
-    assert lines[1] == ["Points Possible", "", "", "", "", "6", "4"]
-    assert lines[2] == ["Doe, Jane", "1234", "S1", "jdoe", "A", "5", "4"]
-    assert lines[3] == ["Smith, Bob", "555", "S2", "bsmith", "A", "", ""]  # no submission: left empty
-    assert lines[4] == ["'=Evil, Eve", "999", "S3", "eve", "'=cmd", "", ""]  # display columns escaped
+    # 02_more has no Canvas assignment in the roster: left out, never a column Canvas would create
+    assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "01_toy (4417)"]
+    assert lines[1] == ["Points Possible", "", "", "", "", "6"]
+    assert lines[2] == ["Doe, Jane", "1234", "S1", "jdoe", "A", "5"]
+    assert lines[3] == ["Smith, Bob", "555", "S2", "bsmith", "A", ""]  # no submission: left empty
+    assert lines[4] == ["'=Evil, Eve", "999", "S3", "eve", "'=cmd", ""]  # display columns escaped
     assert sheet.absent == ["Smith, Bob", "=Evil, Eve"]
     assert sheet.unmatched == [("stranger", "no roster row has this submission's name")]
+    assert (sheet.left_out, sheet.new) == (["02_more"], [])
 
 
 def test_canvas_csv_per_exercise_from_canvas_file_names_without_roster():
@@ -91,6 +93,7 @@ def test_canvas_csv_per_exercise_from_canvas_file_names_without_roster():
     lines = table(sheet.text)
     assert lines[0][5:] == [e.id for e in EXERCISES] and lines[1][5:] == ["2", "3", "1", "4"]
     assert lines[2] == ["doejane", "1234", "", "", "", "0", "0", "1", "0"]
+    assert sheet.new == [e.id for e in EXERCISES]  # no roster, no ids: Canvas makes new assignments (and we say so)
     with pytest.raises(lms.RosterError, match="--format canvas needs --roster"):
         lms.canvas_csv(rows, ["doejane"], EXERCISES)
     with pytest.raises(ValueError, match="columns must be one of chapter, exercise, got 'week'"):

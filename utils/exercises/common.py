@@ -43,18 +43,36 @@ class Status(str, Enum):
     TIMEOUT = "timeout"
     MEMORY = "memory"
     FORBIDDEN = "forbidden"
-    MISSING = "missing"  # grader only: no exercise cell (or more than one) in the submission
+    MISSING = "missing"  # grader only: no exercise cell in the submission
     INVALID = "invalid"  # grader only: the notebook could not be read
 
 
-def one_line(text: object, limit: int = 300) -> str:
-    """``text`` with its whitespace collapsed to single spaces, cut to ``limit`` characters with ``…``.
+def one_line(text: object, limit: int | None = None) -> str:
+    """``text`` with its whitespace collapsed to single spaces. Nothing is cut unless a ``limit`` is given
+    (a feedback line keeps every sentence); then the text keeps at most ``limit`` characters, ending at the
+    last whole sentence that fits (else, when not even one fits, the last whole word) and followed by
+    ``(…N more characters)``.
 
-    >>> one_line("a\\n  b", limit=10), one_line("x" * 12, limit=5)
-    ('a b', 'xxxx…')
+    >>> one_line("a\\n  b"), one_line("First one. Then a second, longer sentence.", limit=40)
+    ('a b', 'First one. (…32 more characters)')
+    >>> one_line("x" * 12, limit=5)
+    'xxxx…'
     """
     text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if limit is None or len(text) <= limit:
+        return text
+    room = limit - len(_MORE.format(count=len(text)))
+    if room < 10:  # too short for a marker
+        return text[: limit - 1] + "…"
+    ends = [i + 1 for i, ch in enumerate(text[:room]) if ch in _SENTENCE_END and (text[i + 1] == " " or ord(ch) > 127)]
+    spaces = [i for i, ch in enumerate(text[: room + 1]) if ch == " "]
+    cut = ends[-1] if ends else (spaces[-1] if spaces and spaces[-1] > room // 2 else room)
+    head = text[:cut].rstrip()
+    return f"{head}{_MORE.format(count=len(text) - len(head))}"
+
+
+_SENTENCE_END = ".!?;。！？；"
+_MORE = " (…{count} more characters)"
 
 
 @dataclass

@@ -96,7 +96,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     submissions = Path(submissions_dir)
     if not submissions.is_dir():
         raise NoSubmissions(f"no student folders found in {submissions}: it is not a folder")
-    found = intake.collect(submissions, layout)
+    found = intake.collect(submissions, layout, read=False)  # each student's notebooks are read in their unit
     _report_intake(found, layout)
     if not found.students:
         raise NoSubmissions(f"no student folders found in {submissions} (nor notebooks or zips in --layout "
@@ -114,6 +114,8 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         where = f"{root / 'solutions'}" if root is not None else "the exercise list shipped with the package"
         raise NoExercises(f"found no exercises to grade in {where}; pass --course with the folder of a course "
                           f"checkout (the one holding solutions/), or reinstall the course package")
+    if lms_format == "canvas":
+        lms.canvas_columns(the_plan.exercises, columns, the_roster)  # an unusable roster stops us before grading
     settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
                                hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())),
                                feedback=feedback)
@@ -122,14 +124,17 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(the_plan.units), desc="grading", unit="student", file=sys.stderr)
+        bar = tqdm(total=len(the_plan.students), desc="grading", unit="student", file=sys.stderr)
     try:
-        rows = engine.run_plan(the_plan, settings, jobs, progress=bar.update if bar else None)
+        results = engine.run_plan(the_plan, settings, jobs, progress=bar.update if bar else None)
     finally:
         if bar is not None:
             bar.close()
+    rows = results.rows
+    unplaced = [*found.unplaced, *results.unplaced]
+    _report_reading(results, len(unplaced))
     ids = [e.id for e in the_plan.exercises]
-    report.write_all(Path(out_dir), [*rows, *unplaced_rows(found.unplaced)], the_plan.students, ids)
+    report.write_all(Path(out_dir), [*rows, *unplaced_rows(unplaced)], the_plan.students, ids)
     sheet = None
     if lms_format == "canvas":
         sheet = lms.canvas_csv(rows, the_plan.students, the_plan.exercises, roster=the_roster,
@@ -140,9 +145,9 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     return {
         "students": the_plan.students, "exercises": ids, "rows": rows, "totals": totals,
         "max_total": sum(e.points for e in the_plan.exercises), "seconds": time.perf_counter() - started,
-        "isolation": sandbox.isolation().level, "seed": settings.seed, "units": len(the_plan.units),
-        "layout": found.layout, "layout_reason": found.reason, "unplaced": found.unplaced,
-        "skipped": [u.line() for u in found.unplaced], "canvas": sheet,
+        "isolation": sandbox.isolation().level, "seed": settings.seed, "units": results.ran,
+        "layout": found.layout, "layout_reason": found.reason, "unplaced": unplaced,
+        "skipped": [u.line() for u in unplaced], "canvas": sheet, "notes": results.notes,
         "chapters": sorted({e.chapter for e in the_plan.exercises} - {None}),
     }
 
@@ -152,24 +157,50 @@ def unplaced_rows(unplaced: list[intake.Unplaced]) -> list[Row]:
     return [Row(u.student, "", 0, 0, intake.UNPLACED, f"{u.path}: {u.reason}") for u in unplaced]
 
 
+def _say(text: str) -> None:
+    """One line on stderr, its control characters escaped: a file name cannot forge a line."""
+    print(report.console(text), file=sys.stderr)
+
+
 def _report_intake(found: intake.Intake, asked: str) -> None:
     why = f" (--layout auto: {found.reason})" if asked == "auto" else ""
-    print(f"grader: reading the submissions as layout {found.layout}{why}", file=sys.stderr)
+    _say(f"grader: reading the submissions as layout {found.layout}{why}")
     for entry in found.errors():
-        print(f"grader: error: {entry.path} is {entry.reason}", file=sys.stderr)
-    others = [u for u in found.unplaced if u not in found.errors()]
-    for entry in others[:MAX_LISTED]:
-        print(f"grader: not graded: {entry.line()}", file=sys.stderr)
-    if len(others) > MAX_LISTED:
-        print(f"grader: ... and {len(others) - MAX_LISTED} more not graded", file=sys.stderr)
-    if found.unplaced:
-        print(f"grader: {report.plural(len(found.unplaced), 'entry', 'entries')} not graded, each a row with status "
-              f"{intake.UNPLACED} in results.csv", file=sys.stderr)
+        _say(f"grader: error: {entry.path} is {entry.reason}")
+    _list_unplaced([u for u in found.unplaced if u not in found.errors()])
+
+
+def _list_unplaced(entries: list[intake.Unplaced]) -> None:
+    for entry in entries[:MAX_LISTED]:
+        whose = f"{entry.student}: " if entry.student and not entry.path.startswith(entry.student) else ""
+        _say(f"grader: not graded: {whose}{entry.line()}")
+    if len(entries) > MAX_LISTED:
+        _say(f"grader: ... and {len(entries) - MAX_LISTED} more not graded")
+
+
+def _report_reading(results: engine.Results, unplaced: int) -> None:
+    """What reading the students' notebooks found: entries not graded, and notes (one line per notebook)."""
+    _list_unplaced(results.unplaced)
+    for note in results.notes[:MAX_LISTED]:
+        _say(f"grader: warning: {note}")
+    if len(results.notes) > MAX_LISTED:
+        _say(f"grader: ... and {len(results.notes) - MAX_LISTED} more warnings")
+    if unplaced:
+        _say(f"grader: {report.plural(unplaced, 'entry', 'entries')} not graded, each a row with status "
+             f"{intake.UNPLACED} in results.csv")
 
 
 def _report_canvas(sheet: lms.CanvasSheet) -> None:
     for student, why in sheet.unmatched:
-        print(f"grader: canvas.csv: {student!r} is left out: {why}", file=sys.stderr)
+        _say(f"grader: canvas.csv: {student!r} is left out: {why}")
     if sheet.absent:
-        print(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a submission "
-              f"(grade cells left empty): {', '.join(sheet.absent[:MAX_LISTED])}", file=sys.stderr)
+        _say(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a submission "
+             f"(grade cells left empty): {', '.join(sheet.absent[:MAX_LISTED])}")
+    if sheet.left_out:
+        _say(f"grader: canvas.csv: left out {report.plural(len(sheet.left_out), 'graded column')} that the roster "
+             f"has no Canvas assignment for: {', '.join(sheet.left_out)}; create the assignment in Canvas, export the "
+             f"gradebook again and pass it as --roster")
+    if sheet.new:
+        _say(f"grader: canvas.csv: the roster has no Canvas assignment ids, so importing canvas.csv makes "
+             f"{report.plural(len(sheet.new), 'new assignment')} ({', '.join(sheet.new)}); to update existing "
+             f"assignments instead, pass Canvas's own gradebook export (Grades > Export) as --roster")

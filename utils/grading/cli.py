@@ -22,6 +22,22 @@ from utils.i18n.messages import LANGUAGES
 __all__ = ["add_intake_arguments", "main"]
 
 
+EPILOG = """\
+other command:
+  python -m utils.grade gradescope-bundle OUT.zip [options]
+                        write a Gradescope autograder zip for the course (the same grader, run by
+                        Gradescope for each submission); see: python -m utils.grade gradescope-bundle --help
+
+environment variables (read by the Gradescope autograder's setup.sh and run_autograder, e.g. to try
+a bundle on your own machine before uploading it):
+  AUTOGRADER_ROOT       the folder the autograder works in, laid out as Gradescope's (source/, submission/,
+                        results/); default /autograder. setup.sh makes its venv/ there; run_autograder grades
+                        submission/ and writes results/results.json there
+  AUTOGRADER_PYTHON     the Python that run_autograder grades with; default $AUTOGRADER_ROOT/venv/bin/python
+                        (the venv setup.sh built)
+"""
+
+
 def _positive(kind):
     def parse(text: str):
         value = kind(text)
@@ -56,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="python -m utils.grade", description=(
         "Grade a class: SUBMISSIONS (one folder, zip or Canvas download per student) -> results.csv, "
-        "grades.csv, feedback/<student>.md"))
+        "grades.csv, feedback/<student>.md"), epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("submissions", type=Path, help="folder of submissions, laid out as --layout says")
     parser.add_argument("--out", type=Path, default=Path("grades"), help="output folder (default: grades)")
     parser.add_argument("--jobs", type=_positive(int), default=default_jobs(),

@@ -11,9 +11,10 @@ How submissions are found and unpacked is :mod:`utils.grading.intake`; this modu
 from __future__ import annotations
 
 import ast
+import json
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,19 +133,23 @@ def too_large(size: int) -> InvalidNotebook:
     return InvalidNotebook(f"is too large ({size / 2**20:.0f} MB > {MAX_NOTEBOOK_BYTES // 2**20} MB)")
 
 
-def read_notebook(path: Path) -> Any:
-    """Parse a notebook with a size cap; raises :class:`InvalidNotebook` with a readable reason."""
+def read_notebook(path: Path, notes: list[str] | None = None) -> Any:
+    """Parse a notebook with a size cap; raises :class:`InvalidNotebook` with a readable reason (``notes``:
+    see :func:`parse_notebook`)."""
     try:  # through one descriptor, without following links or blocking: a FIFO or device is refused
         data = files.read_regular(path, MAX_NOTEBOOK_BYTES)
     except files.TooLarge as exc:
         raise too_large(exc.size) from None
     except files.Refused as exc:
         raise InvalidNotebook(str(exc)) from None
-    return parse_notebook(data)
+    return parse_notebook(data, notes)
 
 
-def parse_notebook(data: bytes) -> Any:
-    """A notebook from its bytes (e.g. a zip member); raises :class:`InvalidNotebook` with a reason."""
+def parse_notebook(data: bytes, notes: list[str] | None = None) -> Any:
+    """A notebook from its bytes (e.g. a zip member); raises :class:`InvalidNotebook` with a reason.
+
+    Cells that repeat an earlier cell's id get fresh ids here, as Jupyter would, and one line is added
+    to ``notes`` saying how many, instead of one warning per cell."""
     if len(data) > MAX_NOTEBOOK_BYTES:
         raise too_large(len(data))
     try:
@@ -152,6 +157,7 @@ def parse_notebook(data: bytes) -> Any:
     except UnicodeDecodeError:
         raise InvalidNotebook("is not UTF-8 text") from None
     try:
+        text, renumbered = _renumber_cell_ids(text)
         notebook = nbformat.reads(text, as_version=4)
     except Exception as exc:  # nbformat raises many kinds (NotJSONError, ValueError, KeyError...)
         reason = "is not valid JSON" if "JSON" in type(exc).__name__ or "JSON" in str(exc)[:200] else \
@@ -160,7 +166,36 @@ def parse_notebook(data: bytes) -> Any:
     cells = notebook.get("cells") if isinstance(notebook, Mapping) else None
     if not isinstance(cells, list):
         raise InvalidNotebook("is not a Jupyter notebook (no cells)")
+    if renumbered and notes is not None:
+        notes.append(f"{renumbered} {'cell repeats' if renumbered == 1 else 'cells repeat'} an earlier cell's id; "
+                     f"the grader gave {'it a fresh id' if renumbered == 1 else 'them fresh ids'}, as Jupyter does")
     return notebook
+
+
+def _renumber_cell_ids(text: str) -> tuple[str, int]:
+    """``text`` with every repeated cell id replaced by a fresh one, and how many were replaced (nbformat
+    would warn once per cell: 3,000 lines for one careless notebook)."""
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return text, 0  # nbformat says why
+    cells = raw.get("cells") if isinstance(raw, dict) else None
+    ids = [c.get("id") if isinstance(c, dict) else None for c in cells] if isinstance(cells, list) else []
+    taken = {i for i in ids if isinstance(i, str)}
+    seen: set[str] = set()
+    count = 0
+    for cell, cell_id in zip(cells or [], ids):
+        if not isinstance(cell_id, str):
+            continue
+        if cell_id in seen:
+            count += 1
+            fresh = f"renumbered-{count}"
+            while fresh in taken:
+                fresh += "-"
+            cell["id"] = fresh
+            taken.add(fresh)
+        seen.add(cell_id)
+    return (json.dumps(raw), count) if count else (text, 0)
 
 
 def exercise_cells(notebook: Any) -> list[tuple[str, str, Any]]:
@@ -217,23 +252,65 @@ def load_course(course_root: Path | None, registry: Mapping[str, Any]) -> list[C
 
 @dataclass
 class Submission:
-    """One student's exercise cells, keyed by id, and the notebooks that could not be read."""
+    """One student's exercise cells, keyed by id, and the notebooks that could not be read.
+
+    Notebooks are read when :meth:`load` runs (the grader does it under its per-student watchdog), not
+    when they are found: checking a notebook costs about 5 s per MB. ``modified`` says when each file was
+    last modified (a file's time, or the time stored in a zip) so that of two copies of an exercise the
+    newer can be graded; ``unplaced`` (:class:`~utils.grading.intake.Unplaced`) and ``notes`` are what
+    reading found to report."""
 
     student: str
     cells: dict[str, list[tuple[str, str]]] = field(default_factory=dict)  # id -> [(file, source)]
     invalid: list[tuple[str, str]] = field(default_factory=list)  # (file, reason)
+    modified: dict[str, float] = field(default_factory=dict)  # file -> its modification time
+    unplaced: list[Any] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    pending: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     @property
     def name(self) -> str:  # the planner names a student by ``.name``, as it did a folder
         return self.student
 
-    def add(self, file: str, read) -> None:
-        """Add the exercise cells of the notebook ``read()`` returns, or record why it cannot be read."""
+    def add(self, file: str, read: Callable[[list[str]], Any], modified: float = 0.0) -> None:
+        """Read, when :meth:`load` runs, the notebook ``read(notes)`` returns: add its exercise cells, or
+        record why it cannot be read."""
+        self.modified[file] = modified
+        self.pending.append(lambda: self._read(file, read))
+
+    def defer(self, step: Callable[[], None]) -> None:
+        """Run ``step`` (e.g. reading a zip) when :meth:`load` runs."""
+        self.pending.append(step)
+
+    def load(self, stop: Callable[[], bool] | None = None) -> bool:
+        """Read every pending notebook, in the order found; False when ``stop()`` said to stop before the
+        last (it is asked before each notebook, a zip's members included)."""
+        self._stop = stop
         try:
-            notebook = read()
+            while self.pending and not self.stopping():
+                self.pending.pop(0)()
+        finally:
+            self._stop = None
+        return not self.pending
+
+    def stopping(self) -> bool:
+        """Whether the :meth:`load` under way was told to stop."""
+        stop = getattr(self, "_stop", None)
+        return stop is not None and bool(stop())
+
+    def read_now(self, file: str, read: Callable[[list[str]], Any], modified: float = 0.0) -> None:
+        """:meth:`add`, read at once (a zip's member, while the zip is open)."""
+        self.modified[file] = modified
+        self._read(file, read)
+
+    def _read(self, file: str, read: Callable[[list[str]], Any]) -> None:
+        notes: list[str] = []
+        try:
+            notebook = read(notes)
         except InvalidNotebook as exc:
             self.invalid.append((file, str(exc)))
             return
+        self.notes += [f"{file}: {note}" for note in notes]
         for exercise_id, source, _points in exercise_cells(notebook):
             self.cells.setdefault(exercise_id, []).append((file, source))
 
@@ -267,8 +344,17 @@ def read_submission(folder: Path | Submission) -> Submission:
         return folder
     submission = Submission(folder.name)
     for path in sorted(folder.glob("*.ipynb")):
-        submission.add(path.name, lambda p=path: read_notebook(p))
+        submission.add(path.name, lambda notes, p=path: read_notebook(p, notes), mtime(path))
+    submission.load()
     return submission
+
+
+def mtime(path: Path) -> float:
+    """When ``path`` (not a link's target) was last modified; 0 when that cannot be read."""
+    try:
+        return path.lstat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def syntax_problem(source: str) -> str | None:

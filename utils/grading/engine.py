@@ -12,7 +12,12 @@ is paid once per student.
 
 **One student is one unit of failure.** Units run ``--jobs`` at a time, each in a thread watched by
 :func:`run_plan`'s watchdog: an exception, a ``MemoryError`` or a hang in one unit becomes rows for
-that student with a reason, and the batch goes on.
+that student with a reason, and the batch goes on. Reading and checking the student's notebooks is the
+unit's first phase (checking costs about 5 s per MB), so one huge submission costs only itself.
+
+**Copies and broken notebooks.** An exercise handed in twice is graded from the newer copy
+(:func:`choose_copy`); the other is reported as not graded. A notebook that cannot be read is blamed
+only for its own chapter's exercises when its name says the chapter; the others are ``missing``.
 
 **Trust.** The worker writes only raw outputs; :func:`utils.exercises.judging.judge` compares them with the
 reference in this process (which never imports :mod:`utils.exercises.runner`), and
@@ -31,19 +36,36 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from utils.exercises.common import Status, one_line
 from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
 from utils.grading import course as course_mod
 from utils.grading import files, sandbox
-from utils.grading.unit import Guard, PartRow, Row, Settings, Task, case_seed, run_unit, unit_rows, whole_exercise_parts
+from utils.grading.intake import Unplaced
+from utils.grading.unit import (
+    Guard,
+    PartRow,
+    Row,
+    Settings,
+    Task,
+    case_seed,
+    run_unit,
+    unit_rows,
+    wall_limit,
+    whole_exercise_parts,
+)
 from utils.i18n.messages import tr
 
 TMP_PARENT: str | None = None
 """Where the batch's work folder goes (None: the system's temporary folder)."""
+READ_CPU_SECONDS = 120.0
+"""CPU seconds one student's notebooks may take to read and check (about 5 s per MB: 24 MB), checked
+before each notebook; a notebook is at most :data:`~utils.grading.course.MAX_NOTEBOOK_BYTES`."""
+READ_WALL_SECONDS = wall_limit(READ_CPU_SECONDS)
+"""The watchdog's wall-clock backstop on reading one student's notebooks (a read that blocks)."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -51,25 +73,26 @@ TMP_PARENT: str | None = None
 # --------------------------------------------------------------------------------------------------
 
 
-def plan_student(submission: course_mod.Submission, exercises: list[course_mod.CourseExercise]
-                 ) -> tuple[dict[str, Row], dict[str, list[Task]]]:
-    """Rows decided statically (missing, invalid, syntax, forbidden) and units to run (file -> tasks)."""
+def plan_student(submission: course_mod.Submission, exercises: list[course_mod.CourseExercise],
+                 chapters: frozenset[int] = frozenset()) -> tuple[dict[str, Row], list[Task], list[Unplaced]]:
+    """Rows decided statically (missing, invalid, syntax, forbidden), the tasks to run (course order), and
+    the copies of exercises that are not graded (see :func:`choose_copy`). ``chapters`` are the course's
+    chapters: a notebook that cannot be read is blamed only for its own chapter's exercises, when its name
+    says which chapter it is (``02_...ipynb``)."""
     decided: dict[str, Row] = {}
-    units: dict[str, list[Task]] = {}
+    tasks: list[Task] = []
+    skipped: dict[tuple[str, str], list[str]] = {}  # (file, why) -> exercise ids not graded from it
+    submitted = {ex.chapter for ex in exercises if submission.cells.get(ex.id)}
     for ex in exercises:
         def row(status: Status, feedback: str, _ex: course_mod.CourseExercise = ex) -> Row:
             return Row(submission.student, _ex.id, 0, _ex.points, status, one_line(feedback),
                        whole_exercise_parts(_ex.exercise, status, feedback))
 
         cells = submission.cells.get(ex.id, [])
-        if len(cells) > 1:
-            files = ", ".join(sorted({f for f, _ in cells}))
-            decided[ex.id] = row(Status.MISSING, tr("found {count} cells for exercise {id} (in {files}); keep "
-                                               "exactly one", count=len(cells), id=ex.id, files=files))
-            continue
         if not cells:
-            if submission.invalid:
-                name, reason = submission.invalid[0]
+            broken = _broken_notebook(submission, ex, chapters, submitted)
+            if broken:
+                name, reason = broken
                 decided[ex.id] = row(Status.INVALID, tr("{name} {reason}, so {id} could not be graded; submit the "
                                                    "notebook as saved by Jupyter", name=name, reason=reason,
                                                    id=ex.id))
@@ -77,7 +100,9 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
                 decided[ex.id] = row(Status.MISSING, tr("no cell for exercise {id} found; keep the exercise cell from "
                                                    "the chapter notebook (its metadata carries the id)", id=ex.id))
             continue
-        file, source = cells[0]
+        source, others = choose_copy(cells, submission.modified, ex)
+        for file, why in others:
+            skipped.setdefault((file, why), []).append(ex.id)
         problem = course_mod.syntax_problem(source)
         if problem:
             decided[ex.id] = row(Status.ERROR, tr("your cell for {id} cannot run: {problem}", id=ex.id,
@@ -95,8 +120,60 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
                                                       "and F only, or ask your instructor to review this",
                                                       name=unsafe))
             continue
-        units.setdefault(file, []).append(Task(ex, source))
-    return decided, units
+        tasks.append(Task(ex, source))
+    unplaced = [Unplaced(file, tr("not graded for {ids}: {why}", ids=", ".join(ids), why=why), submission.student)
+                for (file, why), ids in skipped.items()]
+    return decided, tasks, unplaced
+
+
+def choose_copy(cells: list[tuple[str, str]], modified: Mapping[str, float], ex: course_mod.CourseExercise
+                ) -> tuple[str, list[tuple[str, str]]]:
+    """The source to grade when a student handed in an exercise more than once, and ``(file, why)`` for
+    each copy that is not graded.
+
+    Of several notebooks, the one modified last (its file's time, or the time stored in its zip) is
+    graded: a resubmission replaces the earlier work. At equal times, the notebook named like the chapter's
+    own (``02_scaled_dot_product_attention.ipynb``) wins, then the name that sorts first. Of several cells
+    in that notebook, the last one is graded, as running the notebook from the top defines it last.
+    """
+    def key(file: str) -> tuple[float, bool, str]:
+        return -modified.get(file, 0.0), _base_name(file) != ex.notebook, file
+
+    files = sorted({file for file, _source in cells}, key=key)
+    chosen = files[0]
+    mine = [source for file, source in cells if file == chosen]
+    others = []
+    for file in files[1:]:
+        if modified.get(file, 0.0) < modified.get(chosen, 0.0):
+            others.append((file, tr("{file} holds it too and was modified later; the newest copy is graded",
+                                    file=chosen)))
+        else:
+            others.append((file, tr("{file} holds it too, modified at the same time; the copy in the notebook "
+                                    "named like the chapter, else the first by name, is graded", file=chosen)))
+    if len(mine) > 1:
+        others.append((chosen, tr("this notebook has {count} cells for it; the last one is graded, as running the "
+                                  "notebook from the top would define it last", count=len(mine))))
+    return mine[-1], others
+
+
+def _base_name(file: str) -> str:
+    """``02_sdpa.ipynb`` for ``alice.zip:work/02_sdpa.ipynb`` or ``chapters/02_sdpa.ipynb``."""
+    return PurePosixPath(file.rsplit(":", 1)[-1].replace("\\", "/")).name
+
+
+def _broken_notebook(submission: course_mod.Submission, ex: course_mod.CourseExercise, chapters: frozenset[int],
+                     submitted: set[int | None]) -> tuple[str, str] | None:
+    """The unreadable notebook to blame for ``ex`` having no cell, or None (then it is missing): one whose
+    name says it is ``ex``'s chapter, or one whose name says no chapter when no notebook that could be
+    read holds any of that chapter's exercises."""
+    unknown = None
+    for name, reason in submission.invalid:
+        chapter = course_mod.chapter_of(_base_name(name))
+        if chapter == ex.chapter and chapter in chapters:
+            return name, reason
+        if chapter not in chapters and unknown is None:
+            unknown = (name, reason)
+    return unknown if ex.chapter not in submitted else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -106,42 +183,64 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
 
 @dataclass
 class Plan:
+    """Who is graded on what: the students (each a :class:`~utils.grading.course.Submission` read only
+    when its unit runs), the exercises graded, and every chapter of the course."""
+
     students: list[str]
     exercises: list[course_mod.CourseExercise]
-    decided: dict[tuple[str, str], Row]
-    units: list[tuple[str, str, list[Task]]]  # (student, files, tasks): one unit per student
+    submissions: list[course_mod.Submission]
+    chapters: frozenset[int] = frozenset()
 
 
-def plan(submissions_dir: Path, course_root: Path, registry: Mapping[str, Any],
+@dataclass
+class Results:
+    """What :func:`run_plan` found: a row per student × exercise in (student, course) order, the entries
+    that reading left unplaced or that were not graded (second copies), notes for the instructor
+    (``"student: file: note"``), and how many students had cells to run."""
+
+    rows: list[Row]
+    unplaced: list[Unplaced] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    ran: int = 0
+
+
+@dataclass
+class _Unit:
+    submission: course_mod.Submission
+    decided: dict[str, Row] = field(default_factory=dict)
+    tasks: list[Task] | None = None  # None until the submission is read
+    skipped: list[Unplaced] = field(default_factory=list)
+
+
+def plan(submissions_dir: Any, course_root: Path | None, registry: Mapping[str, Any],
          chapters: frozenset[int] | None = None) -> Plan:
-    """Who runs what: ``chapters`` (None: all) selects the course's exercises that are graded."""
-    exercises = course_mod.select_chapters(course_mod.load_course(course_root, registry), chapters)
-    students = course_mod.find_students(submissions_dir)
-    decided: dict[tuple[str, str], Row] = {}
-    units = []
-    for folder in students:
-        submission = course_mod.read_submission(folder)
-        rows, student_units = plan_student(submission, exercises)
-        decided.update({(folder.name, exercise_id): row for exercise_id, row in rows.items()})
-        if student_units:  # one worker per student: one torch import, whatever the number of notebooks
-            files = sorted(student_units)
-            units.append((folder.name, ", ".join(files), [t for f in files for t in student_units[f]]))
-    return Plan([f.name for f in students], exercises, decided, units)
+    """Who runs what: ``chapters`` (None: all) selects the course's exercises that are graded. Nothing
+    is read here: each submission is read in its own unit (:func:`run_plan`)."""
+    everything = course_mod.load_course(course_root, registry)
+    exercises = course_mod.select_chapters(everything, chapters)
+    submissions = [found if isinstance(found, course_mod.Submission) else course_mod.read_submission(found)
+                   for found in course_mod.find_students(submissions_dir)]
+    return Plan([s.student for s in submissions], exercises, submissions,
+                frozenset(e.chapter for e in everything if e.chapter is not None))
 
 
 def run_plan(the_plan: Plan, settings: Settings, jobs: int,
-             progress: Callable[[], None] | None = None) -> list[Row]:
-    """Run every unit, ``jobs`` at a time, and return all rows in (student, course) order.
+             progress: Callable[[], None] | None = None) -> Results:
+    """Read, plan and run every student's unit, ``jobs`` at a time; a row per student × exercise.
 
-    Each unit runs in a daemon thread under a :class:`Guard`. Whatever happens in it (an exception, a
-    ``MemoryError``, a hang past its phase's deadline) becomes rows for that student with a reason, and
-    the batch goes on. A slot whose unit was abandoned is retired: its uid is never given to another.
+    Each unit runs in a daemon thread under a :class:`Guard`: first reading and checking the student's
+    notebooks (at most :data:`READ_CPU_SECONDS` of CPU time, with a wall-clock backstop of
+    :data:`READ_WALL_SECONDS`), then their cells. Whatever happens in it (an
+    exception, a ``MemoryError``, a hang past its phase's deadline) becomes rows for that student with a
+    reason, and the batch goes on. A slot whose unit was abandoned is retired: its uid is never given to
+    another.
     """
     iso = sandbox.isolation()
     tmp_root = Path(tempfile.mkdtemp(prefix="grader-", dir=TMP_PARENT))
     os.chmod(tmp_root, 0o711)  # sandbox uids may enter their own unit folder, not list the others
     finished: queue.Queue[tuple[int, list[Row]]] = queue.Queue()
-    pending = list(enumerate(the_plan.units))[::-1]
+    units = [_Unit(submission) for submission in the_plan.submissions]
+    pending = list(range(len(units)))[::-1]
     free = list(range(jobs))
     next_slot = jobs
     running: dict[int, tuple[Guard, int]] = {}
@@ -149,11 +248,12 @@ def run_plan(the_plan: Plan, settings: Settings, jobs: int,
     try:
         while pending or running:
             while pending and free:
-                number, unit = pending.pop()
+                number = pending.pop()
                 guard, slot = Guard(), free.pop(0)
                 running[number] = (guard, slot)
-                threading.Thread(target=_unit_thread, args=(number, unit, settings, tmp_root, slot, iso, guard,
-                                                            finished), daemon=True, name=f"grade-{number}").start()
+                threading.Thread(target=_unit_thread, args=(units[number], the_plan, settings, tmp_root, slot, iso,
+                                                            guard, finished, number),
+                                 daemon=True, name=f"grade-{number}").start()
             try:
                 number, rows = finished.get(timeout=0.5)
             except queue.Empty:
@@ -161,8 +261,7 @@ def run_plan(the_plan: Plan, settings: Settings, jobs: int,
                 for number, (guard, _slot) in list(running.items()):
                     if guard.overdue(now):
                         guard.abandon()
-                        student, _files, tasks = the_plan.units[number]
-                        results[number] = unit_rows(student, tasks, dict(guard.verdicts), (
+                        results[number] = _given_up(units[number], the_plan.exercises, dict(guard.verdicts), (
                             f"the grader's watchdog gave up on this student while {guard.phase}; the rest of "
                             f"the class was graded; ask your instructor to look at this notebook"))
                         del running[number]
@@ -183,25 +282,53 @@ def run_plan(the_plan: Plan, settings: Settings, jobs: int,
             files.remove_tree(tmp_root)
         except Exception as exc:  # noqa: BLE001  (the grades matter more than the cleanup)
             print(f"grader: could not remove {tmp_root}: {type(exc).__name__}", file=sys.stderr)
-    by_key = dict(the_plan.decided)
-    for rows in results.values():
-        by_key.update({(row.student, row.exercise): row for row in rows})
-    return [by_key[(student, ex.id)] for student in the_plan.students for ex in the_plan.exercises]
+    by_key = {(row.student, row.exercise): row for rows in results.values() for row in rows}
+    found = Results([by_key[(student, ex.id)] for student in the_plan.students for ex in the_plan.exercises])
+    for unit in units:
+        found.unplaced += [*list(unit.submission.unplaced), *unit.skipped]
+        found.notes += [f"{unit.submission.student}: {note}" for note in list(unit.submission.notes)]
+        found.ran += bool(unit.tasks)
+    return found
 
 
-def _unit_thread(number: int, unit: tuple[str, str, list[Task]], settings: Settings, tmp_root: Path, slot: int,
-                 iso: sandbox.Isolation, guard: Guard, finished: queue.Queue) -> None:
-    student, _files, tasks = unit
+def _given_up(unit: _Unit, exercises: list[course_mod.CourseExercise], verdicts: Mapping, reason: str) -> list[Row]:
+    """Rows for a unit that did not finish: what it decided and judged, ``reason`` for the rest. Before its
+    notebooks were read, every exercise is ``invalid``: nothing of it could be graded."""
+    student = unit.submission.student
+    if unit.tasks is None:
+        return [Row(student, ex.id, 0, ex.points, Status.INVALID, one_line(reason),
+                    whole_exercise_parts(ex.exercise, Status.INVALID, reason)) for ex in exercises]
+    return [*unit.decided.values(), *unit_rows(student, unit.tasks, verdicts, reason)]
+
+
+def _unit_thread(unit: _Unit, the_plan: Plan, settings: Settings, tmp_root: Path, slot: int,
+                 iso: sandbox.Isolation, guard: Guard, finished: queue.Queue, number: int) -> None:
+    student = unit.submission.student
     try:
-        rows = run_unit(student, tasks, settings, tmp_root, slot, iso, guard)
+        guard.enter("reading and checking its notebooks", READ_WALL_SECONDS)
+        started = time.thread_time()  # CPU time: a busy machine does not make reading look slow
+        read = unit.submission.load(stop=lambda: guard.abandoned or time.thread_time() - started > READ_CPU_SECONDS)
+        if guard.abandoned:
+            return  # the watchdog has written this student's rows
+        if not read:
+            rows = _given_up(unit, the_plan.exercises, {}, tr(
+                "reading and checking this submission's notebooks took more than {seconds:.0f} s of CPU time "
+                "(checking costs about 5 s per MB), so it was not graded; the rest of the class was graded; ask "
+                "your instructor to look at it", seconds=READ_CPU_SECONDS))
+        else:
+            decided, tasks, unit.skipped = plan_student(unit.submission, the_plan.exercises, the_plan.chapters)
+            unit.decided, unit.tasks = decided, tasks
+            ran = run_unit(student, tasks, settings, tmp_root, slot, iso, guard) if tasks else []
+            rows = [*decided.values(), *ran]
     except BaseException as exc:  # noqa: BLE001  (one student is one unit of failure)
         try:
             reason = (f"the grader failed while grading this student ({type(exc).__name__}: "
                       f"{one_line(exc, 120)}); the rest of the class was graded")
         except BaseException:  # noqa: BLE001  (e.g. no memory left to format the message)
             reason = "the grader failed while grading this student; the rest of the class was graded"
-        rows = unit_rows(student, tasks, dict(guard.verdicts), reason)
+        rows = _given_up(unit, the_plan.exercises, dict(guard.verdicts), reason)
     finished.put((number, rows))
 
 
-__all__ = ["PartRow", "Plan", "Row", "Settings", "Task", "case_seed", "plan", "plan_student", "run_plan"]
+__all__ = ["READ_CPU_SECONDS", "PartRow", "Plan", "Results", "Row", "Settings", "Task", "case_seed", "choose_copy",
+           "plan", "plan_student", "run_plan"]

@@ -34,12 +34,13 @@ import io
 import os
 import re
 import stat
+import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from utils.grading import files
-from utils.grading.course import MAX_NOTEBOOK_BYTES, Submission, parse_notebook, read_notebook
+from utils.grading.course import MAX_NOTEBOOK_BYTES, Submission, mtime, parse_notebook, read_notebook
 from utils.grading.report import plural
 
 LAYOUTS = ("auto", "folders", "canvas", "flat")
@@ -89,8 +90,13 @@ class Intake:
         return [u for u in self.unplaced if u.reason == TOP_LEVEL_NOTEBOOK]
 
 
-def collect(root: str | Path, layout: str = "auto") -> Intake:
+def collect(root: str | Path, layout: str = "auto", *, read: bool = True) -> Intake:
     """Read the submissions folder ``root`` in the given layout (one of :data:`LAYOUTS`).
+
+    With ``read=False`` the students' notebooks and zips are only found: each :class:`Submission` reads
+    them when its ``load()`` runs (the grader does that for each student under its watchdog), and what
+    reading a zip leaves unplaced is in that submission's ``unplaced``. With ``read=True`` (the default)
+    every submission is read now and those entries join :attr:`Intake.unplaced`.
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
@@ -129,9 +135,9 @@ def collect(root: str | Path, layout: str = "auto") -> Intake:
         if intake.layout == "folders" and is_dir:
             _read_folder(Path(entry.path), entry.name, student(entry.name), intake.unplaced)
         elif intake.layout in ("folders", "flat") and suffix == ".zip" and not is_dir:
-            _read_zip(Path(entry.path), entry.name, student(Path(entry.name).stem), intake.unplaced)
+            _defer_zip(Path(entry.path), entry.name, student(Path(entry.name).stem))
         elif intake.layout == "flat" and suffix == ".ipynb" and not is_dir:
-            student(Path(entry.name).stem).add(entry.name, lambda p=Path(entry.path): read_notebook(p))
+            _add_notebook(student(Path(entry.name).stem), entry.name, Path(entry.path))
         elif intake.layout == "canvas" and not is_dir and (match := CANVAS_NAME.match(entry.name)) and \
                 Path(match["original"]).suffix.lower() in _READABLE:
             canvas_users.setdefault(match["name"], set()).add(match["user"])
@@ -143,11 +149,23 @@ def collect(root: str | Path, layout: str = "auto") -> Intake:
         name = name if len(canvas_users[name]) == 1 else f"{name}_{user}"
         intake.canvas_ids[name] = user
         if original.lower().endswith(".zip"):
-            _read_zip(Path(entry.path), entry.name, student(name), intake.unplaced)
+            _defer_zip(Path(entry.path), entry.name, student(name))
         else:
-            student(name).add(original, lambda p=Path(entry.path): read_notebook(p))
+            _add_notebook(student(name), original, Path(entry.path))
     intake.students = [students[name] for name in sorted(students)]
+    if read:
+        for submission in intake.students:
+            submission.load()
+            intake.unplaced += submission.unplaced
     return intake
+
+
+def _add_notebook(submission: Submission, file: str, path: Path) -> None:
+    submission.add(file, lambda notes: read_notebook(path, notes), mtime(path))
+
+
+def _defer_zip(path: Path, label: str, submission: Submission) -> None:
+    submission.defer(lambda: _read_zip(path, label, submission, submission.unplaced))
 
 
 def _choose(entries: list[os.DirEntry]) -> tuple[str, str]:
@@ -221,10 +239,10 @@ def _read_folder(top: Path, label: str, submission: Submission, unplaced: list[U
                     continue
             suffix = Path(entry.name).suffix.lower()
             if why is None and suffix == ".ipynb":  # whatever it is: read_notebook refuses FIFOs and devices
-                submission.add(rel, lambda p=Path(entry.path): read_notebook(p))
+                _add_notebook(submission, rel, Path(entry.path))
                 continue
             if why is None and suffix == ".zip":
-                _read_zip(Path(entry.path), where, submission, unplaced)
+                _defer_zip(Path(entry.path), where, submission)
                 continue
             unplaced.append(Unplaced(where, why or "not a notebook (.ipynb) or zip; not graded", submission.student))
 
@@ -278,6 +296,8 @@ def _read_zip(path: Path, label: str, submission: Submission, unplaced: list[Unp
         where = f"{label}:{name}"
         if info.is_dir():
             continue
+        if submission.stopping():  # the grader's watchdog gave up on this student: stop between members
+            return
         why = _member_problem(info, name) or ("a second entry with this name; only the first was read"
                                              if name in names else None)
         if why:
@@ -296,7 +316,15 @@ def _read_zip(path: Path, label: str, submission: Submission, unplaced: list[Unp
         if len(content) > MAX_NOTEBOOK_BYTES:
             submission.invalid.append((where, f"is too large (more than {MAX_NOTEBOOK_BYTES // 2**20} MB)"))
             continue
-        submission.add(where, lambda c=content: parse_notebook(c))
+        submission.read_now(where, lambda notes, c=content: parse_notebook(c, notes), _zip_time(info))
+
+
+def _zip_time(info: zipfile.ZipInfo) -> float:
+    """The modification time a zip stores for ``info`` (local time, as zip files keep it); 0 if invalid."""
+    try:
+        return time.mktime((*info.date_time, 0, 0, -1))
+    except (OverflowError, ValueError):
+        return 0.0
 
 
 __all__ = ["CANVAS_NAME", "LAYOUTS", "MAX_ENTRIES", "MAX_FOLDER_DEPTH", "MAX_ZIP_BYTES", "MAX_ZIP_MEMBERS",

@@ -16,15 +16,26 @@ The first rule that finds exactly one row decides; a name two rows share is repo
 **The Canvas CSV** (``--format canvas``, written to ``OUT/canvas.csv``) follows the layout Canvas
 exports and imports: the identity columns ``Student, ID, SIS User ID, SIS Login ID, Section`` first
 (from the roster; without one, in the Canvas layout, ``Student`` is the name in the file names and
-``ID`` the user id), then one column per chapter (``--columns chapter``, the default: the sum of its
-exercises, headed by the notebook's name without ``.ipynb``) or per exercise (``--columns
-exercise``, headed by its id). When the roster (a Canvas export) has a column ``<that header>
-(<assignment id>)``, that exact header is used, so Canvas updates that assignment instead of creating
-one. The second row is ``Points Possible`` with each column's maximum. There is one row per roster
-student, in roster order; a student without a submission gets empty grade cells (Canvas then keeps the
-grade it has), and a submission without a roster row is left out and reported. The display columns
-(``Student``, ``Section``) are escaped against formula injection; identity columns are written exactly
-as they are, so that Canvas can match them.
+``ID`` the user id), then one column per graded chapter (``--columns chapter``, the default: the sum of
+its exercises, named after the notebook without ``.ipynb``) or per graded exercise (``--columns
+exercise``, named by its id). Only what this run graded gets a column (``--chapters``): importing the
+file never touches another assignment. The second row is ``Points Possible`` with each column's maximum;
+points are decimals (``2.5``).
+
+Canvas matches a column to an assignment by the ``(<assignment id>)`` at the end of its header, and
+makes every column without one into a new assignment. So when the roster is Canvas's own export and has
+assignment columns, each column is headed exactly as the roster heads the assignment of the same name
+(compared ignoring case, spaces, ``_`` and ``-``), and a graded column with no such assignment is left
+out and reported (create the assignment in Canvas, export the gradebook again); when none has one, the
+grader refuses before grading. When the roster has no assignment column at all (or there is no roster),
+the columns are headed by their names and Canvas will offer to create one assignment per column on
+import (:attr:`CanvasSheet.new`, printed): right for a first import, wrong for a second, so import the
+later ones with the export that has the ids.
+
+There is one row per roster student, in roster order; a student without a submission gets empty grade
+cells (Canvas keeps the grade it has), and a submission without a roster row is left out and reported.
+The display columns (``Student``, ``Section``) are escaped against formula injection; identity columns
+are written exactly as they are, so that Canvas can match them.
 """
 
 from __future__ import annotations
@@ -32,10 +43,12 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 
+from utils.exercises.definition import points_text
 from utils.grading import files
 from utils.grading.report import escape_cell
 
@@ -106,11 +119,14 @@ def read_roster(path: str | Path) -> Roster:
 
 @dataclass
 class CanvasSheet:
-    """``canvas.csv``'s text and what did not fit: submissions without a row, and students without a submission."""
+    """``canvas.csv``'s text and what did not fit: submissions without a row, students without a submission,
+    graded columns left out (no assignment id in the roster) and columns Canvas will make new assignments of."""
 
     text: str
     unmatched: list[tuple[str, str]]  # (submission, why)
     absent: list[str]  # roster students (their Student or ID) with no submission
+    left_out: list[str] = field(default_factory=list)
+    new: list[str] = field(default_factory=list)
 
 
 def check_identities(roster: Roster | None, canvas_ids: Mapping[str, str]) -> None:
@@ -133,6 +149,47 @@ def grade_columns(exercises: Sequence, columns: str) -> list[tuple[str, list[str
     return [(name, ids, points) for name, (ids, points) in chapters.items()]
 
 
+def _key(name: str) -> str:
+    return " ".join(re.sub(r"[\s_\-]+", " ", name).lower().split())
+
+
+def canvas_columns(exercises: Sequence, columns: str, roster: Roster | None
+                   ) -> tuple[list[tuple[str, list[str], int]], list[str], list[str]]:
+    """``(header, exercise ids, max points)`` per column ``canvas.csv`` writes, the graded columns left
+    out (the roster has assignment ids, none for them) and the columns Canvas will create (it has none at
+    all). Raises :class:`RosterError` when the roster has assignment ids but none for a graded column."""
+    layout = grade_columns(exercises, columns)
+    if roster is None or not roster.assignment_headers:
+        return layout, [], [name for name, _ids, _max in layout]
+    by_key = {_key(name): header for name, header in roster.assignment_headers.items()}
+    kept = [(by_key[_key(name)], ids, maximum) for name, ids, maximum in layout if _key(name) in by_key]
+    left_out = [name for name, _ids, _max in layout if _key(name) not in by_key]
+    if not kept:
+        raise RosterError(
+            f"the roster {roster.path} has Canvas assignments ({_few(roster.assignment_headers.values())}) but none "
+            f"named like a graded column ({_few(left_out)}); name each Canvas assignment after its chapter notebook "
+            f"(--columns chapter) or exercise id (--columns exercise) and export the gradebook again")
+    return kept, left_out, []
+
+
+def _few(names: Iterable[str], most: int = 5) -> str:
+    names = list(names)
+    return ", ".join(names[:most]) + (", ..." if len(names) > most else "")
+
+
+def points_cell(value: object) -> str:
+    """Points as a decimal, as Canvas reads them: ``2.5``, never ``5/2``.
+
+    >>> from fractions import Fraction
+    >>> points_cell(Fraction(5, 2)), points_cell(3), points_cell(Fraction(1, 3))
+    ('2.5', '3', '0.3333')
+    """
+    text = points_text(value)
+    if "/" in text:  # not in hundredths: never a grade, but never a fraction either
+        text = f"{float(Fraction(text)):.4f}".rstrip("0").rstrip(".")
+    return text
+
+
 def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, roster: Roster | None = None,
                canvas_ids: Mapping[str, str] | None = None, columns: str = "chapter") -> CanvasSheet:
     """The Canvas gradebook CSV for graded ``rows`` (see the module's docstring for every rule).
@@ -148,8 +205,8 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
     canvas_ids = dict(canvas_ids or {})
     check_identities(roster, canvas_ids)
     points = {(r.student, r.exercise): r.points for r in rows}
-    layout = grade_columns(exercises, columns)
-    headers = [roster.assignment_headers.get(name, name) if roster else name for name, _ids, _max in layout]
+    layout, left_out, new = canvas_columns(exercises, columns, roster)
+    headers = [header for header, _ids, _max in layout]
     if roster is None:
         identities = [{"Student": s, "ID": canvas_ids.get(s, "")} for s in students]
         owner: dict[int, str] = {i: s for i, s in enumerate(students)}
@@ -165,7 +222,7 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
             else:
                 owner[index] = student
     table: list[list[object]] = [[*IDENTITY, *headers], ["Points Possible", "", "", "", "",
-                                                          *(maximum for _n, _i, maximum in layout)]]
+                                                          *(points_cell(maximum) for _n, _i, maximum in layout)]]
     absent = []
     for index, identity in enumerate(identities):
         cells: list[object] = [escape_cell(identity.get("Student", "")), identity.get("ID", ""),
@@ -176,13 +233,12 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
             absent.append(identity.get("Student") or identity.get("ID") or f"row {index + 2}")
             cells += [""] * len(layout)
         else:
-            cells += [sum(points.get((student, e), 0) for e in ids) for _name, ids, _max in layout]
+            cells += [points_cell(sum(points.get((student, e), 0) for e in ids)) for _name, ids, _max in layout]
         table.append(cells)
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
-    return CanvasSheet(buffer.getvalue(), unmatched, absent)
+    return CanvasSheet(buffer.getvalue(), unmatched, absent, left_out, new)
 
 
-__all__ = ["COLUMNS", "IDENTITY", "MATCH_COLUMNS", "CanvasSheet", "Roster", "RosterError", "canvas_csv",
-           "check_identities",
-           "grade_columns", "read_roster"]
+__all__ = ["COLUMNS", "IDENTITY", "MATCH_COLUMNS", "CanvasSheet", "Roster", "RosterError", "canvas_columns",
+           "canvas_csv", "check_identities", "grade_columns", "points_cell", "read_roster"]

@@ -21,13 +21,13 @@ import csv
 import io
 import os
 import tempfile
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
 from utils.exercises.common import FAIL, PASS, Status
 from utils.exercises.credit import part_text, status_text
 from utils.exercises.definition import points_text
-from utils.grading.serialize import safe_name
 from utils.i18n.messages import tr
 
 RESULTS_HEADER = ("student", "exercise", "part", "points", "max_points", "status", "feedback", "student_id")
@@ -49,11 +49,26 @@ def escape_cell(value: object) -> object:
     return value
 
 
+def console(text: object) -> str:
+    """``text`` safe to print as one terminal line: control characters (escape sequences, ``\\r``, ``\\n``)
+    and invisible format characters (bidirectional overrides) are written as Python escapes, so a file
+    name cannot move the cursor, recolour the terminal or forge a line of its own.
+
+    >>> print(console("bob\\x1b[2K\\r\\ngrader: 0 errors"), console("José 张伟"))
+    bob\\x1b[2K\\r\\ngrader: 0 errors José 张伟
+    """
+    return "".join(ascii(ch)[1:-1] if unicodedata.category(ch) in _UNPRINTABLE else ch for ch in str(text))
+
+
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
 def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        # surrogateescape: a folder name that is not UTF-8 is written back as the very bytes it had
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -65,9 +80,12 @@ def atomic_write(path: Path, text: str) -> None:
 
 def _csv(rows: Sequence[Sequence[object]]) -> str:
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    plain = csv.writer(buffer, lineterminator="\n")
+    quoted = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_ALL)
     for row in rows:
-        writer.writerow([escape_cell(v) for v in row])
+        cells = [escape_cell(v) for v in row]
+        # csv quotes a cell holding "\n" but not one holding "\r", which would split its row when read
+        (quoted if any(isinstance(c, str) and "\r" in c for c in cells) else plain).writerow(cells)
     return buffer.getvalue()
 
 
@@ -124,25 +142,54 @@ def _part_md(row) -> list[str]:
 
 
 def feedback_files(students: Sequence[str]) -> dict[str, str]:
-    """Student -> the name of their feedback file, unique even when two names sanitize alike.
+    """Student -> the name of their feedback file: readable (:func:`file_stem`) and unique even on a disk
+    that ignores case or Unicode normalization (macOS, Windows), where ``Alice`` and ``alice`` are one file.
 
-    >>> feedback_files(["a b", "a_b", "-2+3"])
-    {'a b': 'a_b.md', 'a_b': 'a_b_.md', '-2+3': '-2_3.md'}
+    >>> feedback_files(["a b", "a_b", "-2+3", "Alice", "alice", "José Núñez", "张伟"])
+    {'a b': 'a_b.md', 'a_b': 'a_b_.md', '-2+3': '-2_3.md', 'Alice': 'Alice.md', 'alice': 'alice_.md', \
+'José Núñez': 'José_Núñez.md', '张伟': '张伟.md'}
     """
     used: set[str] = set()
     names = {}
     for student in students:
-        name = safe_name(student)
-        while name in used:  # two folder names that sanitize to the same file name
+        name = file_stem(student)
+        while _disk_key(name) in used:  # two names that are one file on some disk
             name += "_"
-        used.add(name)
+        used.add(_disk_key(name))
         names[student] = f"{name}.md"
     return names
 
 
+def file_stem(text: str) -> str:
+    """A file name for ``text`` that every common disk accepts: letters, marks and digits of any script
+    are kept (NFC), every other character becomes ``_``; no leading or trailing dot, no name Windows
+    reserves (``CON``, ``NUL``, ...), at most :data:`MAX_NAME_BYTES` bytes of UTF-8.
+
+    >>> file_stem("../x\\nCON"), file_stem("nul"), file_stem("Zoë (2)"), file_stem("..")
+    ('_x_CON', 'nul_', 'Zoë__2_', '_')
+    """
+    kept = "".join(ch if ch in "._-" or unicodedata.category(ch)[0] in "LMN" else "_"
+                   for ch in unicodedata.normalize("NFC", str(text)))
+    kept = kept.strip(".") or "_"
+    while len(kept.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        kept = kept[:-1]
+    if kept.split(".")[0].upper() in _RESERVED:
+        kept += "_"
+    return kept
+
+
+MAX_NAME_BYTES = 120
+"""A feedback file's name, in UTF-8 bytes (disks allow 255; a Chinese character takes 3)."""
+_RESERVED = frozenset({"CON", "PRN", "AUX", "NUL", *(f"COM{i}" for i in range(10)), *(f"LPT{i}" for i in range(10))})
+
+
+def _disk_key(name: str) -> str:
+    return unicodedata.normalize("NFC", name).casefold()
+
+
 def feedback_index_csv(names: dict[str, str]) -> str:
     """``feedback/index.csv``: which feedback file belongs to which student (the raw ``student_id``)."""
-    # a file name has only [A-Za-z0-9._-] (safe_name): raw as well, so that it names the file exactly
+    # a file name has only letters, marks, digits and ._- (file_stem): raw as well, so it names the file exactly
     return _csv([("file", "student_id"), *((Raw(file), Raw(student)) for student, file in names.items())])
 
 

@@ -1,0 +1,211 @@
+"""Rough edges an instructor meets (issue 35), graded in one shared batch of a two-chapter toy course:
+a chapter handed in twice, a broken chapter notebook, feedback longer than 300 characters, names in
+any script or differing only in case, control characters in file names, a notebook whose cells share
+one id, and submissions too slow to read."""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import dataclasses
+import io
+import json
+import os
+import threading
+import time
+import warnings
+
+import grader_fixtures as gf
+import pytest
+from test_grader_chapters import CH1, CH2, two_chapter_course
+
+from utils.exercises.common import one_line
+from utils.exercises.definition import Mistake
+from utils.grading import batch, cli, engine, intake
+
+LONG = (
+    "You took the mean of the entries, not their sum. The mean divides the sum by how many entries "
+    "there are, so your answer is too small by exactly that factor whenever there is more than one "
+    "entry. Look at the docstring again: it asks for the total. Replace the mean by a sum, keep the "
+    "float64 accumulation, and return a Python float as before."
+)
+assert len(LONG) > 300
+TOTAL = dataclasses.replace(
+    gf.TOTAL,
+    id="ch2.total",
+    mistakes=(Mistake("mean", lambda x: float(x.double().mean()), LONG), gf.TOTAL.mistakes[1]),
+)
+REGISTRY = {"ch1.add_one": gf.ADD_ONE, "ch1.attend": gf.ATTEND, "ch2.total": TOTAL}
+ADD_ONE = {"ch1.add_one": CH1["ch1.add_one"]}
+ADD_TWO = {"ch1.add_one": "def add_one(x):\n    return x + 2\n"}
+MEAN = {"ch2.total": "def total(x):\n    return float(x.double().mean())\n"}
+EVIL = "evil\x1b[2K\rgrader: 0 errors"
+SPIN_SECONDS = 4.0  # CPU seconds each of spin's notebooks takes to "read"
+
+
+def many_ids(count: int) -> str:
+    cells = [
+        {"cell_type": "code", "id": "same", "metadata": {}, "source": "x = 1", "outputs": [], "execution_count": None}
+        for _ in range(count)
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+
+
+@pytest.fixture(scope="module")
+def edges(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("edges")
+    subs = tmp / "subs"
+    old = gf.student(subs, "dup", {"01_toy.ipynb": gf.notebook(list(ADD_TWO.items()))}) / "01_toy.ipynb"
+    new = gf.write_notebook(subs / "dup" / "01_toy (1).ipynb", gf.notebook(list(ADD_ONE.items())))
+    os.utime(old, (1_600_000_000, 1_600_000_000))
+    os.utime(new, (1_700_000_000, 1_700_000_000))  # the resubmission, named less like the chapter
+    gf.student(subs, "broken", {"02_more.ipynb": '{"cells": [ not json'})
+    gf.student(subs, "verbose", {"02_more.ipynb": gf.notebook(list(MEAN.items()))})
+    for name in ("José Núñez", "张伟", "Alice", "alice"):
+        gf.student(subs, name, {"x.ipynb": gf.notebook([])})
+    gf.student(subs, "ids", {"x.ipynb": many_ids(3000)})
+    (gf.student(subs, EVIL, {}) / "notes.txt").write_text("x")
+    (subs / "x\r\ngrader: 0 errors.txt").write_text("x")
+    gf.student(subs, "hang", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    gf.student(subs, "spin", {"a.ipynb": gf.notebook([]), "b.ipynb": gf.notebook(list(CH2.items()))})
+    release = threading.Event()
+    real_read = intake.read_notebook
+
+    def read(path, notes=None):
+        if path.parent.name == "hang":
+            release.wait(600)  # a read that blocks: only the watchdog's wall clock ends it
+        if path.parent.name == "spin":
+            start = time.thread_time()
+            while time.thread_time() - start < SPIN_SECONDS:  # a read that computes: its CPU time ends it
+                pass
+        return real_read(path, notes)
+
+    stderr = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        patch.setattr(intake, "read_notebook", read)
+        patch.setattr(engine, "READ_CPU_SECONDS", SPIN_SECONDS - 1)
+        patch.setattr(engine, "READ_WALL_SECONDS", 30.0)  # far above what a tiny notebook takes on a busy machine
+        with contextlib.redirect_stderr(stderr):
+            summary = batch.grade(
+                subs,
+                tmp / "out",
+                jobs=2,
+                timeout=4,
+                seed=1,
+                memory_mb=512,
+                progress=False,
+                course_root=two_chapter_course(tmp / "course"),
+                registry=REGISTRY,
+                feedback="full",
+            )
+    release.set()
+    out = tmp / "out"
+    return {
+        "out": out,
+        "summary": summary,
+        "rows": gf.exercise_rows(out),
+        "results": read_csv(out / "results.csv"),
+        "err": stderr.getvalue(),
+        "warnings": [str(w.message) for w in caught],
+    }
+
+
+def read_csv(path):
+    with open(path, newline="", encoding="utf-8") as handle:  # newline="": a name's \r stays in its cell
+        return list(csv.DictReader(handle))
+
+
+def unplaced(edges, student):
+    return [r["feedback"] for r in edges["results"] if r["status"] == "unplaced" and r["student_id"] == student]
+
+
+@pytest.mark.sandbox
+def test_of_a_chapter_handed_in_twice_the_newest_copy_is_graded_and_the_other_reported(edges):
+    assert edges["rows"][("dup", "ch1.add_one")]["status"] == "passed"
+    assert unplaced(edges, "dup") == [
+        "01_toy.ipynb: not graded for ch1.add_one: 01_toy (1).ipynb holds it too and "
+        "was modified later; the newest copy is graded"
+    ]
+
+
+@pytest.mark.sandbox
+def test_a_broken_notebook_is_blamed_only_for_its_own_chapter(edges):
+    rows = edges["rows"]
+    assert rows[("broken", "ch2.total")]["status"] == "invalid"
+    assert rows[("broken", "ch2.total")]["feedback"].startswith("02_more.ipynb is not valid JSON")
+    for exercise in CH1:  # chapter 1 was never handed in: missing, with its own reason
+        assert rows[("broken", exercise)]["status"] == "missing"
+        assert "02_more" not in rows[("broken", exercise)]["feedback"]
+
+
+@pytest.mark.sandbox
+def test_full_feedback_keeps_every_sentence(edges):
+    row = edges["rows"][("verbose", "ch2.total")]
+    assert row["status"] == "failed" and LONG in row["feedback"] and "…" not in row["feedback"]
+    assert LONG in (edges["out"] / "feedback" / "verbose.md").read_text(encoding="utf-8")
+
+
+def test_a_bounded_line_ends_at_a_sentence_and_says_how_much_is_left():
+    for limit, last in ((250, "than one entry."), (200, "not their sum."), (40, "You took the mean")):
+        cut = one_line(LONG, limit=limit)
+        kept, marker = cut.split(" (…")
+        assert len(cut) <= limit and LONG.startswith(kept) and kept.endswith(last), (limit, cut)
+        assert marker == f"{len(LONG) - len(kept)} more characters)"
+    assert one_line(LONG) == LONG  # no bound unless asked
+
+
+@pytest.mark.sandbox
+def test_names_are_kept_exactly_and_their_feedback_files_differ_on_any_disk(edges):
+    out = edges["out"]
+    grades = {r["student_id"] for r in read_csv(out / "grades.csv")}
+    assert {"José Núñez", "张伟", "Alice", "alice", EVIL} <= grades
+    index = {r["student_id"]: r["file"] for r in read_csv(out / "feedback" / "index.csv")}
+    assert (index["José Núñez"], index["张伟"]) == ("José_Núñez.md", "张伟.md")  # readable
+    assert len({name.casefold() for name in index.values()}) == len(index)  # Alice.md and alice.md would be one
+    assert index[EVIL] == "evil__2K_grader__0_errors.md"
+    for student, file in index.items():
+        assert f"# Feedback for {student}" in (out / "feedback" / file).read_text("utf-8") or student == EVIL
+
+
+@pytest.mark.sandbox
+def test_control_characters_in_names_cannot_forge_console_lines(edges):
+    err = edges["err"]
+    assert "\x1b" not in err and "\r" not in err
+    assert not [line for line in err.splitlines() if line.startswith("grader: 0 errors")]
+    assert "grader: not graded: evil\\x1b[2K\\rgrader: 0 errors/notes.txt" in err
+    assert "grader: not graded: x\\r\\ngrader: 0 errors.txt" in err
+
+
+@pytest.mark.sandbox
+def test_cells_sharing_one_id_give_one_warning_line(edges):
+    lines = [line for line in edges["err"].splitlines() if "earlier cell's id" in line]
+    assert lines == [
+        "grader: warning: ids: x.ipynb: 2999 cells repeat an earlier cell's id; the grader gave them "
+        "fresh ids, as Jupyter does"
+    ]
+    assert not [w for w in edges["warnings"] if "cell id" in w.lower()]  # nbformat's own: one per cell
+
+
+@pytest.mark.sandbox
+def test_a_submission_too_slow_to_read_costs_only_itself(edges):
+    rows = edges["rows"]
+    for exercise in (*CH1, "ch2.total"):
+        assert rows[("hang", exercise)]["status"] == "invalid"
+        assert (
+            "watchdog gave up on this student while reading and checking its notebooks"
+            in rows[("hang", exercise)]["feedback"]
+        )
+        assert rows[("spin", exercise)]["status"] == "invalid"
+        assert f"took more than {SPIN_SECONDS - 1:.0f} s of CPU time" in rows[("spin", exercise)]["feedback"]
+    assert rows[("dup", "ch1.add_one")]["status"] == "passed"  # the others were graded
+
+
+def test_help_lists_the_gradescope_bundle_and_the_autograder_variables(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "python -m utils.grade gradescope-bundle OUT.zip" in text
+    assert "AUTOGRADER_ROOT the folder the autograder works in" in text and "default /autograder" in text
+    assert "AUTOGRADER_PYTHON the Python that run_autograder grades with" in text
+    assert "--chapters LIST grade only these chapters" in text
