@@ -5,7 +5,8 @@ With scores ``S = Q K^T * scale + mask``, weights ``P = softmax(S)`` (per row) a
 an upstream gradient ``dO`` gives
 
 * ``dV = P^T dO`` and ``dP = dO V^T``;
-* ``dS = P * (dP - D)``, where ``D = rowsum(dO * O)``: the softmax's backward on row ``i`` is
+* ``dS = P * (dP - Δ)``, where ``Δ = rowsum(dO * O)`` (chapter 6's Δ; D is the head dimension): the
+  softmax's backward on row ``i`` is
   ``dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik)``, and ``sum_k P_ik dP_ik = sum_k P_ik (dO_i . v_k) = dO_i . O_i``,
   so one number per row replaces the whole row of ``P * dP``;
 * ``dQ = dS K * scale`` and ``dK = dS^T Q * scale``.
@@ -75,7 +76,7 @@ def tiled_attention_backward(grad_out: torch.Tensor, query: torch.Tensor, key: t
     device = query.device
     with torch.no_grad():
         logsumexp = logsumexp.to(acc_dtype)  # (..., L, 1)
-        # D = rowsum(dO * O), one number per query row, computed a block at a time (no (L, Dv) temporary)
+        # Δ = rowsum(dO * O), one number per query row, computed a block at a time (no (L, Dv) temporary)
         delta = torch.empty(*batch, L, 1, dtype=acc_dtype, device=device)  # (..., L, 1)
         for q_start in range(0, L, block_size):
             rows = slice(q_start, min(q_start + block_size, L))
@@ -111,7 +112,7 @@ def tiled_attention_backward(grad_out: torch.Tensor, query: torch.Tensor, key: t
                 grad_v_block += probs.transpose(-2, -1) @ grad_out_block  # (..., Bk, Dv)
                 # dP = dO V^T: (..., Bq, Dv) @ (..., Dv, Bk)
                 grad_probs = grad_out_block @ v_block.transpose(-2, -1)  # (..., Bq, Bk)
-                # dS = P * (dP - D), in place of dP
+                # dS = P * (dP - Δ), in place of dP
                 grad_scores = grad_probs.sub_(delta[..., rows, :]).mul_(probs)  # (..., Bq, Bk)
                 if grad_mask is not None:  # the mask is added to the scores: its gradient is dS
                     target = mask_block(grad_mask, rows, cols)  # a view, (..., Bq or 1, Bk or 1)

@@ -122,8 +122,8 @@ ONLINE = Exercise(
 
 
 def block_score_grad_reference(grad_out, out, weights, value):
-    delta = (grad_out * out).sum(dim=-1, keepdim=True)  # (..., L, 1): D = rowsum(dO * O), the whole row's
-    return weights * (grad_out @ value.transpose(-2, -1) - delta)  # (..., L, B): P * (dP - D)
+    delta = (grad_out * out).sum(dim=-1, keepdim=True)  # (..., L, 1): Δ = rowsum(dO * O), the whole row's
+    return weights * (grad_out @ value.transpose(-2, -1) - delta)  # (..., L, B): P * (dP - Δ)
 
 
 _BACKWARD = "— see 'The backward pass without the L × L matrix' in section 3"
@@ -137,60 +137,60 @@ BLOCK_GRAD = Exercise(
     points=2,
     mistakes=(
         Mistake("block_delta", wrong._grad_block_delta,
-                "your D is sum_j P_j dP_j over this block's B keys only: a block holds part of each row (its "
-                "weights do not sum to 1), and D needs the whole row. The output already sums over every key: "
-                f"D = rowsum(dO ⊙ O) {_BACKWARD}"),
+                "your Δ is sum_j P_j dP_j over this block's B keys only: a block holds part of each row (its "
+                "weights do not sum to 1), and Δ needs the whole row. The output already sums over every key: "
+                f"Δ = rowsum(dO ⊙ O) {_BACKWARD}"),
         Mistake("no_delta", wrong._grad_no_delta,
-                "you left out − D: every weight of a row depends on every score of that row (the softmax's "
-                f"Jacobian p_j(δ_jk − p_k)), so dS = P ⊙ (dP − D), not P ⊙ dP {_BACKWARD}"),
+                "you left out − Δ: every weight of a row depends on every score of that row (the softmax's "
+                f"Jacobian p_j(δ_jk − p_k)), so dS = P ⊙ (dP − Δ), not P ⊙ dP {_BACKWARD}"),
         Mistake("plus_delta", wrong._grad_plus_delta,
-                f"the sign of D: dS = P ⊙ (dP − D), with a minus {_BACKWARD}"),
+                f"the sign of Δ: dS = P ⊙ (dP − Δ), with a minus {_BACKWARD}"),
         Mistake("no_weights", wrong._grad_no_weights,
-                "multiply by P: dS = P ⊙ (dP − D), so a masked key (P = 0) gets no gradient; you returned dP − D"),
+                "multiply by P: dS = P ⊙ (dP − Δ), so a masked key (P = 0) gets no gradient; you returned dP − Δ"),
         Mistake("delta_wrong_axis", wrong._grad_delta_wrong_axis,
-                "D has one number per query row: sum dO ⊙ O over the last dim, Dv (dim=-1), not over the L rows "
+                "Δ has one number per query row: sum dO ⊙ O over the last dim, Dv (dim=-1), not over the L rows "
                 "(dim=-2)"),
         Mistake("delta_no_keepdim", wrong._grad_delta_no_keepdim,
-                "D (..., L) must broadcast along the B keys: keep its last dim, (..., L, 1) (keepdim=True or "
-                "[..., None]); without it, D's L numbers line up with the keys instead of the queries"),
+                "Δ (..., L) must broadcast along the B keys: keep its last dim, (..., L, 1) (keepdim=True or "
+                "[..., None]); without it, Δ's L numbers line up with the keys instead of the queries"),
         Mistake("delta_from_value", wrong._grad_delta_from_value,
-                f"D = rowsum(dO ⊙ O), with the output O (out), not the values V {_BACKWARD}"),
+                f"Δ = rowsum(dO ⊙ O), with the output O (out), not the values V {_BACKWARD}"),
         Mistake("delta_matrix", wrong._grad_delta_matrix,
-                "D is one number per query row, rowsum(dO ⊙ O), shape (..., L, 1): dO Oᵀ is an (L, L) matrix, "
+                "Δ is one number per query row, rowsum(dO ⊙ O), shape (..., L, 1): dO Oᵀ is an (L, L) matrix, "
                 "the very thing the backward avoids; multiply elementwise, then sum over Dv"),
         Mistake("product_of_sums", wrong._grad_product_of_sums,
-                "multiply first, then sum: D = rowsum(dO ⊙ O) = Σ_d dO_d O_d, not rowsum(dO) · rowsum(O)"),
+                "multiply first, then sum: Δ = rowsum(dO ⊙ O) = Σ_d dO_d O_d, not rowsum(dO) · rowsum(O)"),
         Mistake("delta_mean", wrong._grad_delta_mean,
-                "D is a sum over Dv, not a mean: D = dO · O, the dot product of the two rows"),
+                "Δ is a sum over Dv, not a mean: Δ = dO · O, the dot product of the two rows"),
         Mistake("no_transpose", wrong._grad_no_transpose,
                 "dP = dO Vᵀ: (..., L, Dv) @ (..., Dv, B) needs the values' last two dims swapped"),
         Mistake("scaled", wrong._grad_scaled,
                 "dS is the gradient of the scores S themselves, already scaled: the 1/sqrt(D) comes in later, in "
                 f"dQ = dS K · scale and dK = dSᵀ Q · scale {_BACKWARD}"),
         Mistake("delta_outside", wrong._grad_delta_outside,
-                "you subtracted D outside the product (P ⊙ dP − D): D is multiplied by P too, dS = P ⊙ (dP − D), "
+                "you subtracted Δ outside the product (P ⊙ dP − Δ): Δ is multiplied by P too, dS = P ⊙ (dP − Δ), "
                 f"so a masked key (P = 0) gets no gradient {_BACKWARD}"),
         Mistake("negated", wrong._grad_negated,
-                f"your dS has the wrong sign everywhere: it is P ⊙ (dP − D), dP first, not P ⊙ (D − dP) {_BACKWARD}"),
+                f"your dS has the wrong sign everywhere: it is P ⊙ (dP − Δ), dP first, not P ⊙ (Δ − dP) {_BACKWARD}"),
         Mistake("block_delta_renormalized", wrong._grad_block_delta_renormalized,
-                "your D is this block's Σ_j P_j dP_j divided by the block's weight sum: renormalizing does not "
-                "bring back the keys outside the block, and D needs every key of the row. Take it from the "
-                f"output: D = rowsum(dO ⊙ O) {_BACKWARD}"),
+                "your Δ is this block's Σ_j P_j dP_j divided by the block's weight sum: renormalizing does not "
+                "bring back the keys outside the block, and Δ needs every key of the row. Take it from the "
+                f"output: Δ = rowsum(dO ⊙ O) {_BACKWARD}"),
         Mistake("renormalized_weights", wrong._grad_renormalized_weights,
                 "use the block's weights P as they come: they are a slice of the row's softmax over all S keys, "
                 "and must not be renormalized to sum to 1 (Exercise 2's description of `weights`)"),
         Mistake("diagonal_jacobian", wrong._grad_diagonal_jacobian,
                 "you kept only the diagonal of the softmax's Jacobian, p_j(1 − p_j) dP_j: every score of a row "
                 "moves every weight of the row, ∂p_j/∂s_k = p_j(δ_jk − p_k), and the terms off the diagonal add "
-                f"up to the − D: dS = P ⊙ (dP − D) {_BACKWARD}"),
+                f"up to the − Δ: dS = P ⊙ (dP − Δ) {_BACKWARD}"),
         Mistake("delta_out_only", wrong._grad_delta_out_only,
-                f"you summed O alone: D = rowsum(dO ⊙ O), multiply dO and O elementwise, then sum over "
+                f"you summed O alone: Δ = rowsum(dO ⊙ O), multiply dO and O elementwise, then sum over "
                 f"Dv {_BACKWARD}"),
         Mistake("delta_grad_only", wrong._grad_delta_grad_only,
-                f"you summed dO alone: D = rowsum(dO ⊙ O), multiply dO and O elementwise, then sum over "
+                f"you summed dO alone: Δ = rowsum(dO ⊙ O), multiply dO and O elementwise, then sum over "
                 f"Dv {_BACKWARD}"),
         Mistake("delta_total", wrong._grad_delta_total,
-                "D has one number per query row: sum dO ⊙ O over the last dim only (dim=-1, keepdim=True), not "
+                "Δ has one number per query row: sum dO ⊙ O over the last dim only (dim=-1, keepdim=True), not "
                 f"over every element {_BACKWARD}"),
         Mistake("scaled_up", wrong._grad_scaled_up,
                 "dS is the gradient of the scores themselves: no sqrt(D) factor here, neither divided nor "
@@ -201,8 +201,8 @@ BLOCK_GRAD = Exercise(
     ),
     forbidden=("torch.autograd.grad", "torch.autograd.backward", "torch.func.vjp",
                "utils.tiled_backward.tiled_attention_backward"),
-    hint="dP = dO Vᵀ for this block's keys; D = rowsum(dO ⊙ O), one number per query row, kept as (..., L, 1) "
-         "so that it broadcasts along the keys; then dS = P ⊙ (dP − D)",
+    hint="dP = dO Vᵀ for this block's keys; Δ = rowsum(dO ⊙ O), one number per query row, kept as (..., L, 1) "
+         "so that it broadcasts along the keys; then dS = P ⊙ (dP − Δ)",
 )
 
 

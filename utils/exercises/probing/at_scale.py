@@ -7,6 +7,8 @@ with nothing in it and the cache's growth.
 * ``sliding_window_mask``: L = 13, window = 3: the keys a middle query and the first query may see.
 * ``attend_with_cache``: an empty cache (T = 0: the output is v_new), and whether the returned caches are
   the old ones with the new key and value appended at the end.
+* ``block_score_grad``: the learner's Δ per query row read back from dS = P ⊙ (dP − Δ) (when dS has that
+  form), and compared with rowsum(dO ⊙ O), rowsum(dO ⊙ dO) and this block's rowsum(P ⊙ dP).
 
 See :mod:`utils.exercises.probes` for the contract.
 """
@@ -67,7 +69,7 @@ def _online_explain(reference, inputs, outcomes) -> str | None:
     return None
 
 
-ONLINE_PROBES = (Probe("max_then_sum", _online_inputs, _online_explain), contrasts.ONLINE_SOFTMAX)
+ONLINE_PROBES = (Probe("max_then_sum", _online_inputs, _online_explain), contrasts.ONLINE_SOFTMAX_CONTRAST)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -105,7 +107,7 @@ def _window_explain(reference, inputs, outcomes) -> str | None:
               want=_keys_text(expected[row]))
 
 
-WINDOW_PROBES = (Probe("reach_read_back", _window_inputs, _window_explain), contrasts.WINDOW)
+WINDOW_PROBES = (Probe("reach_read_back", _window_inputs, _window_explain), contrasts.WINDOW_CONTRAST)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -160,7 +162,7 @@ def _cache_explain(reference, inputs, outcomes) -> str | None:
     return None
 
 
-CACHE_PROBES = (Probe("cache_and_empty_cache", _cache_inputs, _cache_explain), contrasts.CACHE)
+CACHE_PROBES = (Probe("cache_and_empty_cache", _cache_inputs, _cache_explain), contrasts.CACHE_CONTRAST)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -184,7 +186,7 @@ def _block_grad_explain(reference, inputs, outcomes) -> str | None:
     dP = dO @ case["value"].T
     true_D = (dO * out).sum(-1)
     if same(got, dP - true_D[:, None], atol=1e-4):
-        return tr("your dS is dP − D without the factor P: the softmax's backward multiplies by P, dS = P ⊙ (dP − D)")
+        return tr("your dS is dP − Δ without the factor P: the softmax's backward multiplies by P, dS = P ⊙ (dP − Δ)")
     D = (dP - got.double() / P)  # (L, B): the D each entry implies, if dS = P ⊙ (dP − D)
     if float((D - D.mean(-1, keepdim=True)).abs().max()) > 1e-3:
         return None
@@ -192,12 +194,12 @@ def _block_grad_explain(reference, inputs, outcomes) -> str | None:
     if same(D, true_D, atol=1e-4):
         return None
     named = ((dO * dO).sum(-1), tr(" (that is rowsum(dO ⊙ dO): grad_out where out belongs)")), \
-        ((P * dP).sum(-1), tr(" (that is rowsum(P ⊙ dP) over this block's keys only: the row's D comes from dO and "
+        ((P * dP).sum(-1), tr(" (that is rowsum(P ⊙ dP) over this block's keys only: the row's Δ comes from dO and "
                               "O, which cover every key)")), \
-        (torch.zeros_like(D), tr(" (no D at all)"))
+        (torch.zeros_like(D), tr(" (no Δ at all)"))
     note = next((text for value, text in named if same(D, value, atol=1e-4)), "")
-    return tr("your dS has the form P ⊙ (dP − D) with one D per query row, but your D is {got}{note}; D = rowsum(dO "
+    return tr("your dS has the form P ⊙ (dP − Δ) with one Δ per query row, but your Δ is {got}{note}; Δ = rowsum(dO "
               "⊙ O) gives {want}", got=numbers(D), note=note, want=numbers(true_D))
 
 
-BLOCK_GRAD_PROBES = (Probe("delta_read_back", _block_grad_inputs, _block_grad_explain), contrasts.BLOCK_GRAD)
+BLOCK_GRAD_PROBES = (Probe("delta_read_back", _block_grad_inputs, _block_grad_explain), contrasts.BLOCK_GRAD_CONTRAST)

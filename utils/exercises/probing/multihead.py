@@ -106,8 +106,8 @@ def _merge_explain(reference, inputs, outcomes) -> str | None:
     return None
 
 
-SPLIT_PROBES = (Probe("where_entries_go", _split_inputs, _split_explain), contrasts.SPLIT_HEADS)
-MERGE_PROBES = (Probe("where_entries_go", _merge_inputs, _merge_explain), contrasts.MERGE_HEADS)
+SPLIT_PROBES = (Probe("where_entries_go", _split_inputs, _split_explain), contrasts.SPLIT_HEADS_CONTRAST)
+MERGE_PROBES = (Probe("where_entries_go", _merge_inputs, _merge_explain), contrasts.MERGE_HEADS_CONTRAST)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -251,5 +251,5 @@ def _permutation_explain(reference, inputs, outcomes) -> str | None:
 MHA_PROBES = (
     Probe("ablation", _ablation_inputs, _ablation_explain),
     Probe("token_permutation", _permutation_inputs, _permutation_explain),
-    contrasts.MULTI_HEAD,
+    contrasts.MULTI_HEAD_CONTRAST,
 )

@@ -204,7 +204,7 @@ SDPA_PROBES = (
     Probe("fully_masked_row", _fully_masked_inputs, _fully_masked_explain),
     Probe("causal_future_token", _causal_inputs, _causal_explain),
     Probe("linear_in_v", _linear_inputs, _linear_explain),
-    contrasts.SDPA,
+    contrasts.SDPA_CONTRAST,
 )
 
 
@@ -262,5 +262,5 @@ def _padding_explain(reference, inputs, outcomes) -> str | None:
     return None
 
 
-CAUSAL_PROBES = (Probe("mask_regions", _causal_mask_inputs, _causal_mask_explain), contrasts.CAUSAL_MASK)
-PADDING_PROBES = (Probe("real_positions", _padding_inputs, _padding_explain), contrasts.PADDING_MASK)
+CAUSAL_PROBES = (Probe("mask_regions", _causal_mask_inputs, _causal_mask_explain), contrasts.CAUSAL_MASK_CONTRAST)
+PADDING_PROBES = (Probe("real_positions", _padding_inputs, _padding_explain), contrasts.PADDING_MASK_CONTRAST)

@@ -64,7 +64,7 @@ def _activation_explain(reference, inputs, outcomes) -> str | None:
 
 
 FEED_FORWARD_PROBES = (Probe("activation_and_biases", _activation_inputs, _activation_explain),
-                       contrasts.FEED_FORWARD)
+                       contrasts.FEED_FORWARD_CONTRAST)
 
 
 # --------------------------------------------------------------------------------------------------
