@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
             root = args.course if args.course is not None else default_course()
             chapters = course.parse_chapters(args.chapters, course.course_chapters(root))
         except (course.ChapterError, course.InvalidNotebook, ValueError, OSError) as exc:
-            print(f"grader: {exc}", file=sys.stderr)
+            print(report.console(f"grader: {exc}"), file=sys.stderr)
             return 2
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     print(f"grader: seed {seed} (pass --seed {seed} to reproduce these results)", file=sys.stderr)
@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
                         lms_format=args.lms_format, columns=args.columns, feedback=args.feedback,
                         lang=args.lang, chapters=chapters)
     except (NoSubmissions, NoExercises, lms.RosterError, course.ChapterError) as exc:
-        print(f"grader: {exc}", file=sys.stderr)
+        print(report.console(f"grader: {exc}"), file=sys.stderr)
         return 2
     print(report.summary_table(summary["rows"], summary["exercises"]))
     canvas = ", canvas.csv" if summary["canvas"] is not None else ""
