@@ -2,7 +2,11 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
+# Two installs, one set of pins: a learner's (make lab: the chapters and JupyterLab) and a contributor's
+# (every other target: the test tool-chain on top). Each leaves its stamp in the venv.
+LAB_STAMP := $(VENV)/.installed-lab
+DEV_STAMP := $(VENV)/.installed-dev
+PIP := $(BIN)/python -m pip install --disable-pip-version-check
 JOBS   ?= 2
 PYTEST := $(BIN)/python -m pytest
 SUBMISSIONS ?= submissions
@@ -17,12 +21,13 @@ WORK ?= work
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: help setup venv test-prereqs lab lab-zh test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
+.PHONY: help setup setup-dev venv test-prereqs lab lab-zh test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
 
 help:
-	@echo "make lab        set up .venv (if needed) and start JupyterLab on the course (PORT=8888)"
+	@echo "make lab        install what the chapters need in .venv (if needed) and start JupyterLab on the course"
+	@echo "                (PORT=8888; PYTHON=python3.12 chooses the Python that makes .venv)"
 	@echo "make lab-zh     the same for the Chinese edition (中文版): chapters/zh in work/zh, JupyterLab in Chinese"
-	@echo "make test       set up, then run everything: lint, unit tests, doctests, notebooks, grader, browser"
+	@echo "make test       add the test tool-chain to .venv, then run everything: lint, unit, doctests, notebooks, browser"
 	@echo "make quick      lint + fast unit tests (no notebooks, no sandboxed grading), for iterating"
 	@echo "make chapters   regenerate chapters/ from solutions/"
 	@echo "make grade SUBMISSIONS=dir   grade a class (see README, instructors)"
@@ -32,20 +37,39 @@ help:
 	@echo "make benchmark  python -m utils.benchmark (ratios against PyTorch built-ins)"
 
 # --- setup: one venv, exact pins from constraints.txt, the course package in editable mode -----------
-# `venv` first rebuilds a half-made .venv (python but no pip: what a missing python3-venv leaves).
-$(STAMP): constraints.txt requirements.txt requirements-dev.txt pyproject.toml
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
-	    $$($(BIN)/python utils/prereqs.py torch-index "$(TORCH_INDEX)") -c constraints.txt -r requirements-dev.txt
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+# pip shows its own progress; a line before each step says what it fetches and about how much (measured
+# on Linux, Python 3.11; README, Setup). torch comes alone (--no-deps) from the index TORCH_INDEX chooses
+# (utils/prereqs.py prints that step's line), in a pip call of its own as binder/postBuild does: every other
+# package, torch's own requirements included, comes from the configured index only and finds torch installed.
+$(LAB_STAMP): constraints.txt requirements.txt requirements-lab.txt pyproject.toml
+	@$(PIP) --no-deps $$($(BIN)/python utils/prereqs.py torch-index "$(TORCH_INDEX)") -c constraints.txt torch
+	@echo "Step 2 of 3: JupyterLab and the chapters' packages (numpy, matplotlib, ipywidgets...): about 105 MB to download"
+	@$(PIP) -c constraints.txt -r requirements-lab.txt
+	@echo "Step 3 of 3: the course itself (the utils package, editable)"
+	@$(PIP) --quiet --no-deps --no-build-isolation -e .
 	@touch $@
 
+$(DEV_STAMP): $(LAB_STAMP) requirements-dev.txt
+	@echo "The test tool-chain (pytest, nbval, playwright, ruff...): about 66 MB more to download"
+	@$(PIP) -c constraints.txt -r requirements-dev.txt
+	@touch $@
+
+# `venv` stops at once, in one line, when PYTHON is missing or older than pyproject.toml's requires-python;
+# rebuilds a half-made .venv (python but no pip: what a missing python3-venv leaves), and one of another
+# Python when PYTHON= was given (utils/prereqs.py exits 3 for "rebuild it").
+NO_PYTHON = PYTHON=$(PYTHON) was not found: install it, or choose another, e.g. make lab PYTHON=python3.12
 venv:
-	@$(PYTHON) utils/prereqs.py venv $(VENV) || rm -rf $(VENV)
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(NO_PYTHON)" >&2; exit 1; }
+	@$(PYTHON) utils/prereqs.py venv $(VENV) $(if $(filter command line,$(origin PYTHON)),--chosen); \
+	    status=$$?; if [ $$status = 3 ]; then rm -rf $(VENV); elif [ $$status != 0 ]; then exit $$status; fi
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
 	    echo "could not make $(VENV): on Debian/Ubuntu, sudo apt-get install python3-venv"; exit 1; }
 
 setup: venv
-	@$(MAKE) --no-print-directory $(STAMP)
+	@$(MAKE) --no-print-directory $(LAB_STAMP)
+
+setup-dev: venv
+	@$(MAKE) --no-print-directory $(DEV_STAMP)
 
 # The JavaScript the static HTML edition ships (widget embedder, RequireJS, MathJax), exact from the lock.
 NODE_STAMP := node_modules/.installed
@@ -61,7 +85,7 @@ lab-zh: setup
 	$(BIN)/python -m utils.lab --lang zh --port $(PORT) --work $(WORK)/zh
 
 # --- tests ----------------------------------------------------------------------------------------
-test: test-prereqs setup lint unit doctest nbval-solutions binder-test browser html
+test: test-prereqs setup-dev lint unit doctest nbval-solutions binder-test browser html
 	@echo "make test: all green"
 
 # npm and Chromium, checked before anything is installed: one line says what is missing.
@@ -71,30 +95,30 @@ test-prereqs:
 # The core, the exercises and the builder: not the tests marked slow (notebooks, fresh venvs), browser
 # or sandbox (batches graded in the grader's sandboxed workers), which `make unit` runs: 2,074 of the
 # 3,338 tests, 51 s on an idle 2-core machine (CONTRIBUTING: under 60 s).
-quick: setup lint
+quick: setup-dev lint
 	$(PYTEST) -q -n $(JOBS) -m "not slow and not browser and not sandbox"
 
-lint: setup
+lint: setup-dev
 	$(BIN)/ruff check utils tests solutions chapters
 
 # Everything but the browser, Binder and Colab tests, which have targets of their own (below). Whole files
 # are handed out, so that a module-scoped fixture is built once, in the order tests/conftest.py sets: the
 # files holding slow tests first, then those with a module-scoped fixture, then the rest.
-unit: setup
+unit: setup-dev
 	$(PYTEST) -n $(JOBS) --dist loadfile --no-loadscope-reorder -m "not browser" --ignore=tests/test_binder_env.py --ignore=tests/test_colab_sim.py
 
-doctest: setup
+doctest: setup-dev
 	$(PYTEST) -q -p no:cacheprovider --doctest-modules utils -o testpaths=utils
 
 nbval: nbval-solutions nbval-chapters
 
 # Strict on solutions/ and solutions/zh/, and the notebook budgets (tests/nbval_budgets.py): each
 # notebook's wall time and kernel peak RSS, in build/notebook-budgets.json; one over budget fails this.
-nbval-solutions: setup
+nbval-solutions: setup-dev
 	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider -p tests.nbval_budgets --nbval solutions --nbval-sanitize-with tests/nbval_sanitize.cfg -o testpaths=solutions
 
 # Top to bottom on chapters/ and chapters/zh/.
-nbval-chapters: setup
+nbval-chapters: setup-dev
 	$(PYTEST) -q -n $(JOBS) --dist loadfile -p no:cacheprovider --nbval-lax chapters -o testpaths=chapters
 
 # Binder's environment built from binder/ as Binder would (Docker cannot run here), and Colab simulated:
@@ -103,27 +127,27 @@ nbval-chapters: setup
 # while the other still runs the English chapters in Binder's environment (the same verdict as nbval-lax,
 # no error outside a cell tagged raises-exception, in the stricter environment): no chapter runs twice.
 BINDER_NBVAL ?= $(if $(filter test,$(MAKECMDGOALS)),--nbval-lax chapters/zh,)
-binder-test: setup
+binder-test: setup-dev
 	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile tests/test_binder_env.py tests/test_colab_sim.py $(BINDER_NBVAL)
 
 # Real JupyterLab in headless Chromium (/usr/bin/chromium), and the offline HTML edition, built from the
 # committed html-cache/ (executed chapters and explorer grids; a unit test fails when it is not current,
 # so nothing is executed here). loadfile: the edition's tests (tests/test_html.py) share one worker and
 # one build, while the other worker runs the chapters in JupyterLab.
-browser: setup $(NODE_STAMP)
+browser: setup-dev $(NODE_STAMP)
 	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile -m browser tests/test_html.py tests/browser
 
 # --- course content -------------------------------------------------------------------------------
-chapters: setup
+chapters: setup-dev
 	$(BIN)/python -m utils.build
 
-html: setup $(NODE_STAMP)
+html: setup-dev $(NODE_STAMP)
 	$(BIN)/python -m utils.html
 
-grade: setup
+grade: setup-dev
 	$(BIN)/python -m utils.grade $(SUBMISSIONS) --out $(GRADES)
 
-benchmark: setup
+benchmark: setup-dev
 	$(BIN)/python -m utils.benchmark
 
 clean:

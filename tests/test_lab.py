@@ -1,6 +1,9 @@
-"""`make lab` runs utils.lab: the command it builds, and a real server that answers with its token."""
+"""`make lab` runs utils.lab: the command it builds, what it prints (first, in the run's language, and last),
+the settings it hands JupyterLab, and a real server that answers with its token."""
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -9,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from utils import lab
+from utils import lab, lab_config
 from utils.paths import REPO_ROOT
 
 
@@ -17,7 +20,8 @@ def test_command_listens_locally_with_token_and_opens_the_work_folder(tmp_path):
     command = lab.lab_command(8899, "abc", headless=True, as_root=True, root=tmp_path)
     assert "--ServerApp.ip=127.0.0.1" in command
     assert "--IdentityProvider.token=abc" in command
-    assert "--LabApp.default_url=/lab/tree" in command
+    assert "--LabApp.default_url=/lab" in command  # /lab/tree opened on a "Path Not Found" dialog
+    assert "--Application.log_level=WARN" in command  # Jupyter's "Control-C ... twice" line is not shown
     assert "--no-browser" in command and "--allow-root" in command
     assert f"--ServerApp.root_dir={tmp_path}" in command
     assert f"--ServerApp.root_dir={REPO_ROOT / 'work'}" in lab.lab_command(1, "t", headless=True, as_root=False)
@@ -66,7 +70,8 @@ def test_dry_run_prints_url_with_token_and_fills_the_work_folder(capsys, tmp_pat
     finally:
         del os.environ["COURSE_LAB_TOKEN"]
     out = capsys.readouterr().out
-    assert "/lab/tree?token=t0ken" in out and f"your work folder is {tmp_path / 'work'}" in out
+    assert "http://127.0.0.1:" in out and "/lab?token=t0ken" in out and "/lab/tree" not in out
+    assert out.splitlines()[0] == f"Attention, Step by Step: your work folder is {tmp_path / 'work'}"
     chapters = sorted(p.name for p in (REPO_ROOT / "chapters").glob("*.ipynb"))
     assert sorted(p.name for p in (tmp_path / "work").glob("*.ipynb")) == chapters
 
@@ -133,7 +138,8 @@ def test_one_ctrl_c_shuts_the_server_and_its_kernels_down_cleanly(tmp_path):
         os.kill(proc.pid, signal.SIGINT)  # what one Ctrl-C in the terminal sends to `make lab`
         output = proc.communicate(timeout=60)[0].decode()
         assert proc.returncode == 0, output[-2000:]
-        assert "Shut down this Jupyter server" not in output
+        assert "Shut down this Jupyter server" not in output and "twice to skip confirmation" not in output
+        assert [line for line in output.splitlines() if line.strip()][-1] == "JupyterLab has stopped.", output
         gone, alive = psutil.wait_procs(family, timeout=10)
         assert alive == [], f"still running after Ctrl-C: {alive}"
         assert list(runtime.glob("jpserver-*.json")) == [] and list(runtime.glob("kernel-*.json")) == []
@@ -148,7 +154,7 @@ def test_one_ctrl_c_shuts_the_server_and_its_kernels_down_cleanly(tmp_path):
 
 # --- make lab-zh: the Chinese chapters, JupyterLab's interface in Chinese for this run only ------------
 
-def test_language_settings_select_the_locale_and_keep_jupyterlabs_own(tmp_path):
+def test_lab_settings_quiet_jupyter_select_the_locale_and_keep_jupyterlabs_own(tmp_path):
     import json
 
     app = tmp_path / "app" / "settings"
@@ -156,23 +162,26 @@ def test_language_settings_select_the_locale_and_keep_jupyterlabs_own(tmp_path):
     (app.parent / "static").mkdir()
     (app / "overrides.json").write_text(json.dumps({"@jupyterlab/apputils-extension:themes": {"theme": "Dark"}}))
     (app / "page_config.json").write_text('{"x": 1}')
-    settings = lab.language_settings(tmp_path / "run", "zh_CN", app_settings=app)
+    settings = lab_config.lab_settings(tmp_path / "run", "zh_CN", app_settings=app)
     assert settings == tmp_path / "run" / "settings"
     overrides = json.loads((settings / "overrides.json").read_text())
     assert overrides == {lab.TRANSLATION_PLUGIN: {"locale": "zh_CN"},
+                         # no "Would you like to get notified about official Jupyter news?", no update check
+                         lab_config.NOTIFICATION_PLUGIN: {"fetchNews": "false", "checkForUpdates": False},
                          "@jupyterlab/apputils-extension:themes": {"theme": "Dark"}}
     assert (settings / "page_config.json").read_text() == '{"x": 1}'
     assert (tmp_path / "run" / "static").resolve() == (app.parent / "static").resolve()
     assert json.loads((app / "overrides.json").read_text()) == {"@jupyterlab/apputils-extension:themes":
                                                                 {"theme": "Dark"}}  # JupyterLab's own: untouched
-    lab.language_settings(tmp_path / "run", "zh_CN", app_settings=app)  # a second run rewrites it, no error
+    english = lab_config.lab_settings(tmp_path / "run", None, app_settings=app)  # a second run rewrites it
+    assert lab.TRANSLATION_PLUGIN not in json.loads((english / "overrides.json").read_text())
 
 
 def test_the_chinese_language_pack_is_installed_pinned_and_required():
-    assert "zh_CN" in lab.installed_locales(), "pip install jupyterlab-language-pack-zh-cn (requirements-dev.txt)"
+    assert "zh_CN" in lab.installed_locales(), "pip install jupyterlab-language-pack-zh-cn (requirements-lab.txt)"
     package = lab.LANGUAGE_PACKS["zh_CN"]
     assert f"{package}==" in (REPO_ROOT / "constraints.txt").read_text()
-    for name in ("requirements-dev.txt", "binder/requirements.txt"):
+    for name in ("requirements-lab.txt", "binder/requirements.txt"):
         assert package in (REPO_ROOT / name).read_text().splitlines(), f"{name} lacks {package}"
 
 
@@ -213,14 +222,22 @@ def test_lab_zh_never_overwrites_an_edited_chinese_notebook(capsys, tmp_path):
                      "--chapters", str(chapters)]) == 0
     assert first.read_bytes() == edited
     assert (work / first.name.replace(".ipynb", ".updated.ipynb")).is_file()
-    assert "Your copy is untouched" in capsys.readouterr().out
+    assert "你的副本保持不变" in capsys.readouterr().out  # make lab-zh says so in Chinese
 
 
-def test_english_lab_passes_no_language_settings(capsys, tmp_path):
-    assert lab.main(["--dry-run", "--work", str(tmp_path / "w"), "--port", "0"]) == 0
+def test_english_lab_is_quiet_and_english_with_a_workspace_of_its_own(capsys, tmp_path):
+    import json
+
+    work = tmp_path / "w"
+    assert lab.main(["--dry-run", "--work", str(work), "--port", "0"]) == 0
     out = capsys.readouterr().out
-    assert "app_settings_dir" not in out and not (tmp_path / "w" / lab.LAB_SETTINGS).exists()
-    assert not list((tmp_path / "w").glob("zh"))
+    settings = work / lab.LAB_SETTINGS / "settings"
+    assert f"--LabApp.app_settings_dir={settings}" in out
+    overrides = json.loads((settings / "overrides.json").read_text())
+    assert overrides[lab_config.NOTIFICATION_PLUGIN]["fetchNews"] == "false" and lab.TRANSLATION_PLUGIN not in overrides
+    # JupyterLab's workspaces (the open tabs) live in the work folder: a fresh clone reopens no old tab
+    assert f"--LabApp.workspaces_dir={work / lab.LAB_SETTINGS / 'workspaces'}" in out
+    assert not list(work.glob("zh"))
 
 
 def test_lab_zh_without_the_language_pack_says_what_to_install(capsys, tmp_path, monkeypatch):
@@ -253,3 +270,93 @@ def test_lab_zh_server_serves_the_chinese_chapters_with_the_chinese_locale(tmp_p
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+# --- what the terminal shows: in the run's language, JupyterLab's URL once it answers, Ctrl-C last -----
+HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_lab_zh_speaks_chinese_in_the_terminal_and_make_lab_english(capsys, tmp_path):
+    os.environ["COURSE_LAB_TOKEN"] = "t0ken"
+    try:
+        assert lab.main(["--dry-run", "--lang", "zh", "--work", str(tmp_path / "zh"), "--port", "0"]) == 0
+        zh = capsys.readouterr().out
+        assert lab.main(["--dry-run", "--work", str(tmp_path / "en"), "--port", "0"]) == 0
+        en = capsys.readouterr().out
+    finally:
+        del os.environ["COURSE_LAB_TOKEN"]
+
+    def own_lines(out: str) -> list[str]:  # the launcher's sentences: not the command, the URL or a blank
+        return [line for line in out.splitlines() if line.strip() and "-m jupyterlab" not in line
+                and "token=t0ken" not in line]
+
+    assert len(own_lines(zh)) == len(own_lines(en)) >= 4
+    assert all(HAN.search(line) for line in own_lines(zh)), own_lines(zh)
+    assert not any(HAN.search(line) for line in own_lines(en)), own_lines(en)
+    assert "Ctrl-C" in own_lines(zh)[-1] and own_lines(en)[-1].strip() == CTRL_C_LINE
+
+
+CTRL_C_LINE = "To stop JupyterLab, press Ctrl-C once in this terminal."
+# A stand-in for `jupyter lab`: a line of its own, then it waits; SIGTERM ends it as jupyter_server does.
+FAKE_SERVER = ("import signal, sys, time\n"
+               "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+               "print('[W server] a line of its own', flush=True)\n"
+               "time.sleep(120)\n")
+RUN_SERVER = """import sys
+from utils import lab
+polls = []
+def ready():  # the server answers at the fourth poll
+    polls.append(1)
+    return len(polls) >= 4
+status = lab.run_server([sys.executable, "-c", sys.argv[1]], ready=ready, poll_s=0.05, dot_s=0.0,
+                        on_ready=lambda: print(lab.ready_banner("http://127.0.0.1:1/lab?token=x", "work"), flush=True))
+print("status", status, "polls", len(polls), flush=True)
+"""
+
+
+def test_run_server_waits_for_the_server_then_ends_on_the_ctrl_c_line_and_one_ctrl_c_stops_it():
+    proc = subprocess.Popen([sys.executable, "-c", RUN_SERVER, FAKE_SERVER], cwd=REPO_ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        seen = []
+        for line in proc.stdout:
+            seen.append(line.rstrip("\n"))
+            if line.strip() == CTRL_C_LINE:
+                break
+        os.kill(proc.pid, signal.SIGINT)  # one Ctrl-C
+        rest = proc.communicate(timeout=60)[0].splitlines()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    text = "\n".join(seen + rest)
+    assert "[W server] a line of its own" in seen, text  # the server's lines came before the banner
+    assert seen[seen.index("    http://127.0.0.1:1/lab?token=x") - 2].endswith("JupyterLab is ready. Open this URL "
+                                                                               "in your browser:"), text
+    assert [line for line in rest if line.strip()] == [
+        "Stopping JupyterLab: shutting its kernels down (Ctrl-C again to kill it).", "JupyterLab has stopped.",
+        "status 0 polls 4"], text  # the banner printed once, when the fourth poll answered
+
+
+def test_the_courses_own_notebooks_are_trusted_and_nothing_else(tmp_path):
+    import nbformat
+    from nbformat.sign import NotebookNotary
+
+    work, chapters = tmp_path / "work", REPO_ROOT / "chapters"
+    work.mkdir()
+    first, second = sorted(chapters.glob("0*.ipynb"))[:2]
+    shutil.copyfile(first, work / first.name)  # the course's copy, as make lab left it
+    shutil.copyfile(second, work / "someone_elses.ipynb")  # the course's content under another name: still its own
+    edited = nbformat.read(second, as_version=4)
+    edited.cells[0].source += "\nan edit that was never saved by JupyterLab"
+    nbformat.write(edited, work / second.name)
+    (tmp_path / "data").mkdir()
+    notary = NotebookNotary(data_dir=str(tmp_path / "data"))
+
+    def trusted(name: str) -> bool:
+        return notary.check_signature(nbformat.read(work / name, as_version=4))
+
+    before = {path.name: path.read_bytes() for path in work.iterdir()}
+    assert lab_config.trust_course_notebooks(work, chapters, notary) == sorted([first.name, "someone_elses.ipynb"])
+    assert trusted(first.name) and trusted("someone_elses.ipynb") and not trusted(second.name)
+    assert {path.name: path.read_bytes() for path in work.iterdir()} == before  # no notebook was rewritten
+    assert lab_config.trust_course_notebooks(work, chapters, notary) == []  # already trusted: nothing to sign

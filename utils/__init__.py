@@ -74,6 +74,7 @@ tools       ``utils.html``               the HTML edition
 tools       ``utils.htmlbook``
 tools       ``utils.i18n``               catalogues, extraction, the Chinese notebooks and README
 tools       ``utils.lab``                ``make lab``
+tools       ``utils.lab_config``         JupyterLab's settings, workspaces, trusted notebooks (``make lab``)
 tools       ``utils.workspace``          the work folder ``make lab`` syncs; reads the builder's chapter list
 tools       ``utils.notebook_run``       runs a notebook, for the builder, the HTML edition and the benchmark
 tools       ``utils.prereqs``            a Makefile script, standard library only
@@ -82,8 +83,22 @@ tools       ``utils.notebook_files``     the notebook files that the builder and
 ==========  ===========================  ===================================================================
 """
 
-from utils.device import get_device, seed_everything
-from utils.notebook_setup import COURSE, setup
-
 __all__ = ["COURSE", "get_device", "seed_everything", "setup"]
 __version__ = "0.1.0"
+
+# The package's names are loaded on first use (PEP 562), so that ``import utils.lab`` (``make lab``) and
+# the other tools do not pay for torch: a notebook's ``utils.setup(...)`` imports it then.
+def __getattr__(name: str):
+    if name in ("get_device", "seed_everything"):
+        from utils import device as module
+    elif name in ("COURSE", "setup"):
+        from utils import notebook_setup as module
+    else:
+        raise AttributeError(f"module 'utils' has no attribute {name!r}")
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -9,8 +9,10 @@ source notebook, and the one error both report. A leaf: it imports nothing from 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
+if TYPE_CHECKING:
+    import nbformat
 
 __all__ = ["BADGES_CLOSE", "BADGES_OPEN", "NOTEBOOK_GLOB", "BuildError", "read_source_notebook"]
 
@@ -39,6 +41,8 @@ class BuildError(Exception):
 
 def read_source_notebook(path: Path, rel: str) -> nbformat.NotebookNode:
     """Read a notebook; a broken file is a :class:`BuildError` naming ``rel``."""
+    import nbformat  # here: `make lab` reads NOTEBOOK_GLOB without paying for nbformat's jsonschema
+
     try:
         return nbformat.read(path, as_version=4)
     except Exception as exc:  # nbformat raises several kinds for broken JSON

@@ -3,13 +3,19 @@
 Run as a script by the Makefile and ``binder/postBuild``, before the course is installed, so it uses
 the standard library only (importing ``utils`` would import torch). Checks:
 
-- ``venv DIR``: exit 1 with one line saying why when ``DIR`` is a half-made virtual environment (no
-  ``bin/python``, or no pip in it: what ``python -m venv`` leaves when Debian's ``python3-venv`` is
-  missing); the Makefile then rebuilds it.
-- ``torch-index SETTING``: the pip arguments that choose torch's wheel. ``auto`` (the default of
-  ``make TORCH_INDEX``) adds PyTorch's CPU index, unless pip's configured indexes already offer the
-  pinned torch as a ``+cpu`` wheel (then nothing is added: that index is used as it is). An empty
-  setting adds nothing (PyPI's torch: the CUDA build on Linux); a URL adds that index.
+- ``venv DIR [--chosen]``: first, exit 2 with one line naming the floor and the version found when the
+  Python running this script (``make PYTHON=...``) is older than ``requires-python`` in pyproject.toml,
+  before anything is installed. Then exit 3 (the Makefile rebuilds ``DIR``) with one line saying why when
+  ``DIR`` is a half-made virtual environment (no ``bin/python``, or no pip in it: what ``python -m venv``
+  leaves when Debian's ``python3-venv`` is missing), or, with ``--chosen`` (``PYTHON=`` given on make's
+  command line), when ``DIR`` holds another Python version than the one chosen. This file must stay
+  readable by old Pythons (3.7 up), so that the floor is what they report.
+- ``torch-index SETTING``: the pip arguments that choose torch's wheel, on stdout; on stderr, the line
+  that says what the install's first step fetches. ``auto`` (the default of ``make TORCH_INDEX``) adds
+  PyTorch's CPU index, unless pip's configured indexes already offer the pinned torch as a ``+cpu``
+  wheel (then nothing is added: that index is used as it is). An empty setting adds nothing (PyPI's
+  torch: the CUDA build on Linux); a URL adds that index. The Makefile passes these arguments to the
+  pip call that installs torch alone.
 - ``test``: exit 1 with one line naming what ``make test`` needs and is missing (npm, Chromium).
 """
 
@@ -24,12 +30,49 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+CPU_WHEEL_MB = 192
+"""The download of torch's pinned CPU wheel for Linux x86_64 (torch-2.13.0+cpu, cp311: 191.8 MB)."""
 APT_LINE = "sudo apt-get install python3-venv make npm chromium"
 
 
 def chromium_path() -> str:
     """The Chromium the browser tests drive: ``$COURSE_CHROMIUM``, else Debian's ``/usr/bin/chromium``."""
     return os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
+
+
+def python_floor(pyproject: Path = REPO / "pyproject.toml") -> tuple:
+    """The lowest Python the course supports, from ``requires-python = ">=X.Y"``: ``(X, Y)``."""
+    match = re.search(r'^requires-python\s*=\s*">=\s*(\d+)\.(\d+)"', pyproject.read_text(), flags=re.M)
+    if match is None:
+        raise ValueError(f'{pyproject} has no requires-python = ">=X.Y" line')
+    return int(match.group(1)), int(match.group(2))
+
+
+def too_old(version: tuple, floor: tuple, python: str = "python3") -> str | None:
+    """The one line that says ``version`` is below ``floor``, or None when it is not.
+
+    >>> print(too_old((3, 9, 18), (3, 10), "/usr/bin/python3.9"))  # doctest: +ELLIPSIS
+    /usr/bin/python3.9 is Python 3.9.18; the course needs Python 3.10 or newer. Choose one with make lab PYTHON=...
+    >>> too_old((3, 12, 1), (3, 10)) is None
+    True
+    """
+    if tuple(version[:2]) >= tuple(floor):
+        return None
+    found, needed = ".".join(map(str, version[:3])), ".".join(map(str, floor))
+    return (f"{python} is Python {found}; the course needs Python {needed} or newer. "
+            f"Choose one with make lab PYTHON=python3.12 (README, Setup).")
+
+
+def venv_python_version(venv: Path) -> tuple | None:
+    """The ``(major, minor)`` of ``venv``'s Python, or None when it cannot say."""
+    try:
+        probe = subprocess.run([str(Path(venv) / "bin" / "python"), "-c",
+                                "import sys; print('%d %d' % sys.version_info[:2])"],
+                               capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    parts = probe.stdout.split()
+    return (int(parts[0]), int(parts[1])) if probe.returncode == 0 and len(parts) == 2 else None
 
 
 def half_made_venv(venv: Path) -> str | None:
@@ -81,6 +124,19 @@ def torch_index_args(setting: str, python: str = sys.executable) -> list[str]:
     return ["--extra-index-url", CPU_INDEX]
 
 
+def torch_step_line(setting: str, pip_args: list) -> str:
+    """What the install's first step says: torch's version, where it comes from, about how big it is."""
+    version = pinned_version("torch")
+    if setting == "auto":
+        where = pip_args[-1] if pip_args else "the configured package index"
+        what = f"the CPU build from {where}: about {CPU_WHEEL_MB} MB to download on Linux"
+    elif setting:
+        what = f"from {setting}"
+    else:
+        what = "the configured index's default build (PyPI on Linux: the CUDA build, several GB)"
+    return f"Step 1 of 3: torch {version}, {what} (make TORCH_INDEX=... changes it, see README)"
+
+
 def missing_for_test(which=shutil.which) -> list[str]:
     """What ``make test`` needs beyond Python and is not here, each with how to get it."""
     missing = []
@@ -96,23 +152,33 @@ def missing_for_test(which=shutil.which) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     check, args = (argv[0], argv[1:]) if argv else ("", [])
-    if check == "venv" and len(args) == 1:
-        reason = half_made_venv(Path(args[0]))
+    if check == "venv" and len(args) in (1, 2) and args[1:] in ([], ["--chosen"]):
+        old = too_old(sys.version_info, python_floor(), sys.executable)
+        if old:
+            print(old, file=sys.stderr)
+            return 2
+        venv, chosen = Path(args[0]), args[1:] == ["--chosen"]
+        reason = half_made_venv(venv)
+        if reason is None and chosen and venv.exists():
+            has, wanted = venv_python_version(venv), tuple(sys.version_info[:2])
+            if has is not None and has != wanted:
+                reason = ("{} has Python {}.{}, and PYTHON= chose {}.{}: rebuilding it "
+                          "(its packages are installed again)".format(venv, *has, *wanted))
         if reason:
             print(reason, file=sys.stderr)
-        return 1 if reason else 0
+        return 3 if reason else 0
     if check == "torch-index" and len(args) <= 1:
-        pip_args = torch_index_args(args[0] if args else "auto")
+        setting = args[0].strip() if args else "auto"
+        pip_args = torch_index_args(setting)
         print(" ".join(pip_args))
-        where = pip_args[-1] if pip_args else "the configured package index"
-        print(f"torch: the wheel from {where} (make TORCH_INDEX=... changes it, see README)", file=sys.stderr)
+        print(torch_step_line(setting, pip_args), file=sys.stderr)
         return 0
     if check == "test" and not args:
         missing = missing_for_test()
         if missing:
             print("make test needs: " + "; ".join(missing) + ".", file=sys.stderr)
         return 1 if missing else 0
-    print("usage: python utils/prereqs.py venv DIR | torch-index [SETTING] | test", file=sys.stderr)
+    print("usage: python utils/prereqs.py venv DIR [--chosen] | torch-index [SETTING] | test", file=sys.stderr)
     return 2
 
 

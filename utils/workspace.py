@@ -20,7 +20,8 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.build import NOTEBOOK_GLOB
+from utils.i18n.messages import tr
+from utils.notebook_files import NOTEBOOK_GLOB
 from utils.paths import REPO_ROOT
 
 __all__ = ["MANIFEST", "UPDATED_SUFFIX", "SyncReport", "sync"]
@@ -38,14 +39,16 @@ class SyncReport:
     updates_beside: list[str] = field(default_factory=list)  # "NN.ipynb -> NN.updated.ipynb": yours kept
 
     def lines(self) -> list[str]:
+        """What ``make lab`` prints, in the current language (:mod:`utils.i18n.messages`)."""
         out = []
         if self.copied:
-            out.append(f"Copied into your work folder: {', '.join(self.copied)}")
+            out.append(tr("Copied into your work folder: {names}", names=", ".join(self.copied)))
         if self.refreshed:
-            out.append(f"Updated (you had not changed them): {', '.join(self.refreshed)}")
+            out.append(tr("Updated (you had not changed them): {names}", names=", ".join(self.refreshed)))
         for pair in self.updates_beside:
             name, new = pair.split(" -> ")
-            out.append(f"The course has a newer {name}. Your copy is untouched; the new version is {new}")
+            out.append(tr("The course has a newer {name}. Your copy is untouched; the new version is {new}",
+                          name=name, new=new))
         return out
 
 
