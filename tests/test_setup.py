@@ -68,7 +68,7 @@ TORCH_REQUIREMENTS = ("filelock", "fsspec", "Jinja2", "networkx", "sympy", "typi
 
 @pytest.mark.slow
 def test_pinned_set_resolves_for_the_lowest_supported_python(tmp_path):
-    """What `make setup` installs, resolved by pip for the lowest Python that requires-python names.
+    """What `make setup-dev` installs, resolved by pip for the lowest Python that requires-python names.
 
     pip evaluates constraint markers on the interpreter it runs on, so the markers are applied here for
     the target version first. pip downloads wheels to read their metadata, hence slow."""
@@ -76,7 +76,7 @@ def test_pinned_set_resolves_for_the_lowest_supported_python(tmp_path):
     pins = pins_for(python)
     constraints = tmp_path / "constraints.txt"
     constraints.write_text("".join(f"{name}{specs[0]}\n" for name, specs in pins.items()))
-    wanted = [line.strip() for name in ("requirements.txt", "requirements-dev.txt")
+    wanted = [line.strip() for name in ("requirements.txt", "requirements-lab.txt", "requirements-dev.txt")
               for line in (REPO / name).read_text().splitlines()
               if line.strip() and not line.startswith(("#", "-r")) and not line.startswith("torch")]
     requirements = tmp_path / "requirements.txt"
