@@ -4,17 +4,24 @@ The zip holds, at its root (as Gradescope's autograder specification asks):
 
 - ``setup.sh``: run once, as root, when Gradescope builds the image. It makes a venv in
   ``$AUTOGRADER_ROOT/venv`` and installs the course's pinned dependencies (``constraints.txt``) with the
-  CPU build of torch, chosen as ``make`` and Binder choose it (``utils/prereqs.py torch-index auto``),
-  then the course package itself from ``course/``.
+  CPU build of torch, chosen as ``make`` and Binder choose it (``utils/prereqs.py torch-index auto``).
+  The course package itself is not installed into the venv: ``run_autograder`` puts ``source/course`` on
+  ``PYTHONPATH``. (Installed, the package's folder would be the venv's ``site-packages``, which the
+  sandbox does not bring back under its private ``/tmp``, ``/home`` and ``/root``: torch would not import
+  there, and the sandbox would fall back to a level without its private mounts, IPC and network.)
 - ``run_autograder``: run for every submission. It grades the notebooks in ``$AUTOGRADER_ROOT/submission``
   with the course grader (the same sandbox, cases and judging as ``python -m utils.grade``) and writes
-  ``$AUTOGRADER_ROOT/results/results.json``. ``AUTOGRADER_ROOT`` defaults to ``/autograder``; the tests set
-  it to a temporary folder laid out like Gradescope's.
-- ``gradescope.json``: the grading settings (seed, timeout, memory, hidden tests' visibility), drawn or
-  given when the bundle is made. ``setup.sh`` makes it readable by root only, so that the sandboxed
-  student code (an unprivileged uid where the machine allows it) cannot read the seed.
-- ``course/``: the course package, its pins, and ``course/solutions/``: the chapter notebooks with their
-  solutions stripped and outputs cleared (the grader reads only the exercise ids and points from them).
+  ``$AUTOGRADER_ROOT/results/results.json`` (:mod:`utils.grading.gradescope`: the student's code runs as an
+  unprivileged uid, or grading is refused). ``AUTOGRADER_ROOT`` moves ``/autograder`` and
+  ``AUTOGRADER_PYTHON`` the interpreter (default ``$AUTOGRADER_ROOT/venv/bin/python``); the tests set
+  both.
+- ``gradescope.json``: the grading settings (seed, timeout, memory, hidden tests' visibility, language,
+  chapters, whether weak isolation is accepted), drawn or given when the bundle is made. ``setup.sh``, and
+  the runner again before each submission, make it readable by root only: the student's code, run as
+  another uid, cannot read the seed.
+- ``course/``: the course package, its pins, and ``course/solutions/``: the chapter notebooks (only the
+  bundle's chapters, with ``--chapters``) with their solutions stripped and outputs cleared (the grader
+  reads only the exercise ids and points from them).
 
 What ``run_autograder`` runs, and the ``results.json`` it writes, are :mod:`utils.grading.gradescope`'s.
 """
@@ -25,12 +32,14 @@ import argparse
 import json
 import secrets
 import stat
+import sys
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from utils.builder.course import render
-from utils.grading.gradescope import CONFIG_FILE, GRADESCOPE_VISIBILITIES, check_visibility
+from utils.grading.course import ChapterError, chapter_of, chapters_text, course_chapters, parse_chapters
+from utils.grading.gradescope import CONFIG_FILE, HIDDEN_VISIBILITIES, check_visibility
 from utils.i18n.messages import LANGUAGES, normalize_language
 from utils.paths import REPO_ROOT
 
@@ -53,17 +62,20 @@ PY="$ROOT/venv/bin/python"
 # (utils/prereqs.py, the rule `make TORCH_INDEX=auto` and binder/postBuild follow).
 "$PY" -m pip install --no-cache-dir $("$PY" "$COURSE/utils/prereqs.py" torch-index auto) \\
     -c "$COURSE/constraints.txt" -r "$COURSE/requirements.txt"
-# The course package, exactly as bundled; its dependencies came from the pins above.
-"$PY" -m pip install --no-cache-dir --no-deps "$COURSE"
+# The course package is not installed: run_autograder puts $COURSE on PYTHONPATH (see the bundle's docs).
+# The seed is root's alone; the student's code runs as an unprivileged uid.
+chown root:root "$ROOT/source/gradescope.json"
 chmod 600 "$ROOT/source/gradescope.json"
 """
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Gradescope runs this for every submission: grades $ROOT/submission into $ROOT/results/results.json.
-# AUTOGRADER_ROOT moves /autograder and AUTOGRADER_PYTHON the interpreter (tests).
+# AUTOGRADER_ROOT moves /autograder and AUTOGRADER_PYTHON the interpreter (tests). Arguments are passed on
+# (--allow-weak-isolation).
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PY="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
+export PYTHONPATH="$ROOT/source/course${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT"
 exec "$PY" -m utils.grading.gradescope --root "$ROOT" "$@"
 """
@@ -76,28 +88,70 @@ def _add(archive: zipfile.ZipFile, name: str, data: str | bytes, executable: boo
     archive.writestr(info, data)
 
 
-def write_gradescope_bundle(out_zip: str | Path, *, root: str | Path = REPO_ROOT, seed: int | None = None,
-                            hidden_visibility: str = "after_published", timeout: float = 30.0,
-                            memory_mb: int = 2048, lang: str = "en") -> Path:
+def bundle_chapters(chapters: str | Iterable[int] | None, root: Path) -> list[int] | None:
+    """The chapters a bundle grades, sorted, or None for every chapter: ``"2"``, ``"2-3"``, ``"1,3"`` (as
+    ``--chapters``) or chapter numbers; each must have exercises in ``root/solutions``, else
+    :class:`~utils.grading.course.ChapterError` naming the course's chapters."""
+    if chapters is None:
+        return None
+    available = course_chapters(root)
+    if isinstance(chapters, str):
+        return sorted(parse_chapters(chapters, available))
+    chosen = list(chapters)
+    wrong = [n for n in chosen if type(n) is not int or n not in available]
+    if wrong or not chosen:
+        problem = f"not in this course: {wrong}" if wrong else "no chapter given"
+        raise ChapterError(f"chapters={chosen!r}: {problem}; its chapters are {chapters_text(available)}")
+    return sorted(set(chosen))
+
+
+def write_gradescope_bundle(
+    out_zip: str | Path,
+    *,
+    root: str | Path = REPO_ROOT,
+    seed: int | None = None,
+    hidden_visibility: str = "after_published",
+    timeout: float = 30.0,
+    memory_mb: int = 2048,
+    lang: str = "en",
+    chapters: str | Iterable[int] | None = None,
+    allow_weak_isolation: bool = False,
+) -> Path:
     """Write the autograder zip (see the module docstring) and return its path.
 
     Args:
         out_zip: where to write it.
         root: the course repository. Default: :data:`utils.paths.REPO_ROOT`.
         seed: the seed of the random cases; keep it secret. Default: ``None`` (drawn now, stored in the zip).
-        hidden_visibility: the visibility of hidden tests. Default: ``"after_published"``.
+        hidden_visibility: when students see the tests that carry points: ``"after_published"`` (default),
+            ``"after_due_date"`` or ``"visible"`` (at once, hidden cases' verdicts included).
         timeout: CPU seconds per exercise (with a wall-clock backstop). Default: ``30.0``.
         memory_mb: MiB per exercise. Default: ``2048``.
         lang: the language of the feedback students read: ``"en"`` (default) or ``"zh"``.
+        chapters: grade only these chapters, as one assignment out of their own points (``"2"``, ``"2-3"``
+            or numbers; :func:`bundle_chapters`). Default: ``None``, every chapter.
+        allow_weak_isolation: grade even where the sandbox cannot run the student's code as an unprivileged
+            uid (it could then read the seed and rewrite results.json). Default: ``False``: refuse.
     """
     check_visibility(hidden_visibility)
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise TypeError(f"seed must be an integer or None, got {type(seed).__name__}")
+    if not isinstance(allow_weak_isolation, bool):
+        raise TypeError(f"allow_weak_isolation must be True or False, got {allow_weak_isolation!r}")
     root, out_zip = Path(root), Path(out_zip)
-    chapters = {path.name: text for path, text in render(root).items() if path.parent == root / "chapters"}
-    config = {"seed": secrets.randbelow(2**31) if seed is None else seed, "timeout": float(timeout),
-              "memory_mb": int(memory_mb), "hidden_visibility": hidden_visibility, "course": "course",
-              "lang": normalize_language(lang)}
+    chosen = bundle_chapters(chapters, root)
+    config = {
+        "seed": secrets.randbelow(2**31) if seed is None else seed,
+        "timeout": float(timeout),
+        "memory_mb": int(memory_mb),
+        "hidden_visibility": hidden_visibility,
+        "course": "course",
+        "lang": normalize_language(lang),
+        "chapters": chosen,
+        "allow_weak_isolation": allow_weak_isolation,
+    }
+    rendered = {path.name: text for path, text in render(root).items() if path.parent == root / "chapters"}
+    notebooks = {name: text for name, text in rendered.items() if chosen is None or chapter_of(name) in chosen}
     out_zip.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out_zip, "w") as archive:
         _add(archive, "setup.sh", SETUP_SH, executable=True)
@@ -108,28 +162,71 @@ def write_gradescope_bundle(out_zip: str | Path, *, root: str | Path = REPO_ROOT
         for path in sorted((root / "utils").rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 _add(archive, f"course/{path.relative_to(root).as_posix()}", path.read_bytes())
-        for name, text in sorted(chapters.items()):
+        for name, text in sorted(notebooks.items()):
             _add(archive, f"course/solutions/{name}", text)
     return out_zip
 
 
 def bundle_main(argv: Sequence[str]) -> int:
-    """``python -m utils.grade gradescope-bundle OUT.zip [--seed N] [--hidden-visibility V] ...``."""
-    parser = argparse.ArgumentParser(prog="python -m utils.grade gradescope-bundle",
-                                     description="Write a Gradescope autograder zip for the course.")
+    """``python -m utils.grade gradescope-bundle OUT.zip [--seed N] [--hidden-visibility V] [--chapters 2] ...``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m utils.grade gradescope-bundle", description="Write a Gradescope autograder zip for the course."
+    )
     parser.add_argument("out", type=Path, help="the zip to write, e.g. autograder.zip")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="seed of the random cases, stored in the zip (default: drawn now; keep it secret)")
-    parser.add_argument("--hidden-visibility", choices=GRADESCOPE_VISIBILITIES, default="after_published",
-                        help="when students see hidden tests' results (default: after_published)")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the random cases, stored in the zip (default: drawn now; keep it secret)",
+    )
+    parser.add_argument(
+        "--hidden-visibility",
+        choices=HIDDEN_VISIBILITIES,
+        default="after_published",
+        help="when students see their points and the hidden cases' feedback (default: "
+        "after_published; the public cases' status is shown at once)",
+    )
+    parser.add_argument(
+        "--chapters",
+        default=None,
+        metavar="LIST",
+        help=(
+            "grade only these chapters, as one assignment out of their own points: a number, a range or a list "
+            "(2, 2-3, 1,3,5-6); other chapters' exercises are not graded or shown (default: every chapter)"
+        ),
+    )
     parser.add_argument("--timeout", type=float, default=30.0, help="CPU seconds per exercise (default: 30)")
     parser.add_argument("--memory", type=int, default=2048, help="MiB per exercise (default: 2048)")
-    parser.add_argument("--lang", choices=tuple(LANGUAGES), default="en",
-                        help="language of the feedback students read: en (default) or zh (简体中文)")
+    parser.add_argument(
+        "--lang",
+        choices=tuple(LANGUAGES),
+        default="en",
+        help="language of the feedback students read: en (default) or zh (简体中文)",
+    )
+    parser.add_argument(
+        "--allow-weak-isolation",
+        action="store_true",
+        help=(
+            "grade even where the sandbox cannot run the student's code as an unprivileged uid (it could then "
+            "read the seed and earlier results and rewrite results.json); default: refuse to grade there"
+        ),
+    )
     parser.add_argument("--course", type=Path, default=REPO_ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))
-    path = write_gradescope_bundle(args.out, root=args.course, seed=args.seed,
-                                   hidden_visibility=args.hidden_visibility, timeout=args.timeout,
-                                   memory_mb=args.memory, lang=args.lang)
+    try:
+        path = write_gradescope_bundle(
+            args.out,
+            root=args.course,
+            seed=args.seed,
+            hidden_visibility=args.hidden_visibility,
+            timeout=args.timeout,
+            memory_mb=args.memory,
+            lang=args.lang,
+            chapters=args.chapters,
+            allow_weak_isolation=args.allow_weak_isolation,
+        )
+    except ChapterError as exc:
+        print(f"gradescope-bundle: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
     return 0

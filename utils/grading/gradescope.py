@@ -5,18 +5,22 @@ The autograder zip itself (``setup.sh``, ``run_autograder``, ``gradescope.json``
 by :mod:`utils.builder.gradescope_bundle` (``python -m utils.grade gradescope-bundle OUT.zip``).
 :func:`run_gradescope` grades the notebooks in ``$AUTOGRADER_ROOT/submission`` (the same sandbox, cases and
 judging as ``python -m utils.grade``: :func:`utils.grading.batch.grade`) with the settings of the bundle's
-``gradescope.json`` (:data:`CONFIG_FILE`) and writes ``$AUTOGRADER_ROOT/results/results.json``.
-``AUTOGRADER_ROOT`` defaults to ``/autograder``; the tests set it to a temporary folder laid out like
-Gradescope's.
+``gradescope.json`` (:data:`CONFIG_FILE`) and writes ``$AUTOGRADER_ROOT/results/results.json``, shaped by
+:mod:`utils.grading.gradescope_results` (what students see, and when). ``AUTOGRADER_ROOT`` defaults to
+``/autograder``; the tests set it to a temporary folder laid out like Gradescope's.
 
-``results.json`` follows the specification: top-level ``score`` (the sum of the tests' scores),
-``execution_time`` (seconds), ``output`` and ``stdout_visibility``, and ``tests[]``, one per grader row
-(``name``, ``score``, ``max_score``, ``status`` ``passed``/``failed``, ``output``, ``visibility``). A row
-that carries a ``part`` (partial credit by named parts) becomes a test named ``"<exercise> · <part>"``.
-A part's points depend on its hidden cases, so (unless the bundle's hidden visibility is ``visible``) a
-part that ran hidden cases is two tests: ``"… · public cases"`` (0 points, ``visible``: what the
-learner's own check already says) and the part's points under the hidden visibility (default
-``after_published``), so resubmitting cannot be used to probe the hidden cases before grades are out.
+**Trust.** This process is the trusted parent: Gradescope runs it as root. Before any of the student's code
+runs it reads ``submission_metadata.json`` (the user ids that seed the student's hidden cases), then makes it
+and ``gradescope.json`` (the seed) readable by root only, and the results folder writable by root only
+(:func:`lock_down`). The student's code runs in the grader's sandbox, which must switch it to an
+unprivileged uid of its own (``setpriv``; :mod:`utils.grading.isolation`): that uid can read neither the seed
+nor the metadata (where Gradescope lists earlier submissions and their results), and cannot write
+``results.json``. When the sandbox cannot switch uids on this machine, grading is refused with a reason for
+the instructor (:class:`Refused`), unless the bundle (or ``--allow-weak-isolation``) accepts it. After
+grading, every process of the sandbox's uids is killed (:func:`end_student_processes`), and only then is
+``results.json`` written, atomically. The level reached is in every ``results.json``, in a test only
+instructors see.
+
 The cases depend on the seed, the exercise and the student, whom Gradescope names in
 ``submission_metadata.json`` (their user ids).
 """
@@ -28,124 +32,184 @@ import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from utils.exercises.common import Status, one_line
+from utils.exercises.common import Status
+from utils.grading import sandbox
 from utils.grading.batch import grade
-from utils.i18n.messages import tr, using_language
+from utils.grading.gradescope_results import (
+    GRADESCOPE_VISIBILITIES,
+    HIDDEN_VISIBILITIES,
+    check_visibility,
+    gradescope_results,
+    gradescope_test,
+    instructor_test,
+)
+from utils.i18n.messages import normalize_language, tr, using_language
 
-__all__ = ["CONFIG_FILE", "GRADESCOPE_VISIBILITIES", "check_visibility", "gradescope_results", "gradescope_test",
-           "run_gradescope"]
+__all__ = [
+    "CONFIG_FILE",
+    "GRADESCOPE_VISIBILITIES",
+    "HIDDEN_VISIBILITIES",
+    "Refused",
+    "check_visibility",
+    "end_student_processes",
+    "gradescope_results",
+    "gradescope_test",
+    "lock_down",
+    "run_gradescope",
+]
 
-GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
-"""The values Gradescope accepts for a test's ``visibility``."""
 CONFIG_FILE = "gradescope.json"
-"""The grading settings in the bundle (seed, timeout, memory, hidden visibility, language)."""
+"""The grading settings in the bundle (seed, timeout, memory, hidden visibility, language, chapters)."""
+SANDBOX_UIDS = range(sandbox.UID_BASE, sandbox.UID_BASE + 4096)
+"""The uids the grader's sandbox runs learner code as (one per job slot, from ``UID_BASE``)."""
+ISOLATION_TEST = "grader isolation (instructors only)"
+FAILURE_TEST = "autograder error (instructors only)"
+
+
+class Refused(RuntimeError):
+    """Grading was refused: the sandbox cannot run the student's code as an unprivileged uid here."""
 
 
 # --------------------------------------------------------------------------------------------------
-# results.json
+# Before and after the student's code
 # --------------------------------------------------------------------------------------------------
 
 
-def gradescope_test(row: Any, hidden_visibility: str = "after_published") -> dict[str, Any]:
-    """One grader row (:class:`utils.grading.unit.Row`) as one entry of ``results.json``'s ``tests``.
-
-    Args:
-        row: has ``exercise``, ``points``, ``max_points``, ``status``, ``feedback``, and optionally
-            ``part`` (a named part of the exercise) and ``hidden`` (true: the part runs hidden cases).
-        hidden_visibility: the visibility of hidden rows. Default: ``"after_published"``.
-
-    >>> from utils.grading.unit import Row
-    >>> gradescope_test(Row("ann", "ch2.causal_mask", 2, 2, Status.PASSED, "✅ causal_mask"))["status"]
-    'passed'
-    """
-    part = getattr(row, "part", None)
-    hidden = bool(getattr(row, "hidden", False))
-    return {
-        "name": f"{row.exercise} · {part}" if part else str(row.exercise),
-        "score": float(row.points),
-        "max_score": float(row.max_points),
-        "status": "passed" if row.status == Status.PASSED else "failed",
-        "output": f"{row.status}: {row.feedback}" if row.feedback else str(row.status),
-        "visibility": hidden_visibility if hidden else "visible",
-    }
-
-
-class _Entry:
-    """One Gradescope test, shaped like a row for :func:`gradescope_test`."""
-
-    def __init__(self, exercise: str, part: str | None, points: Any, max_points: Any, status: Any, feedback: str,
-                 hidden: bool) -> None:
-        self.exercise, self.part, self.points, self.max_points = exercise, part, points, max_points
-        self.status, self.feedback, self.hidden = status, feedback, hidden
+def lock_down(root: Path) -> dict[str, Any]:
+    """Read ``submission_metadata.json`` ({} when unreadable), then make it and ``source/gradescope.json``
+    root's alone (mode 0600) and the results folder root's (0755), so that the sandbox's uid can read
+    neither and write no result. Not as root: only the modes of files this user owns change."""
+    metadata_file, config_file, results = (
+        root / "submission_metadata.json",
+        root / "source" / CONFIG_FILE,
+        root / "results",
+    )
+    try:
+        metadata = json.loads(metadata_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        metadata = {}
+    results.mkdir(parents=True, exist_ok=True)
+    for path, mode in ((metadata_file, 0o600), (config_file, 0o600), (results, 0o755)):
+        if path.is_symlink() or not path.exists():
+            continue
+        if os.geteuid() == 0:
+            os.chown(path, 0, 0)
+        if path.stat().st_uid == os.geteuid():
+            os.chmod(path, mode)
+    return metadata if isinstance(metadata, dict) else {}
 
 
-def _entries(row: Any, split_hidden: bool) -> list[Any]:
-    """The tests of one row: one per named part when it has two or more (partial credit, each with its
-    reason), else one. A part's credit depends on its hidden cases too, so with ``split_hidden`` (any hidden
-    visibility but ``visible``) a part that ran hidden cases becomes two tests: its public cases alone
-    (0 points, shown at once: what the learner's own check says), and its points under the hidden
-    visibility. Reasons are already in the batch's feedback mode."""
-    parts = getattr(row, "parts", ())
-    if not parts:
-        return [row]
-    named = len(parts) > 1
-    entries = []
-    for part in parts if named else parts[:1]:
-        source = part if named else row
-        name = part.part if named else None
-        if split_hidden and getattr(part, "hidden_cases", 0) and part.public_status is not None:
-            label = tr("{name} · public cases", name=name) if name else tr("public cases")
-            entries.append(_Entry(row.exercise, label, 0, 0, part.public_status, part.public_feedback, False))
-            entries.append(_Entry(row.exercise, name, source.points, source.max_points, source.status,
-                                  source.feedback, True))
-        else:
-            entries.append(source if not named else _Entry(row.exercise, name, part.points, part.max_points,
-                                                           part.status, part.feedback, False))
-    return entries
+def _processes() -> dict[int, tuple[int, str, set[int]]]:
+    """pid -> (parent pid, state, uids: real, effective, saved and filesystem) of every process."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as status:
+                uids = next(line for line in status if line.startswith("Uid:")).split()[1:]
+            found[int(entry)] = (int(fields[1]), fields[0], {int(uid) for uid in uids})
+        except (OSError, ValueError, IndexError, StopIteration):
+            continue
+    return found
 
 
-def gradescope_results(rows: Sequence[Any], seconds: float, hidden_visibility: str = "after_published",
-                       output: str = "") -> dict[str, Any]:
-    """The whole ``results.json`` for one submission's rows.
-
-    Args:
-        rows: the grader's rows for one student.
-        seconds: how long grading took (``execution_time``, whole seconds).
-        hidden_visibility: see :func:`gradescope_test`. Default: ``"after_published"``.
-        output: text shown above the tests (e.g. files that were not graded). Default: ``""``.
-
-    >>> from utils.grading.unit import Row
-    >>> gradescope_results([Row("ann", "ch1.f", 0, 3, Status.FAILED, "wrong")], 2.4)["score"]
-    0.0
-    """
-    check_visibility(hidden_visibility)
-    split = hidden_visibility != "visible"
-    tests = [gradescope_test(entry, hidden_visibility) for row in rows for entry in _entries(row, split)]
-    score = sum(t["score"] for t in tests)
-    maximum = sum(t["max_score"] for t in tests)
-    passed = sum(t["status"] == "passed" for t in tests)
-    summary = tr("{score:g} / {maximum:g} points; {passed} of {total} tests passed.", score=score, maximum=maximum,
-                 passed=passed, total=len(tests))
-    return {
-        "score": score,
-        "execution_time": int(round(seconds)),
-        "output": "\n".join(line for line in (summary, output) if line),
-        "stdout_visibility": "hidden",
-        "tests": tests,
-    }
+def student_processes() -> list[int]:
+    """This process's live descendants that run as one of :data:`SANDBOX_UIDS`. As ``run_autograder``'s
+    process is a child subreaper (:func:`main`), a student's process that left its parent is still one."""
+    table = _processes()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _state, _uids) in table.items():
+        children.setdefault(parent, []).append(pid)
+    found, todo = [], list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        todo += children.get(pid, [])
+        _parent, state, uids = table[pid]
+        if state not in ("Z", "X") and uids & set(SANDBOX_UIDS):
+            found.append(pid)
+    return found
 
 
-def check_visibility(value: str) -> None:
-    """Refuse (``ValueError``) a hidden visibility that Gradescope does not know."""
-    if value not in GRADESCOPE_VISIBILITIES:
-        raise ValueError(f"hidden_visibility must be one of {', '.join(GRADESCOPE_VISIBILITIES)}, got {value!r}")
+def end_student_processes(rounds: int = 50) -> int:
+    """``SIGKILL`` every process of :func:`student_processes` until none is left (a dying one may have
+    forked); return how many were killed. The grader already killed its workers: this is the backstop."""
+    killed = 0
+    for _ in range(rounds):
+        found = student_processes()
+        if not found:
+            break
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed += 1
+            except OSError:
+                pass
+        time.sleep(0.01)
+    return killed
+
+
+def become_subreaper() -> bool:
+    """Make this process a child subreaper (Linux): orphans of its descendants are re-parented to it, not to
+    init, so that :func:`student_processes` still finds them. False where the system refuses."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def checked_isolation(allow_weak: bool) -> tuple[Any, str]:
+    """The sandbox's isolation here and one line for the instructor; :class:`Refused` when it does not run
+    the student's code as an unprivileged uid without extra rights, unless ``allow_weak``."""
+    iso = sandbox.isolation()
+    line = f"isolation level {iso.level}: {iso.describe()}"
+    if iso.drop == "uid":
+        return iso, line
+    risk = (
+        "as the grader's own user (root on Gradescope)"
+        if not iso.drop
+        else "as an unprivileged uid that keeps read access to every file"
+    )
+    if not allow_weak:
+        raise Refused(
+            f"refused to grade: the grader's sandbox reaches only {line}. The student's code would run {risk}: it "
+            f"could read the seed in source/{CONFIG_FILE} and submission_metadata.json (earlier submissions' "
+            f"results) and rewrite results.json. Run the autograder as root where setpriv can switch to an "
+            f"unprivileged uid (CAP_SETUID and CAP_SETGID, which a default Docker container keeps) and the Python "
+            f"of the venv is readable by every user, or rebuild the bundle with --allow-weak-isolation to grade "
+            f"anyway."
+        )
+    return iso, f"{line}. WEAK, accepted by --allow-weak-isolation: the student's code runs {risk}."
+
+
+def write_results(results_dir: Path, data: dict[str, Any]) -> Path:
+    """Write ``results.json`` atomically (a new file renamed over whatever is there, a link included)."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    target = results_dir / "results.json"
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    fd, temporary = tempfile.mkstemp(prefix=".results-", suffix=".json", dir=results_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
 
 
 # --------------------------------------------------------------------------------------------------
@@ -153,13 +217,14 @@ def check_visibility(value: str) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _student_name(root: Path) -> str:
+def _student_name(metadata: Mapping[str, Any]) -> str:
     """A folder name from the user ids in ``submission_metadata.json`` (the cases depend on it)."""
-    try:
-        users = json.loads((root / "submission_metadata.json").read_text(encoding="utf-8")).get("users") or []
-        ids = sorted(str(user["id"]) for user in users if isinstance(user, Mapping) and "id" in user)
-    except (OSError, ValueError, AttributeError, TypeError):
-        ids = []
+    users = metadata.get("users") if isinstance(metadata, Mapping) else None
+    ids = (
+        sorted(str(user["id"]) for user in users or () if isinstance(user, Mapping) and "id" in user)
+        if isinstance(users, list)
+        else []
+    )
     name = "-".join(re.sub(r"[^A-Za-z0-9_.-]", "_", i) for i in ids)[:100]
     return f"user-{name}" if name else "submission"
 
@@ -185,7 +250,52 @@ def _gather(submission: Path, folder: Path) -> list[str]:
     return skipped
 
 
-def run_gradescope(root: str | Path, *, registry: Mapping[str, Any] | None = None, jobs: int = 1) -> dict[str, Any]:
+def _settings(root: Path) -> dict[str, Any]:
+    """``gradescope.json``, checked: a setting it cannot use raises ``ValueError`` naming it."""
+    config = json.loads((root / "source" / CONFIG_FILE).read_text(encoding="utf-8"))
+    check_visibility(config.get("hidden_visibility", "after_published"))
+    normalize_language(config.get("lang", "en"))
+    chapters = config.get("chapters")
+    if chapters is not None and not (isinstance(chapters, list) and all(type(n) is int for n in chapters)):
+        raise ValueError(f"chapters in {CONFIG_FILE} must be a list of chapter numbers or null, got {chapters!r}")
+    return config
+
+
+def _grade(
+    root: Path, config: Mapping[str, Any], metadata: Mapping[str, Any], registry: Any, jobs: int
+) -> tuple[list[Any], list[str]]:
+    """The rows of this submission and the notes students read at once (files not graded...)."""
+    chapters = config.get("chapters")
+    with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:  # mode 0700: the sandbox's uid stays out
+        student = _student_name(metadata)
+        skipped = _gather(root / "submission", Path(tmp) / "submissions" / student)
+        summary = grade(
+            Path(tmp) / "submissions",
+            Path(tmp) / "out",
+            jobs=jobs,
+            timeout=config["timeout"],
+            seed=int(config["seed"]),
+            course_root=root / "source" / config.get("course", "course"),
+            registry=registry,
+            memory_mb=config["memory_mb"],
+            progress=False,
+            lang=config.get("lang", "en"),
+            chapters=None if chapters is None else frozenset(chapters),
+        )
+    notes = [tr("Not graded: {files}.", files=", ".join(skipped))] if skipped else []
+    if not any(row.status != Status.MISSING for row in summary["rows"]):
+        notes.append(tr("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter saved them."))
+    print(f"gradescope: graded {student}: {sum(row.points for row in summary['rows'])} points", flush=True)
+    return summary["rows"], notes
+
+
+def run_gradescope(
+    root: str | Path,
+    *,
+    registry: Mapping[str, Any] | None = None,
+    jobs: int = 1,
+    allow_weak_isolation: bool | None = None,
+) -> dict[str, Any]:
     """Grade ``root/submission`` and write ``root/results/results.json``; return what was written.
 
     Args:
@@ -193,36 +303,58 @@ def run_gradescope(root: str | Path, *, registry: Mapping[str, Any] | None = Non
             ``submission/`` and ``results/``.
         registry: exercise id -> ``Exercise``; default :func:`utils.exercises.all_exercises` (tests inject).
         jobs: students graded in parallel (one here). Default: ``1``.
+        allow_weak_isolation: grade even where the sandbox cannot switch to an unprivileged uid. Default:
+            ``None``, the bundle's setting (``allow_weak_isolation`` in ``gradescope.json``, false when absent).
 
-    Whatever goes wrong, a ``results.json`` with score 0 and the reason is written.
+    Whatever goes wrong, a ``results.json`` with score 0 is written: a fixed message for students, the
+    reason in a test only instructors see.
     """
     started = time.perf_counter()
     root = Path(root)
-    results = root / "results" / "results.json"
-    visibility = "after_published"
+    visibility, lang = "after_published", "en"
+    rows: list[Any] = []
+    notes: list[str] = []
+    instructor: list[dict[str, Any]] = []
     try:
-        config = json.loads((root / "source" / CONFIG_FILE).read_text(encoding="utf-8"))
-        visibility = config.get("hidden_visibility", visibility)
-        with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:
-            student = _student_name(root)
-            skipped = _gather(root / "submission", Path(tmp) / "submissions" / student)
-            summary = grade(Path(tmp) / "submissions", Path(tmp) / "out", jobs=jobs, timeout=config["timeout"],
-                            seed=int(config["seed"]), course_root=root / "source" / config.get("course", "course"),
-                            registry=registry, memory_mb=config["memory_mb"], progress=False,
-                            lang=config.get("lang", "en"))
-        with using_language(config.get("lang", "en")):
-            notes = [tr("Not graded: {files}.", files=", ".join(skipped))] if skipped else []
-            if not any(row.status != Status.MISSING for row in summary["rows"]):
-                notes.append(tr("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter "
-                                "saved them."))
-            data = gradescope_results(summary["rows"], time.perf_counter() - started, visibility, "\n".join(notes))
-        print(f"gradescope: graded {student}: {data['score']:g} points, isolation {summary['isolation']}")
+        try:
+            config = _settings(root)
+            visibility, lang = config.get("hidden_visibility", visibility), config.get("lang", lang)
+            metadata = lock_down(root)
+            allow = (
+                bool(config.get("allow_weak_isolation", False))
+                if allow_weak_isolation is None
+                else allow_weak_isolation
+            )
+            iso, line = checked_isolation(allow)
+            print(f"gradescope: {line}", flush=True)
+            instructor.append(instructor_test(ISOLATION_TEST, iso.drop == "uid", line))
+            with using_language(lang):
+                rows, notes = _grade(root, config, metadata, registry, jobs)
+        finally:
+            killed = end_student_processes()
+            if killed:
+                print(f"gradescope: killed {killed} leftover processes of the sandbox", flush=True)
+    except Refused as exc:
+        print(f"gradescope: {exc}", file=sys.stderr, flush=True)
+        instructor.append(instructor_test(ISOLATION_TEST, False, str(exc)))
+        with using_language(lang):
+            notes = [
+                tr(
+                    "Your submission was not graded: the autograder cannot run your code safely on this "
+                    "machine. Your instructor can see why; resubmitting will not help until they fix it."
+                )
+            ]
     except Exception as exc:  # noqa: BLE001  (Gradescope must get a results.json, with the reason)
-        data = gradescope_results([], time.perf_counter() - started, visibility, (
-            f"The autograder failed ({type(exc).__name__}: {one_line(exc, 200)}); ask your instructor."))
-        print(f"gradescope: the grader failed: {exc!r}", file=sys.stderr)
-    results.parent.mkdir(parents=True, exist_ok=True)
-    results.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"gradescope: the grader failed: {exc!r}", file=sys.stderr, flush=True)
+        instructor.append(instructor_test(FAILURE_TEST, False, f"{type(exc).__name__}: {exc}"[:2000]))
+        rows = []
+        with using_language(lang):
+            notes = [tr("The autograder failed; your instructor can see why. Ask them before resubmitting.")]
+    seconds = time.perf_counter() - started
+    with using_language(lang):
+        data = gradescope_results(rows, seconds, visibility, "\n".join(notes), instructor)
+    write_results(root / "results", data)
+    print(f"gradescope: results.json written after {seconds:.1f} s: {data['score']:g} points", flush=True)
     return data
 
 
@@ -237,12 +369,25 @@ def _registry(spec: str | None) -> Mapping[str, Any] | None:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m utils.grading.gradescope --root ROOT`` (what ``run_autograder`` runs)."""
-    parser = argparse.ArgumentParser(prog="python -m utils.grading.gradescope",
-                                     description="Grade a Gradescope submission into results/results.json.")
+    parser = argparse.ArgumentParser(
+        prog="python -m utils.grading.gradescope",
+        description="Grade a Gradescope submission into results/results.json.",
+    )
     parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+    parser.add_argument(
+        "--allow-weak-isolation",
+        action="store_const",
+        const=True,
+        default=None,
+        help=(
+            "grade even where the sandbox cannot run the student's code as an unprivileged uid (it could then read "
+            "the seed and rewrite results.json); default: the bundle's setting"
+        ),
+    )
     parser.add_argument("--registry", default=None, help=argparse.SUPPRESS)  # tests: "module:NAME"
     args = parser.parse_args(argv)
-    run_gradescope(args.root, registry=_registry(args.registry))
+    become_subreaper()
+    run_gradescope(args.root, registry=_registry(args.registry), allow_weak_isolation=args.allow_weak_isolation)
     return 0
 
 

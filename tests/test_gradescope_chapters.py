@@ -1,0 +1,82 @@
+"""``gradescope-bundle --chapters 2``: one chapter (or a set) is one Gradescope assignment.
+
+The bundle grades only those chapters, out of their own points: a student who submits chapter 2 gets
+chapter 2's tests, and no "missing" test for the chapters this assignment is not about.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import grader_fixtures as gf
+import pytest
+import test_gradescope as tg
+from test_gradescope import TOY, check_spec, lay_out, run_autograder, scored
+
+from utils.builder.gradescope_bundle import bundle_chapters, write_gradescope_bundle
+from utils.grade import main as grade_main
+from utils.grading.course import ChapterError
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    return tg.make_bundle(tmp_path_factory)
+
+
+@pytest.fixture
+def autograder_root():
+    with tg.temporary_root() as root:
+        yield root
+
+
+def test_the_bundle_of_chapter_2_carries_chapter_2_only(tmp_path):
+    out = tmp_path / "ch2.zip"
+    assert grade_main(["gradescope-bundle", str(out), "--seed", "5", "--chapters", "2"]) == 0
+    with zipfile.ZipFile(out) as archive:
+        config = json.loads(archive.read("gradescope.json"))
+        notebooks = sorted(n for n in archive.namelist() if n.startswith("course/solutions/"))
+    assert config["chapters"] == [2]
+    assert notebooks == [f"course/solutions/{p.name}" for p in gf.course_notebooks() if p.name.startswith("02_")]
+
+
+def test_chapters_are_checked_against_the_course(tmp_path, capsys):
+    assert bundle_chapters(None, gf.REPO) is None
+    assert bundle_chapters("1,3", gf.REPO) == [1, 3]
+    assert bundle_chapters([2, 2], gf.REPO) == [2]
+    for wrong in ([9], [], ["2"], [True]):
+        with pytest.raises(ChapterError, match="its chapters are 1-6"):
+            bundle_chapters(wrong, gf.REPO)
+    with pytest.raises(ChapterError, match="--chapters '9'"):
+        write_gradescope_bundle(tmp_path / "a.zip", chapters="9")
+    assert grade_main(["gradescope-bundle", str(tmp_path / "a.zip"), "--chapters", "0-2x"]) == 2
+    assert "gradescope-bundle: --chapters '0-2x'" in capsys.readouterr().err
+    assert not (tmp_path / "a.zip").exists()
+
+
+def two_chapter_course(root):
+    """The toy course with ``ch1.total`` moved to a chapter 2 notebook, and the bundle set to grade ``chapters``."""
+    course = root / "source" / "course"
+    (course / "solutions" / "01_toy.ipynb").unlink()
+    one = {e: s for e, s in gf.TOY_SOLUTIONS.items() if e != "ch1.total"}
+    gf.write_notebook(course / "solutions" / "01_toy.ipynb", gf.notebook(list(one.items()), gf.TOY_POINTS))
+    two = [("ch1.total", gf.TOY_SOLUTIONS["ch1.total"])]
+    gf.write_notebook(course / "solutions" / "02_toy.ipynb", gf.notebook(two, gf.TOY_POINTS))
+
+
+@pytest.mark.sandbox
+def test_a_chapter_2_assignment_grades_chapter_2_out_of_its_own_points(bundle, autograder_root):
+    submission = gf.notebook([("ch1.total", gf.TOY_SOLUTIONS["ch1.total"])])
+    root = lay_out(autograder_root, bundle, {"02_toy.ipynb": submission})
+    two_chapter_course(root)
+    config = json.loads((root / "source" / "gradescope.json").read_text(encoding="utf-8"))
+    (root / "source" / "gradescope.json").write_text(json.dumps(config | {"chapters": [2]}), encoding="utf-8")
+    data = run_autograder(root, *TOY)
+    check_spec(data, ["ch1.total"], [1.0])
+    assert data["score"] == 1 and all(t["status"] == "passed" for t in data["tests"] if t["visibility"] != "hidden")
+    assert "missing" not in json.dumps(data)
+
+    (root / "source" / "gradescope.json").write_text(json.dumps(config | {"chapters": None}), encoding="utf-8")
+    every = run_autograder(root, *TOY)  # the same submission in an all-chapter assignment misses chapter 1
+    assert [t["name"] for t in scored(every)] == ["ch1.add_one", "ch1.attend", "ch1.total"]
+    assert every["score"] == 1
