@@ -66,10 +66,10 @@ venv:
 	    echo "could not make $(VENV): on Debian/Ubuntu, sudo apt-get install python3-venv"; exit 1; }
 
 setup: venv
-	@$(MAKE) --no-print-directory $(LAB_STAMP)
+	@$(MAKE) --no-print-directory --silent $(LAB_STAMP)
 
 setup-dev: venv
-	@$(MAKE) --no-print-directory $(DEV_STAMP)
+	@$(MAKE) --no-print-directory --silent $(DEV_STAMP)
 
 # The JavaScript the static HTML edition ships (widget embedder, RequireJS, MathJax), exact from the lock.
 NODE_STAMP := node_modules/.installed
