@@ -64,7 +64,7 @@ def test_a_mistake_that_matches_one_failing_case_only_is_not_named():
     verdict = _verdict(exercise, learner)
     assert not verdict.passed and verdict.status == Status.FAILED
     assert not verdict.message.startswith(TRIPLED), verdict.message  # not stated as the diagnosis
-    assert verdict.message.startswith(f"on case 1 of 3 your output equals what this known slip gives: «{TRIPLED}»")
+    assert verdict.message.startswith(f"on case 1 of 3 your function does what this known slip does: «{TRIPLED}»")
     assert "it does not explain case 2 of 3" in verdict.message, verdict.message
     assert "Hint: multiply by 2" in verdict.message  # the generic path follows the observation
 

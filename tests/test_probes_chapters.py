@@ -68,7 +68,7 @@ def test_silent_on_a_correct_answer_in_another_style(func_name, fn):
 FIRES = [
     ("scaled_dot_product_attention", "softmax_over_queries", "weights_over_keys", "over the queries"),
     ("scaled_dot_product_attention", "scale_after_softmax", "weights_over_keys", "sums to 0.5"),
-    ("scaled_dot_product_attention", "sqrt_num_keys", "scale_read_back", "times 0.378 (1/2.646)"),
+    ("scaled_dot_product_attention", "sqrt_num_keys", "scale_read_back", "(1/2.646): that is 1/sqrt(S)"),
     ("scaled_dot_product_attention", "no_scale", "scale_read_back", "times 1 (1/1)"),
     ("scaled_dot_product_attention", "inverted_mask", "mask_zero_and_polarity", "wrong way round"),
     ("scaled_dot_product_attention", "ignores_mask", "mask_zero_and_polarity", "do not change when a mask"),

@@ -23,8 +23,13 @@ UNSAFE_BUILTINS = frozenset({"exec", "eval", "compile", "__import__", "globals",
                              "delattr", "breakpoint", "__builtins__", "__loader__", "__spec__"})
 """Builtins that run text as code, or reach or change objects by computed names."""
 UNSAFE_MODULES = frozenset({"importlib", "ctypes", "gc", "inspect", "builtins", "marshal", "pickle", "copyreg",
-                            "types", "dill", "cloudpickle", "_thread", "code", "codeop", "runpy", "pdb"})
-"""Modules that import, run or reach code by name, or walk frames and live objects."""
+                            "types", "dill", "cloudpickle", "_thread", "code", "codeop", "runpy", "pdb", "pkgutil",
+                            "zipimport", "imp", "site", "pydoc", "string", "logging", "unittest", "modulefinder",
+                            "shelve", "multiprocessing", "sys"})
+"""Modules that import, run or reach code by name, or walk frames and live objects (``pkgutil.resolve_name``,
+``pydoc.locate``, ``string.Formatter().get_field``, ``logging.config``'s factories, ``unittest.mock.patch``
+import by a string); as an attribute (``torch.sys``), a module reached through another one. ``sys`` itself
+may be imported; its ``modules`` and ``path`` may not be used."""
 UNSAFE_ATTRIBUTES = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame", "cr_frame",
                                "ag_frame", "gi_code", "tb_frame", "tb_next", "_getframe", "_current_frames",
                                "settrace", "setprofile", "attrgetter", "methodcaller"})
@@ -32,11 +37,18 @@ UNSAFE_ATTRIBUTES = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", 
 SAFE_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__doc__"})
 """The only dunder attributes an exercise cell may touch (``super().__init__()``)."""
 _TORCH_MODULES = ("torch",)
+UNSAFE_TORCH = frozenset({"jit", "hub", "load", "package", "library", "compile", "fx", "export", "overrides",
+                          "utils", "serialization", "multiprocessing", "sys", "os", "_dynamo", "cuda"})
+"""torch's machinery that loads, unpickles or compiles code (``torch.load``, ``torch.jit.CompilationUnit``
+from a string, ``torch.utils.cpp_extension``) or lists functions to pick by name (``torch.overrides``)."""
+_NAMES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "math": "math"}
+"""What the names every exercise cell starts with stand for (:data:`utils.exercises.runner.PREAMBLE`)."""
 
 
 def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
     """Return the first forbidden dotted name the source uses (as an attribute, an import, or the
-    ``utils`` package), or None. The function's own name is never flagged.
+    ``utils`` package), or None. The function's own name is never flagged. Where two forbidden names end
+    alike (``F.scaled_dot_product_attention`` and the course's own), the one the source reaches is named.
 
     >>> forbidden_in_source("def f(q):\\n    return F.scaled_dot_product_attention(q, q, q)",
     ...                     ["torch.nn.functional.scaled_dot_product_attention"])
@@ -46,11 +58,16 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
         return None
-    by_attr = {name.rpartition(".")[2]: name for name in forbidden}
+    by_attr: dict[str, list[str]] = {}
+    for name in forbidden:
+        by_attr.setdefault(name.rpartition(".")[2], []).append(name)
     packages = {name for name in forbidden if "." not in name}
+    aliases = _aliases(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in by_attr:
-            return by_attr[node.attr]
+            chain = _attribute_chain(node)
+            reached = ".".join([aliases.get(chain[0], chain[0]), *chain[1:]]) if chain else ""
+            return _named(by_attr[node.attr], reached)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] in packages:
@@ -61,10 +78,32 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
                 return module
             for alias in node.names:
                 if alias.name in by_attr:
-                    return by_attr[alias.name]
+                    return _named(by_attr[alias.name], f"{module}.{alias.name}")
         if isinstance(node, ast.Name) and node.id in packages:
             return node.id
     return None
+
+
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """Each name a module is bound to in ``tree`` (and the preamble's), mapped to the module's dotted name."""
+    found = dict(_NAMES)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                bound = alias.asname or alias.name.split(".")[0]
+                found[bound] = alias.name if alias.asname else bound
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return found
+
+
+def _named(candidates: list[str], reached: str) -> str:
+    """Of forbidden names ending alike, the one ``reached`` is (or ends with), else the first listed."""
+    for name in candidates:
+        if reached == name or reached.endswith("." + name) or name.endswith("." + reached):
+            return name
+    return candidates[0]
 
 
 def unsafe_in_source(source: str) -> str | None:
@@ -96,26 +135,43 @@ def unsafe_in_source(source: str) -> str | None:
                     torch_names.add((alias.asname or alias.name).split(".")[0])
                 if root == "sys":
                     sys_names.add(alias.asname or "sys")
+    called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    literal_getattr = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
+                       and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) > 1}
     for node in ast.walk(tree):
         reason = _unsafe_node(node, torch_names, sys_names)
         if reason:
             return reason
+        if isinstance(node, ast.Name) and node.id == "getattr" and id(node) not in literal_getattr:
+            return tr("getattr passed as a value (it reaches attributes by computed names)")
+        if isinstance(node, ast.Attribute) and node.attr == "modules" and id(node) not in called:
+            return ".modules"  # sys.modules reached through another module; self.modules() is a call
+        if isinstance(node, ast.keyword) and (node.arg, _constant(node.value)) in (("allow_pickle", True),
+                                                                                  ("weights_only", False)):
+            return tr("{code} (unpickling runs code)", code=f"{node.arg}={_constant(node.value)}")
     return None
+
+
+def _constant(node: ast.AST) -> object:
+    return node.value if isinstance(node, ast.Constant) else None
 
 
 def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> str | None:
     if isinstance(node, ast.Import):
         for alias in node.names:
-            if alias.name.split(".")[0] in UNSAFE_MODULES:
+            if alias.name.split(".")[0] in UNSAFE_MODULES - {"sys"}:
                 return f"import {alias.name}"
             if alias.name.split(".")[0] == _COURSE_PACKAGE:
                 return tr("{code} (the course's own code, including the machinery that checks it)",
                           code=f"import {alias.name}")
             if alias.name.startswith(("torch._", "torch.ops")):
                 return tr("{code} (torch's internals)", code=f"import {alias.name}")
+            if alias.name.split(".")[0] in _TORCH_MODULES and alias.name.split(".")[1:2] and \
+                    alias.name.split(".")[1] in UNSAFE_TORCH:
+                return tr("{code} (torch's machinery that loads code or finds it by name)", code=f"import {alias.name}")
     if isinstance(node, ast.ImportFrom):
         module = node.module or ""
-        if module.split(".")[0] in UNSAFE_MODULES:
+        if module.split(".")[0] in UNSAFE_MODULES - {"sys"}:
             return f"from {module} import ..."
         if module.split(".")[0] == _COURSE_PACKAGE:
             return tr("{code} (the course's own code, including the machinery that checks it)",
@@ -123,22 +179,28 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
         if module.startswith(("torch._", "torch.ops")):
             return tr("{code} (torch's internals)", code=f"from {module} import ...")
         for alias in node.names:
-            if alias.name in UNSAFE_BUILTINS | UNSAFE_ATTRIBUTES or (module == "sys" and alias.name == "modules"):
+            if alias.name in UNSAFE_BUILTINS | UNSAFE_ATTRIBUTES or (module == "sys" and alias.name in ("modules",
+                                                                                                        "path")):
                 return f"from {module} import {alias.name}"
             if module.split(".")[0] in _TORCH_MODULES and (alias.name.startswith("_") or alias.name == "ops"):
                 return tr("{code} (torch's internals)", code=f"from {module} import {alias.name}")
+            if module == "torch" and alias.name in UNSAFE_TORCH:
+                return tr("{code} (torch's machinery that loads code or finds it by name)",
+                          code=f"from {module} import {alias.name}")
     if isinstance(node, ast.Name) and node.id in UNSAFE_BUILTINS:
         return node.id
     if isinstance(node, ast.Attribute):
-        if node.attr in UNSAFE_ATTRIBUTES:
+        if node.attr in UNSAFE_ATTRIBUTES | UNSAFE_MODULES | UNSAFE_BUILTINS - {"eval"}:  # a module's .eval() is fine
             return f".{node.attr}"
         if node.attr.startswith("__") and node.attr.endswith("__") and node.attr not in SAFE_DUNDERS:
             return f".{node.attr}"
-        if isinstance(node.value, ast.Name) and node.value.id in sys_names and node.attr == "modules":
-            return "sys.modules"
+        if isinstance(node.value, ast.Name) and node.value.id in sys_names and node.attr in ("modules", "path"):
+            return f"sys.{node.attr}"
         chain = _attribute_chain(node)
         if chain and chain[0] in torch_names and any(part.startswith("_") or part == "ops" for part in chain[1:]):
             return tr("{code} (torch's internals)", code=".".join(chain))
+        if chain and chain[0] in torch_names and len(chain) > 1 and chain[1] in UNSAFE_TORCH:
+            return tr("{code} (torch's machinery that loads code or finds it by name)", code=".".join(chain[:2]))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
         name = node.args[1] if len(node.args) > 1 else None
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):

@@ -290,9 +290,11 @@ def _generic_verdict(exercise: Exercise, n_cases: int,
     found = observe(exercise, failures, evidence) if probe else None
     if found is not None:
         text, position = found
-        index, case, seen_outcome, seen = failures[position]
+        index, case, seen_outcome, seen = failures[position or 0]
+        where = _where(index, n_cases, case)
         return Verdict(False, Status.ERROR if seen_outcome.error else Status.FAILED,
-                       tr("{reason} ({where})", reason=text, where=_where(index, n_cases, case)),
+                       tr("{reason} ({where})", reason=text, where=where) if position is not None else
+                       tr("{reason} (first failing case: {where})", reason=text, where=where),
                        "error" if seen is None else seen[0]), True
     if outcome.error:
         kind, message = outcome.error
@@ -371,9 +373,9 @@ def _partial_observation(match: _Match, ran: Sequence[tuple[Case, Outcome]], n_c
     other = (match.missed or match.passes_where_it_fails)[0]
     where = tr("case {i} of {n} ({inputs})", i=other + 1, n=n_cases, inputs=_case_summary(ran[other][0]))
     if match.missed:
-        return tr("on {cases} your output equals what this known slip gives: «{slip}»; it does not explain "
+        return tr("on {cases} your function does what this known slip does: «{slip}»; it does not explain "
                   "{where}.", cases=cases, slip=slip, where=where)
-    return tr("on {cases} your output equals what this known slip gives: «{slip}»; but your function passes "
+    return tr("on {cases} your function does what this known slip does: «{slip}»; but your function passes "
               "{where}, where that slip fails.", cases=cases, slip=slip, where=where)
 
 

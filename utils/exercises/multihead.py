@@ -233,14 +233,14 @@ MULTI_HEAD_MISTAKES = [
              f"you filled with -1e9: float16 cannot store it (largest finite value 65504), so masked_fill "
              f"raises, and on a row with no allowed key it gives a uniform average. Use float('-inf') — see "
              f"{_MYTH_1E9}.", fill=-1e9, guard=False),
-    _mistake("fill_minus_1e4",
-             "you filled with -1e4: when the allowed scores are below -1e4 (scores of order 1e4 occur in "
-             "an unscaled or diverging model) the masked keys win. Use float('-inf') — see "
-             f"{_MYTH_1E4}.", fill=-1e4, guard=False),
-    _mistake("additive_minus_1e4",
-             "you added -1e4 to the masked scores: a masked key scoring 2e4 above the allowed ones still "
-             f"wins. Use masked_fill(~mask, float('-inf')) — see {_MYTH_1E4}.",
-             fill=-1e4, masking="additive", guard=False),
+    *(_mistake(f"fill_minus_1e4{suffix}",
+               "you filled with -1e4: when the allowed scores are below -1e4 (scores of order 1e4 occur in "
+               "an unscaled or diverging model) the masked keys win. Use float('-inf') — see "
+               f"{_MYTH_1E4}.", fill=-1e4, guard=guard) for suffix, guard in (("", False), ("_guarded", True))),
+    *(_mistake(f"additive_minus_1e4{suffix}",
+               "you added -1e4 to the masked scores: a masked key scoring 2e4 above the allowed ones still "
+               f"wins. Use masked_fill(~mask, float('-inf')) — see {_MYTH_1E4}.",
+               fill=-1e4, masking="additive", guard=guard) for suffix, guard in (("", False), ("_guarded", True))),
     _mistake("no_fully_masked_guard", _NAN_ROW, guard=False),
     _mistake("guard_multiplied", _NAN_ROW, guard_kind="multiply"),  # the same NaN as no guard at all
     _mistake("guard_without_keepdim",

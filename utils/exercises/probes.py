@@ -141,9 +141,10 @@ def evidence_for(exercise: ProbedExercise, outcomes: Sequence[Outcome],
 
 
 def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evidence | None = None
-            ) -> tuple[str, int] | None:
+            ) -> tuple[str, int | None] | None:
     """The first observation that explains ``failures`` (``(index, case, outcome, reason)`` as the judge
-    records them), and the position in ``failures`` of the case it is about; None when no probe fits.
+    records them), and the position in ``failures`` of the case it is about, or None when it is about the
+    probes' own inputs (the judge then cites the first failing case as such); None when no probe fits.
     Order: globals, determinism, an input added to the output, the exercise's own probes, finiteness, other
     relations to the reference, dtype."""
     evidence = evidence or Evidence()
@@ -157,7 +158,7 @@ def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evi
     if evidence.notebook_names:
         return tr("your function reads the notebook variable `{name}`; use its argument instead (the grader runs "
                   "your exercise cell alone, without your notebook's variables)",
-                  name=evidence.notebook_names[0]), 0
+                  name=evidence.notebook_names[0]), None
     groups, outcomes = _groups(exercise), list(evidence.outcomes)
     by_name: dict[str, tuple[list[Case], list[Outcome]]] = {}
     start = 0
@@ -167,7 +168,7 @@ def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evi
             start += len(cases)
     determinism = _safe(_nondeterministic, *by_name.get("determinism", ([], [])))
     if determinism:
-        return determinism, 0
+        return determinism, None
     residual = _safe(relate, exercise, failures, ("plus_input",))  # unmistakable: before the probes' guesses
     if residual:
         return residual
@@ -175,20 +176,19 @@ def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evi
         inputs, got = by_name.get(probe.name, ([], []))
         text = _safe(probe.explain, exercise.reference, inputs, got) if inputs else None
         if text:
-            return text, 0
+            return text, None
     inputs, got = by_name.get("finite", ([], []))
     overflow = _safe(_finite, exercise, inputs, got) if inputs else None
     if overflow:  # true of the function whatever the cases show, and the cause of many of their differences
-        return overflow, 0
+        return overflow, None
     relation = _safe(relate, exercise, failures)
     if relation:
         return relation
-    for name, check in (("dtype", _keeps_dtype),):
-        inputs, got = by_name.get(name, ([], []))
-        text = _safe(check, exercise, inputs, got) if inputs else None
-        if text:
-            return text, 0
-    return None
+    if any(reason is not None and reason[0] == "dtype" for _, _, _, reason in failures):
+        return None  # a failing case already shows the dtype it lost, in its own terms
+    inputs, got = by_name.get("dtype", ([], []))
+    text = _safe(_keeps_dtype, exercise, inputs, got) if inputs else None
+    return (text, None) if text else None
 
 
 def _safe(fn: Callable[..., Any], *args: Any) -> Any:

@@ -52,6 +52,11 @@ _SCALE = "section 2 measures why"
 _STEPS = "the four steps of section 1"
 
 
+def _twins(name: str, fn, diagnosis: str) -> tuple[Mistake, Mistake]:
+    """A masking slip as written, and the same slip followed by the fully-masked guard: one diagnosis."""
+    return Mistake(name, fn, diagnosis), Mistake(f"{name}_guarded", wrong._guarded(fn), diagnosis)
+
+
 # --------------------------------------------------------------------------------------------------
 # The cases
 # --------------------------------------------------------------------------------------------------
@@ -110,14 +115,19 @@ SDPA = Exercise(
                 "a query whose keys are all masked gets uniform weights (the mean of v) from your finite fill "
                 "(torch.finfo(dtype).min, or a large negative number added); it must get zero weights and a zero "
                 f"output: fill with float('-inf') and set such rows to 0 after the softmax ({_MYTH_INF})"),
-        Mistake("minus_1e9", wrong._sdpa_minus_1e9,
+        # each finite fill twice, without and with the guard: a learner who guards reads the same diagnosis
+        *_twins("minus_1e9", wrong._sdpa_minus_1e9,
                 "you mask with -1e9 (as the practitioner's article does, `masked_fill(mask == 0, -1e9)`): -1e9 does "
                 "not fit in float16 "
                 f"(its largest number is 65504), so masked_fill raises; fill with float('-inf') ({_MYTH_1E9})"),
-        Mistake("fill_minus_1e4", wrong._sdpa_fill_minus_1e4,
+        *_twins("fill_minus_1e4", wrong._sdpa_fill_minus_1e4,
                 "you replace the blocked scores by -1e4: a number, not a wall. When every allowed score of a row "
                 f"is below -1e4 the blocked keys win; fill with float('-inf') ({_MYTH_1E4})"),
-        Mistake("add_minus_1e4", wrong._sdpa_add_minus_1e4,
+        *_twins("fill_float16_min", wrong._sdpa_fill_float16_min,
+                "you replace the blocked scores by -65504, float16's smallest number (torch.finfo(torch.float16)"
+                ".min): on float32 scores it is a number, not a wall, and when every allowed score of a row is "
+                f"below -65504 the blocked keys win; fill with float('-inf') ({_MYTH_INF})"),
+        *_twins("add_minus_1e4", wrong._sdpa_add_minus_1e4,
                 "you add -1e4 to the blocked scores: a blocked key whose score is more than about 1e4 above the "
                 f"allowed ones still wins; fill with float('-inf') instead ({_MYTH_1E4})"),
         Mistake("guard_all", wrong._sdpa_guard_all,

@@ -43,8 +43,10 @@ def large_score_cases(gen: torch.Generator, N: int, L: int, S: int) -> list[Case
     # (a) every masked key scores about 2.5e4 above the allowed ones: adding -1e4 leaves it on top
     above = torch.where(mask, moderate, 25000 + moderate)
     # (b) every allowed key scores about -1e5 (float32 holds it; exact in steps of 1/32): replacing the
-    # masked scores by -1e4, or by torch.finfo(torch.float16).min = -65504, puts them on top
-    below = torch.where(mask, moderate / 4 - 100000, moderate)
+    # masked scores by -1e4, or by torch.finfo(torch.float16).min = -65504, puts them on top; in every
+    # other query row about -3e4 instead, where -1e4 still leaks and -65504 does not: the two are told apart
+    base = torch.where(torch.arange(L)[:, None] % 2 == 0, 100000.0, 30000.0)  # (L, 1)
+    below = torch.where(mask, moderate / 4 - base, moderate)
     return [{**set_scores(above), "v": v, "mask": mask}, {**set_scores(below), "v": v.flip(0), "mask": mask}]
 
 

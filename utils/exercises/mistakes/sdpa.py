@@ -53,6 +53,20 @@ def _sdpa_fill_minus_1e4(q, k, v, mask=None):
     return _sdpa_variant(q, k, v, mask, fill=-1e4, guard=False)
 
 
+def _sdpa_fill_float16_min(q, k, v, mask=None):
+    return _sdpa_variant(q, k, v, mask, fill=torch.finfo(torch.float16).min, guard=False)
+
+
+def _guarded(fn):
+    """``fn`` with the guard added after it: a fully masked row gets zero weights and a zero output."""
+    def guarded(q, k, v, mask=None):
+        _, weights = fn(q, k, v, mask)
+        weights = _fully_masked_to_zero(weights, mask)
+        return weights @ v, weights
+    guarded.__name__ = f"{fn.__name__}_guarded"
+    return guarded
+
+
 def _sdpa_add_minus_1e4(q, k, v, mask=None):
     add = lambda s, m: s if m is None else s + (~m).to(s.dtype) * -1e4  # noqa: E731
     return _sdpa_from_scores(q, k, v, mask, lambda s, m: add(s, m).softmax(-1))

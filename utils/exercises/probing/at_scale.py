@@ -56,6 +56,12 @@ def _online_explain(reference, inputs, outcomes) -> str | None:
             return None
         results.append((same(new_max, want_max), same(new_sum, want_sum), new_max, new_sum, want_max, want_sum))
     for situation, (max_ok, _, new_max, _, want_max, _) in zip(situations, results):
+        stays = torch.isneginf(want_max) & torch.isfinite(new_max)  # -inf expected, a finite number given
+        if not max_ok and bool(stays.any()) and bool((new_max[stays] < -1e3).all()):
+            return tr("your new max is {got} {situation}, where it must stay -inf, expected {want}: a large "
+                      "negative number such as -1e9 is not -inf (it does not survive exp(running_max - new_max) "
+                      "and breaks in float16); keep -inf and guard the shift instead",
+                      situation=situation, got=numbers(new_max), want=numbers(want_max))
         if not max_ok:
             return tr("your new max is wrong {situation}: {got}, expected {want}; it is the elementwise larger of "
                       "running_max and each row's block max, torch.maximum(running_max, block.amax(dim=-1))",
@@ -173,14 +179,20 @@ CACHE_PROBES = (Probe("cache_and_empty_cache", _cache_inputs, _cache_explain), c
 def _block_grad_inputs(gen: torch.Generator) -> list:
     L, B, Dv = 3, 4, 5
     weights = torch.softmax(torch.randn(L, 2 * B, generator=gen), dim=-1)[:, :B]  # one block of a longer row
-    return [{"grad_out": torch.randn(L, Dv, generator=gen), "out": torch.randn(L, Dv, generator=gen),
-             "weights": weights, "value": torch.randn(B, Dv, generator=gen)}]
+    case = {"grad_out": torch.randn(L, Dv, generator=gen), "out": torch.randn(L, Dv, generator=gen),
+            "weights": weights, "value": torch.randn(B, Dv, generator=gen)}
+    return [case, {**case, "grad_out": torch.zeros(L, Dv)}]  # 1: no gradient flows in, so none may flow out
 
 
 def _block_grad_explain(reference, inputs, outcomes) -> str | None:
     got, expected = probe_output(outcomes, 0), reference_output(reference, inputs[0])
     if got is None or got.shape != expected.shape or not got.is_floating_point() or same(got, expected):
         return None
+    silent = probe_output(outcomes, 1)
+    if silent is not None and silent.shape == expected.shape and not same(silent, torch.zeros_like(expected)):
+        return tr("with grad_out = 0 your dS must be 0 (no gradient flows in, so none flows back), and yours is "
+                  "not (up to {error:.3g}): part of your dS does not come from dO; dP = dO Vᵀ and Δ = rowsum(dO "
+                  "⊙ O) both vanish with dO", error=float(silent.double().abs().max()))
     case = {k: v.double() for k, v in inputs[0].items()}
     P, dO, out = case["weights"], case["grad_out"], case["out"]
     dP = dO @ case["value"].T

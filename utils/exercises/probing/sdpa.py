@@ -87,9 +87,13 @@ def _scale_explain(reference, inputs, outcomes) -> str | None:
     expected = 1 / math.sqrt(_SCALE_D)
     if abs(factor - expected) <= 1e-3 * expected:
         return None
-    return tr("your weights are the softmax of q @ kᵀ times {factor:.4g} (1/{inverse:.4g}); the chapter scales the "
-              "scores by 1/sqrt(D) = {expected:.4g}, with D = q.shape[-1] = {D} (here L = 2, S = 7, Dv = 3)",
-              factor=factor, inverse=1 / factor, expected=expected, D=_SCALE_D)
+    sizes = {"L": 2, "S": 7, "Dv": 3}
+    named = next((tr(": that is 1/sqrt({name}), not 1/sqrt(D)", name=name) for name, n in sizes.items()
+                  if abs(factor * math.sqrt(n) - 1) < 1e-3), "")
+    return tr("on a probe input with D = q.shape[-1] = {D}, L = 2 queries, S = 7 keys and Dv = 3, your weights are "
+              "the softmax of q @ kᵀ times {factor:.4g} (1/{inverse:.4g}){named}; the chapter scales the scores by "
+              "1/sqrt(D) = {expected:.4g}", factor=factor, inverse=1 / factor, expected=expected, D=_SCALE_D,
+              named=named)
 
 
 def _masked_inputs(gen: torch.Generator) -> list:
