@@ -24,7 +24,7 @@ from utils.exercises.definition import Exercise, Mistake
 from utils.exercises.edges import positional as edges
 from utils.exercises.mistakes import positional as wrong
 from utils.exercises.probing import contrasts
-from utils.exercises.probing.positional import SINUSOIDAL_PROBES
+from utils.exercises.probing.positional import SHIFT_PROBES, SINUSOIDAL_PROBES
 from utils.positional import sinusoidal_encoding as _sinusoidal_table
 
 __all__ = [
@@ -318,7 +318,7 @@ SHIFT = Exercise(
     reference=relative_shift_matrix_reference,
     make_cases=_shift_cases,
     make_edge_cases=edges.shift_edges,
-    probes=(contrasts.RELATIVE_SHIFT_CONTRAST,),
+    probes=(*SHIFT_PROBES, contrasts.RELATIVE_SHIFT_CONTRAST),
     parts=edges.SHIFT_PARTS,
     points=3,
     mistakes=[

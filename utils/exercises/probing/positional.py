@@ -75,3 +75,36 @@ def _table_explain(reference, inputs, outcomes) -> str | None:
 
 
 SINUSOIDAL_PROBES = (Probe("columns_and_frequencies", _table_inputs, _table_explain),)
+
+
+# --------------------------------------------------------------------------------------------------
+# relative_shift_matrix
+# --------------------------------------------------------------------------------------------------
+
+
+def _shift_inputs(gen: torch.Generator) -> list:
+    return [{"k": k, "d_model": 4} for k in (0, 1, 2, -1)]
+
+
+def _shift_explain(reference, inputs, outcomes) -> str | None:
+    got = [probe_output(outcomes, i) for i in range(len(inputs))]
+    if any(m is None or m.shape != (4, 4) or not m.is_floating_point() for m in got):
+        return None
+    zero, one, two, minus_one = (m.double() for m in got)
+    if all(same(m, reference_output(reference, case)) for m, case in zip(got, inputs)):
+        return None
+    eye = torch.eye(4, dtype=torch.float64)
+    if not same(zero, eye):
+        return tr("for k = 0 your matrix is not the identity: a shift by 0 must change nothing (each 2 x 2 block "
+                  "is [[cos 0, sin 0], [-sin 0, cos 0]] = I); your first row is {row}", row=numbers(zero[0]))
+    if not same(one @ one, two, atol=1e-4):
+        return tr("your M_1 @ M_1 is not your M_2: shifting by 1 twice must be shifting by 2, so each block must "
+                  "be a rotation by k·w (your M_1 @ M_1 has first row {square}, your M_2 {two})",
+                  square=numbers((one @ one)[0]), two=numbers(two[0]))
+    if not same(one @ minus_one, eye, atol=1e-4):
+        return tr("your M_1 @ M_-1 is not the identity: a shift by -1 must undo a shift by 1 (M_-k is M_k "
+                  "transposed)")
+    return None
+
+
+SHIFT_PROBES = (Probe("shift_algebra", _shift_inputs, _shift_explain),)
