@@ -233,10 +233,12 @@ MULTI_HEAD_MISTAKES = [
              f"you filled with -1e9: float16 cannot store it (largest finite value 65504), so masked_fill "
              f"raises, and on a row with no allowed key it gives a uniform average. Use float('-inf') — see "
              f"{_MYTH_1E9}.", fill=-1e9, guard=False),
-    *(_mistake(f"fill_minus_1e4{suffix}",
-               "you filled with -1e4: when the allowed scores are below -1e4 (scores of order 1e4 occur in "
-               "an unscaled or diverging model) the masked keys win. Use float('-inf') — see "
-               f"{_MYTH_1E4}.", fill=-1e4, guard=guard) for suffix, guard in (("", False), ("_guarded", True))),
+    *(_mistake(f"fill_{name}{suffix}",
+               "you filled the masked scores with a finite number (-1e4, or float16's -65504): when every allowed "
+               "score of a row is below it (scores of order 1e4 occur in an unscaled or diverging model) the "
+               f"masked keys win. Use float('-inf') — see {_MYTH_1E4}.", fill=fill, guard=guard)
+      for name, fill in (("minus_1e4", -1e4), ("float16_min", -65504.0))
+      for suffix, guard in (("", False), ("_guarded", True))),
     *(_mistake(f"additive_minus_1e4{suffix}",
                "you added -1e4 to the masked scores: a masked key scoring 2e4 above the allowed ones still "
                f"wins. Use masked_fill(~mask, float('-inf')) — see {_MYTH_1E4}.",
