@@ -9,7 +9,8 @@ seed torch and edit ``sys.path``. The builder makes two replacements:
 - a line ``# %magic`` becomes the IPython magic ``%magic`` (a magic is not Python).
 
 The cell must stay short (it is the first code a learner reads), ruff-clean as a notebook cell, and
-print nothing (its output is the same everywhere). Everything that need not be in it is in
+print nothing outside Colab (its output is the same everywhere); on Colab it says that it installs the
+course and shows pip's steps as they happen, so a learner never waits in silence. Everything that need not be in it is in
 :func:`utils.notebook_setup.setup`. It finds the course package as Python does: ``make lab`` and Binder
 install it, and on Colab the cell installs it. A different ``utils`` (PyPI has one; a learner's project
 may have a ``utils/`` folder) is stopped with one sentence saying what was found where.
@@ -29,10 +30,17 @@ if "google.colab" in sys.modules:  # Colab: install the course at a pinned ref (
         "{{PIP_SOURCE_ENV}}",
         "{{PIP_SOURCE}}",
     )
-    _pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", COURSE_PIP_SOURCE],
-                          capture_output=True, text=True)
-    if _pip.returncode:
-        raise RuntimeError(f"installing the course failed:\n{_pip.stdout}{_pip.stderr}")
+    print("Installing the course, once per Colab session (about a minute) · 正在安装课程（每个会话一次，约一分钟）",
+          flush=True)
+    _pip = subprocess.Popen([sys.executable, "-m", "pip", "install", "--progress-bar", "off", COURSE_PIP_SOURCE],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    _log = []
+    for _line in _pip.stdout:  # pip's own steps as they happen, one short line each
+        _log.append(_line)
+        if _line.startswith(("Collecting", "Downloading", "Installing collected", "Successfully")):
+            print("  " + _line.strip()[:100], flush=True)
+    if _pip.wait():
+        raise RuntimeError("installing the course failed:\n" + "".join(_log))
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
