@@ -564,7 +564,7 @@ def test_setup_cell_template_is_a_python_file_with_every_placeholder_filled():
     ast.parse(template)
     source = build.setup_source(build.load_config(REPO / "pyproject.toml"))
     assert "{{" not in source and "}}" not in source
-    assert len([line for line in source.splitlines() if line.strip()]) <= 30  # the first code a learner reads (5 of them show pip on Colab)
+    assert len([line for line in source.splitlines() if line.strip()]) <= 30  # the first code a learner reads
     assert source.splitlines()[:2] == template.split("# ---- TEMPLATE BELOW ----\n", 1)[1].splitlines()[:2]
 
 

@@ -10,10 +10,11 @@ seed torch and edit ``sys.path``. The builder makes two replacements:
 
 The cell must stay short (it is the first code a learner reads), ruff-clean as a notebook cell, and
 print nothing outside Colab (its output is the same everywhere); on Colab it says that it installs the
-course and shows pip's steps as they happen, so a learner never waits in silence. Everything that need not be in it is in
-:func:`utils.notebook_setup.setup`. It finds the course package as Python does: ``make lab`` and Binder
-install it, and on Colab the cell installs it. A different ``utils`` (PyPI has one; a learner's project
-may have a ``utils/`` folder) is stopped with one sentence saying what was found where.
+course and shows pip's steps as they happen, so a learner never waits in silence. Everything that need
+not be in it is in :func:`utils.notebook_setup.setup`. It finds the course package as Python does:
+``make lab`` and Binder install it, and on Colab the cell installs it. A different ``utils`` (PyPI has
+one; a learner's project may have a ``utils/`` folder) is stopped with one sentence saying what was
+found where.
 """
 
 # The cell imports the exercise preamble after installing the course, and for the learner's use:
