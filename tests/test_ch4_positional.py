@@ -212,9 +212,10 @@ def test_similarity_figure():
     assert len(fig.axes) == 3
     assert_close(torch.as_tensor(left.images[0].get_array()), pe @ pe.T)
     line = right.get_lines()[0]
-    assert list(line.get_xdata()) == list(range(-5, 11))
-    assert_close(torch.as_tensor(line.get_ydata()), pe @ pe[5])
-    assert left.get_xlabel() == "position q" and right.get_xlabel() == "offset q - p"
+    # the offset p - q, the explorer's m - n: positive means q comes before p
+    assert list(line.get_xdata()) == list(range(-10, 6))
+    assert_close(torch.as_tensor(line.get_ydata()), (pe @ pe[5]).flip(0))
+    assert left.get_xlabel() == "position q" and right.get_xlabel() == "offset p - q"
     assert fig.axes[2].get_ylabel() == "PE(p)·PE(q)"  # the colour bar says what the colour is
     assert fig._suptitle.get_text()
 
@@ -448,3 +449,23 @@ def test_mistakes_found_in_review_get_their_diagnosis():
                                 (ADD, lambda x, pe: x + pe[: x.shape[2]], "model dimension E")]:
         verdict = run_public_check(exercise, fn, quiet=True)
         assert not verdict.passed and words in verdict.message, verdict.message
+
+
+def test_offset_reading_prints_one_line_in_the_learners_language():
+    from utils.explorers.positional import offset_reading, peak_reading
+    from utils.i18n.messages import using_language
+
+    at16, at32 = (positional_explorer_state("rope", p, 0) for p in (16, 32))
+    with using_language("en"):
+        line = offset_reading(at16, at32, 3)
+        assert line == (f"{'RoPE':>21}: p = 16: {at16.at(3):8.4f} at +3, {at16.at(-3):8.4f} at -3 | "
+                        f"p = 32: {at32.at(3):8.4f} at +3")
+        assert peak_reading(at16) == "RoPE's curve is largest at m - n = +4"
+    with using_language("zh"):
+        line, peak = offset_reading(at16, at32, 3), peak_reading(at16)
+    assert " at " not in line and "largest" not in peak  # no English words left in the Chinese line
+    assert f"{at16.at(3):.4f}" in line and f"{at16.at(-3):.4f}" in line and "+4" in peak
+    with pytest.raises(ValueError, match="second.*same encoding"):
+        offset_reading(at16, positional_explorer_state("sinusoidal", 32, 0), 3)
+    with pytest.raises(ValueError, match="offset must be a positive"):
+        offset_reading(at16, at32, 0)

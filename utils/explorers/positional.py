@@ -14,7 +14,8 @@ import torch
 from utils.i18n.messages import tr
 from utils.positional import LearnedPositionalEncoding, apply_rotary, sinusoidal_encoding
 
-__all__ = ["ENCODING_KINDS", "ROPE_KEY_SHIFT", "PositionalExplorerState", "positional_explorer_state", "align_right"]
+__all__ = ["ENCODING_KINDS", "ROPE_KEY_SHIFT", "PositionalExplorerState", "positional_explorer_state", "align_right",
+           "offset_reading", "peak_reading"]
 
 ROPE_KEY_SHIFT = 4
 """For RoPE the explorer's key is its query turned by this many positions, ``k = R(4) q``: the score of the
@@ -155,3 +156,24 @@ def align_right(text: str, width: int) -> str:
     """
     columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
     return " " * max(0, width - columns) + text
+
+
+def offset_reading(first: PositionalExplorerState, second: PositionalExplorerState, offset: int, *,
+                   width: int = 21) -> str:
+    """One printed line, in the learner's language, of the explorer's "Try it": the curve of ``first`` at
+    the signed offsets ``+offset`` and ``-offset``, and the curve of ``second`` (the same encoding at another
+    position p) at ``+offset``; the label is right-aligned in ``width`` columns."""
+    if second.kind != first.kind:
+        raise ValueError(f"second must be a state of the same encoding as first ({first.kind!r}), "
+                         f"got {second.kind!r}")
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset <= 0:
+        raise ValueError(f"offset must be a positive int (it is read at +offset and -offset), got {offset!r}")
+    return tr("{label}: p = {p}: {plus} at +{k}, {minus} at -{k} | p = {q}: {later} at +{k}",
+              label=align_right(first.label, width), p=first.position, q=second.position, k=offset,
+              plus=f"{first.at(offset):8.4f}", minus=f"{first.at(-offset):8.4f}", later=f"{second.at(offset):8.4f}")
+
+
+def peak_reading(state: PositionalExplorerState) -> str:
+    """Where the curve of ``state`` is largest, as a line in the learner's language."""
+    peak = int(state.offsets[state.similarity.argmax()].item())
+    return tr("{label}'s curve is largest at m - n = {peak}", label=state.label, peak=f"{peak:+d}")

@@ -135,7 +135,8 @@ def wavelength_plot(d_model: int, *, base: float = 10000.0,
 def similarity_figure(pe, position: int, *,
                       title: str | None = None) -> Figure:
     """Left: the ``(L, L)`` matrix of dot products ``PE(p)·PE(q)``. Right: the row of ``position``
-    against the offset ``q - p``. Default title: "PE(p)·PE(q) depends only on the offset q - p".
+    against the offset ``p - q`` (positive when q comes before p, as the explorer's ``m - n``). Default
+    title: "PE(p)·PE(q) depends only on the offset p - q".
 
     >>> from utils.positional import sinusoidal_encoding
     >>> fig = similarity_figure(sinusoidal_encoding(16, 8), position=5)
@@ -153,13 +154,14 @@ def similarity_figure(pe, position: int, *,
     left.set_ylabel(tr("position p"))
     left.set_title(tr("PE(p)·PE(q): constant along each diagonal"))
     fig.colorbar(image, ax=left, fraction=0.046, pad=0.04, label="PE(p)·PE(q)")
-    offsets = torch.arange(L) - position
-    right.plot(offsets.numpy(), to_numpy(sim[position]), "o-", ms=2, color=plt.get_cmap(CMAP)(0.3))
+    offsets = position - torch.arange(L)  # p - q, the explorer's m - n: positive when q comes before p
+    right.plot(offsets.flip(0).numpy(), to_numpy(sim[position].flip(0)), "o-", ms=2,
+               color=plt.get_cmap(CMAP)(0.3))
     right.axvline(0, color="gray", ls=":")
-    right.set_xlabel(tr("offset q - p"))
-    right.set_ylabel(tr("PE({p})·PE({p} + offset)", p=position))
+    right.set_xlabel(tr("offset p - q"))
+    right.set_ylabel(tr("PE({p})·PE({p} - offset)", p=position))
     right.set_title(tr("row p = {p}, against the offset", p=position))
-    fig.suptitle(tr("PE(p)·PE(q) depends only on the offset q - p") if title is None else title)
+    fig.suptitle(tr("PE(p)·PE(q) depends only on the offset p - q") if title is None else title)
     fig.tight_layout()
     return fig
 
