@@ -106,7 +106,7 @@ def training_figure(curves: dict[str, list[list[float]]], *, dim: int | None = N
     ax.set_xlabel(tr("training step"))
     ax.set_ylabel(tr("cross-entropy loss"))
     where = f" (D = {dim})" if dim else ""
-    ax.set_title(tr("Same model, same batches{where}: unscaled starts saturated and falls later", where=where))
+    ax.set_title(tr("Same model, same batches{where}: unscaled starts higher and stays behind", where=where))
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return fig
