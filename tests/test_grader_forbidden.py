@@ -8,12 +8,15 @@ worker only when due: an earlier cell cannot change how a later one is run or ju
 
 from __future__ import annotations
 
+import dataclasses
+
 import grader_fixtures as gf
 import nbformat
 import pytest
 from test_grader_units import grade_class, row
 
-from utils.exercises.forbidden import unsafe_in_source
+from utils.exercises import get
+from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
 
 pytestmark = pytest.mark.sandbox  # grades batches in sandboxed workers: make unit, not make quick
 
@@ -50,9 +53,62 @@ BYPASSES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(BYPASSES))
+# Issue 35's red team, and what a second look found: each reaches a function, a module or the course's
+# reference by a string, or loads code (static check only: each would be refused before running).
+STRING_BYPASSES = {
+    "resolve_name": ("import pkgutil\ndef attend(q, k, v):\n    name = 'torch.nn.functional:scaled_dot_' + 'product'\n"
+                     "    return pkgutil.resolve_name(name + '_attention')(q, k, v)\n"),
+    "pydoc_locate": ("import pydoc\ndef attend(q, k, v):\n"
+                     "    return pydoc.locate('torch.nn.functional.scaled_dot_' + 'product_attention')(q, k, v)\n"),
+    "reduce_getattr": ("import functools\ndef attend(q, k, v):\n    return functools.reduce(getattr, "
+                       "['_C', '_nn', 'scaled_dot_' + 'product_attention'], torch)(q, k, v)\n"),
+    "module_sys": ("def attend(q, k, v):\n"
+                   "    return torch.sys.modules['torch._C']._nn.scaled_dot_product_attention(q, k, v)\n"),
+    "nested_modules": ("def attend(q, k, v):\n    mods = nn.modules.module.sys.modules\n"
+                       "    return mods['ut' + 'ils.attention'].scaled_dot_product_attention(q, k, v)[0]\n"),
+    "formatter": ("import string\ndef attend(q, k, v):\n    return string.Formatter().get_field("
+                  "'0._C._nn.scaled_dot_' + 'product_attention', [torch], {})[0](q, k, v)\n"),
+    "torch_load": ("import io\ndef attend(q, k, v):\n"
+                   "    return torch.load(io.BytesIO(open('x', 'rb').read()), weights_only=False)(q, k, v)\n"),
+    "jit_source": ("def attend(q, k, v):\n    unit = torch.jit.CompilationUnit('def f(q, k, v):\\n    return "
+                   "torch.nn.functional.scaled_dot_' + 'product_attention(q, k, v)')\n    return unit.f(q, k, v)\n"),
+    "overrides": ("def attend(q, k, v):\n    return [f for f in torch.overrides.get_testing_overrides() "
+                  "if f.__name__ == 'scaled_dot_' + 'product_attention'][0](q, k, v)\n"),
+    "sys_path": ("import sys\nsys.path.insert(0, '/course/utils')\nimport attention as a\n"
+                 "def attend(q, k, v):\n    return a.scaled_dot_product_attention(q, k, v)[0]\n"),
+    "numpy_pickle": ("import numpy as np\ndef attend(q, k, v):\n"
+                     "    return np.load('x.npy', allow_pickle=True).item()(q, k, v)\n"),
+    "builtins_exec": ("def attend(q, k, v):\n    ns = {}\n    torch.sys.modules['builtins'].exec('x = 1', ns)\n"
+                      "    return q\n"),
+}
+# Passes the static check: nn.TransformerEncoderLayer builds its attention from the class that
+# torch.nn.modules.transformer holds, which is nn.MultiheadAttention under another name.
+TRANSFORMER_LAYER = (
+    "def attend(q, k, v):\n    d = q.shape[-1]\n"
+    "    mha = nn.TransformerEncoderLayer(d, 1, dim_feedforward=4, dropout=0.0, batch_first=True).self_attn\n"
+    "    with torch.no_grad():\n        mha.in_proj_weight.copy_(torch.eye(d).repeat(3, 1))\n"
+    "        mha.in_proj_bias.zero_()\n        mha.out_proj.weight.copy_(torch.eye(d))\n"
+    "        mha.out_proj.bias.zero_()\n    return mha(q, k, v, need_weights=True)[0].detach()\n")
+
+
+@pytest.mark.parametrize("name", sorted(BYPASSES) + sorted(STRING_BYPASSES))
 def test_static_check_flags_each_bypass(name):
-    assert unsafe_in_source(BYPASSES[name]), name
+    assert unsafe_in_source(BYPASSES.get(name) or STRING_BYPASSES[name]), name
+
+
+def test_the_transformer_layer_bypass_passes_the_static_check():
+    assert unsafe_in_source(TRANSFORMER_LAYER) is None  # so the sandbox's run-time check must catch it
+
+
+def test_a_forbidden_call_is_reported_by_the_name_the_student_called():
+    sdpa = get("ch2.scaled_dot_product_attention")
+    assert "utils.attention.scaled_dot_product_attention" in sdpa.forbidden  # both end alike
+    called = "def f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n"
+    assert forbidden_in_source(called, sdpa.forbidden) == "torch.nn.functional.scaled_dot_product_attention"
+    aliased = "import torch.nn.functional as G\ndef f(q, k, v):\n    return G.scaled_dot_product_attention(q, k, v)\n"
+    assert forbidden_in_source(aliased, sdpa.forbidden) == "torch.nn.functional.scaled_dot_product_attention"
+    imported = "from torch.nn.functional import scaled_dot_product_attention as s\n"
+    assert forbidden_in_source(imported, sdpa.forbidden) == "torch.nn.functional.scaled_dot_product_attention"
 
 
 def test_static_check_passes_every_solution_exercise_cell():
@@ -83,13 +139,18 @@ def bypass_batch(tmp_path_factory):
     later = [f"'{i}'" for i in (1, 2)]
     attackers["peek"] = {"ch1.add_one": (  # what can the first cell see of the later ones?
         "import os\nraise RuntimeError(str(sorted(os.listdir('../in'))) + open('../job.json').read()[:150])\n")}
+    attackers["by_transformer_layer"] = {"ch1.attend": TRANSFORMER_LAYER}
     attackers["tamper"] = {"ch1.add_one": (  # patches its process for the exercises after it
         "import json, threading, time\ntorch.softmax = lambda x, dim=-1: x * 0\n"
         "json.dumps = lambda *a, **k: '[]'\n"
         "def _again():\n    while True:\n        torch.softmax = lambda x, dim=-1: x * 0\n        time.sleep(0.001)\n"
         "threading.Thread(target=_again, daemon=True).start()\n"
         "def add_one(x):\n    return x + 1\n")}
-    batch = grade_class(tmp, attackers)
+    # the toy attend also forbids nn.MultiheadAttention here, as chapter 2's exercise does
+    attend = dataclasses.replace(gf.ATTEND, forbidden=(*gf.ATTEND.forbidden, "torch.nn.MultiheadAttention"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(gf.TOY_REGISTRY, "ch1.attend", attend)
+        batch = grade_class(tmp, attackers)
     batch["later"] = later
     return batch
 
@@ -100,6 +161,12 @@ def test_each_bypass_is_forbidden_with_a_reason_to_appeal(bypass_batch):
         assert got["status"] == "forbidden" and got["points"] == "0", got
         assert "ask your instructor" in got["feedback"] or "implement it yourself" in got["feedback"], got
         assert row(bypass_batch, f"by_{name}", "ch1.total")["status"] == "passed"
+
+
+def test_a_torch_class_reached_under_another_name_is_forbidden_at_run_time(bypass_batch):
+    got = row(bypass_batch, "by_transformer_layer", "ch1.attend")
+    assert got["status"] == "forbidden" and "torch.nn.MultiheadAttention" in got["feedback"], got
+    assert row(bypass_batch, "by_transformer_layer", "ch1.total")["status"] == "passed"
 
 
 def test_a_cell_sees_no_later_cell_nor_its_inputs(bypass_batch):

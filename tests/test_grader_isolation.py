@@ -6,7 +6,9 @@ protection is not active on this machine (the probe says so on stderr), its test
 
 The submissions and the planted files live in folders every uid can read (under the repository's
 git-ignored ``build/``, and in ``/tmp`` and ``/var/tmp`` with mode 0644), so the file permissions alone
-would not stop the reader: only the private mounts do.
+would not stop the reader: only the private file system does. So do the unix sockets (in ``/run`` and in
+the course checkout, mode 0777) and the course's own reference code: the static check is switched off
+for this batch (the sandbox alone must hold).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from pathlib import Path
 import grader_fixtures as gf
 import pytest
 
-from utils.grading import batch, engine, files, sandbox
+from utils.grading import batch, engine, files, kit, sandbox
 
 pytestmark = pytest.mark.sandbox  # grades batches in sandboxed workers: make unit, not make quick
 
@@ -62,6 +64,65 @@ def _plant(folder: Path, name: str) -> Path:
     return path
 
 
+def _unix_listener(folder: Path, name: str, accepted: list, stop: threading.Event) -> Path:
+    """A unix socket at ``folder/<token>-<name>.sock`` that any user may connect to, accepting until ``stop``."""
+    path = folder / f"{TOKEN}-{name}.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    os.chmod(path, 0o777)
+    server.listen(8)
+    server.settimeout(0.2)
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except OSError:
+                continue
+        server.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return path
+
+
+# Looks for the course's reference code and solutions wherever Python or the file system shows them, then
+# tries to import a fresh copy by name and by path (the red team's bypass): runs once per run, at the top.
+SEEKER = """
+import importlib, os, pkgutil, sys
+found = []
+for entry in [*sys.path, REPO]:
+    folder = entry
+    while folder not in ("", "/"):
+        for name in ("utils/attention.py", "attention.py", "solutions"):
+            if os.path.exists(os.path.join(folder, name)):
+                found.append(os.path.join(folder, name))
+        folder = os.path.dirname(folder)
+for folder, dirs, names in os.walk("/"):
+    if folder in ("/proc", "/sys", "/dev", "/usr", "/etc") or os.path.basename(folder) in ("site-packages",
+                                                                                          "dist-packages"):
+        found += [os.path.join(folder, d) for d in dirs if d == "utils"]
+        dirs[:] = []
+        continue
+    found += [os.path.join(folder, n) for n in names if n.endswith(".ipynb") or
+              (n == "attention.py" and folder.endswith("utils"))]
+for attempt in ("utils.attention", "attention", "utils.exercises.sdpa"):
+    sys.path[:0] = [REPO, os.path.join(REPO, "utils")]
+    try:
+        importlib.import_module(attempt)
+        found.append(attempt)
+    except Exception:
+        pass
+try:
+    pkgutil.resolve_name("utils.attention:scaled_dot_product_attention")
+    found.append("resolve_name")
+except Exception:
+    pass
+FOUND = found
+def add_one(x):
+    return x + 1 if not FOUND else x + 2
+"""
+
+
 def _cell(body: str) -> dict[str, str]:
     indented = "\n".join("    " + line for line in body.strip().splitlines())
     return {"ch1.add_one": f"import os, socket, subprocess\ndef add_one(x):\n{indented}\n"}
@@ -92,6 +153,8 @@ def isolated(tmp_path_factory):
 
     server = threading.Thread(target=serve, daemon=True)
     server.start()
+    sockets = [_unix_listener(Path("/run") if os.access("/run", os.W_OK) else top, "run", accepted, stop),
+               _unix_listener(top, "course", accepted, stop)]
     victim_notebook = subs / "honest" / "chapter.ipynb"
     students = {
         "honest": gf.toy_submission(),
@@ -141,6 +204,21 @@ except OSError:
     return x + 1
 return x + 2
 """)),
+        "socketeer": gf.toy_submission(_cell(f"""
+reached = []
+for path in {[str(path) for path in sockets]!r}:
+    client = socket.socket(socket.AF_UNIX)
+    client.settimeout(2)
+    try:
+        client.connect(path)
+        reached.append(path)
+    except OSError:
+        pass
+    finally:
+        client.close()
+return x + 1 if not reached else x + 2
+""")),
+        "seeker": gf.toy_submission({"ch1.add_one": SEEKER.replace("REPO", repr(str(gf.REPO)))}),
     }
     for name, nb in students.items():
         gf.student(subs, name, {"chapter.ipynb": nb})
@@ -152,13 +230,18 @@ return x + 2
     saved = engine.TMP_PARENT
     engine.TMP_PARENT = str(parent)
     try:
-        summary = batch.grade(subs, out, jobs=2, timeout=8, seed=3, course_root=gf.make_toy_course(top / "course"),
-                            registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(engine, "unsafe_in_source", lambda source: None)  # the sandbox alone must hold
+            summary = batch.grade(subs, out, jobs=2, timeout=8, seed=3,
+                                  course_root=gf.make_toy_course(top / "course"), registry=gf.TOY_REGISTRY,
+                                  memory_mb=512, progress=False)
     finally:
         engine.TMP_PARENT = saved
         stop.set()
         server.join(timeout=5)
         listener.close()
+        for path in sockets:
+            path.unlink(missing_ok=True)
     with open(out / "results.csv", newline="", encoding="utf-8") as handle:
         rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
     yield {"rows": rows, "summary": summary, "accepted": accepted, "segments_before": segments_before,
@@ -209,6 +292,22 @@ def test_dev_shm_is_size_limited(isolated):
     assert status(isolated, "filler") == "passed", isolated["rows"][("filler", "ch1.add_one")]
 
 
+def test_no_unix_socket_outside_the_sandbox_is_reachable(isolated):
+    needs("mounts")
+    assert status(isolated, "socketeer") == "passed", isolated["rows"][("socketeer", "ch1.add_one")]
+    assert isolated["accepted"] == [], "the sandbox connected to a unix socket of the machine"
+
+
+def test_the_course_reference_and_solutions_are_not_in_the_sandbox(isolated):
+    """With the static check off, a cell that searches sys.path and the file system for utils/attention.py
+    or solutions/*.ipynb, and imports the reference by name, finds nothing (private file system), or at
+    least cannot import it (the worker kit) where the file system is shared."""
+    row = isolated["rows"][("seeker", "ch1.add_one")]
+    if "mounts" in sandbox.isolation(check=False).extras:
+        assert row["status"] == "passed", row
+    assert isolated["summary"]["totals"]["seeker"] >= 4  # its other two exercises ran
+
+
 def test_the_sandbox_cannot_reach_a_server_on_loopback(isolated):
     needs("net")
     assert status(isolated, "caller") == "passed"
@@ -232,7 +331,7 @@ def test_each_extra_is_probed_alone_and_the_line_names_what_is_missing():
     assert chosen.extras == {"mounts", "ipc"}
     assert (("net",), False) in tried and (("ipc", "mounts"), True) in tried
     line = chosen.describe()
-    assert "private /tmp" in line and "own IPC namespace" in line
+    assert "private file system" in line and "own IPC namespace" in line
     assert line.endswith("not active on this machine: net")
 
 
@@ -247,12 +346,37 @@ def test_the_session_level_says_that_nothing_extra_is_active():
     assert "not active on this machine: mounts, ipc, net" in line
 
 
-def test_the_jail_keeps_a_hidden_folder_that_holds_the_unit_folder_visible(tmp_path):
+def test_the_jail_shows_only_what_it_keeps_and_covers_a_hidden_folder_a_kept_path_would_show(tmp_path):
     unit_dir = tmp_path / "out" / "unit-1"
     spec = sandbox.jail_spec(unit_dir, (str(tmp_path / "out"), str(tmp_path / "subs")))
-    assert [entry[0] for entry in spec["cover_last"]] == [str(tmp_path / "subs")]
     assert [str(unit_dir), True] in spec["keep"]
-    assert {entry[0] for entry in spec["cover"]} >= {"/tmp", "/var/tmp", "/home", "/dev/shm"}
+    assert spec["cover_last"] == []  # out holds the unit folder; subs is not in the jail at all
+    venv = tmp_path / "venv"
+    spec = sandbox.jail_spec(unit_dir, (str(venv / "subs"),))
+    assert spec["cover_last"] == []
+    kept = {path for path, _ in spec["keep"]}
+    assert str(kit.kit()) in kept and not any(path == str(gf.REPO) or path.startswith(str(gf.REPO / "utils"))
+                                              for path in kept)
+
+
+def test_python_paths_never_bring_back_a_scratch_folder_or_the_course(monkeypatch):
+    """A script run from /tmp puts /tmp on sys.path, an editable install the checkout: neither is kept, nor
+    /, nor the course package; the worker kit is."""
+    monkeypatch.setattr(sandbox.sys, "path", ["/tmp", "/", "/tmp/", str(gf.REPO), str(gf.REPO / "utils"),
+                                              *sandbox.sys.path])
+    paths = sandbox._python_paths()
+    assert not {"/", "/tmp", "/var/tmp", "/run", "/dev/shm"} & set(paths)
+    assert str(gf.REPO) not in paths and str(gf.REPO / "utils") not in paths
+    assert str(kit.kit()) in paths
+    assert kit.site_paths() and not any(path.startswith(str(gf.REPO / "utils")) or path == str(gf.REPO)
+                                        for path in kit.site_paths())
+
+
+def test_the_kit_holds_only_the_runner_side():
+    names = sorted(str(path.relative_to(kit.kit())) for path in kit.kit().rglob("*.py"))
+    assert names == ["utils/__init__.py", "utils/exercises/__init__.py", "utils/exercises/common.py",
+                     "utils/exercises/runner.py", "utils/grading/__init__.py", "utils/grading/files.py",
+                     "utils/grading/serialize.py", "utils/grading/worker.py"]
 
 
 def test_a_failing_jail_step_stops_the_worker_with_a_reason(tmp_path):
@@ -262,17 +386,8 @@ def test_a_failing_jail_step_stops_the_worker_with_a_reason(tmp_path):
     assert jail.main(["not json", "--", "true"]) == 3
 
 
-def test_python_paths_never_bring_back_a_covered_folder(monkeypatch):
-    """A script run from /tmp puts /tmp on sys.path: restoring it would undo the cover (and leave the unit
-    folder read-only under it), so neither /tmp nor / is ever restored."""
-    monkeypatch.setattr(sandbox.sys, "path", ["/tmp", "/", "/tmp/", str(gf.REPO), *sandbox.sys.path])
-    paths = sandbox._python_paths()
-    assert not {"/", "/tmp", "/var/tmp", "/home", "/root", "/dev/shm"} & set(paths)
-    assert str(gf.REPO) not in paths and str(gf.REPO / "utils") in paths  # the checkout's utils/ only
-
-
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
-def test_the_unit_folder_stays_writable_under_a_read_only_path_that_holds_it(tmp_path):
+def test_the_jail_keeps_the_unit_folder_writable_and_nothing_else_of_the_machine(tmp_path):
     import json
     import sys
 
@@ -280,19 +395,19 @@ def test_the_unit_folder_stays_writable_under_a_read_only_path_that_holds_it(tmp
     try:
         unit_dir = top / "unit"
         unit_dir.mkdir()
-        spec = {"cover": [["/tmp", "1777", "8m"]], "keep": [[str(top), False], [str(unit_dir), True],
-                                                            *sandbox.jail_spec(None)["keep"]]}  # + Python
-        script = (f"open({str(unit_dir / 'written')!r}, 'w').write('ok')\n"
-                  f"try:\n    open({str(top / 'denied')!r}, 'w')\nexcept OSError:\n    print('read-only')")
-        result = subprocess.run(["unshare", "--mount", sys.executable, "-I", "-S", str(Path(sandbox._JAIL)),
-                                 json.dumps(spec), "--", sys.executable, "-I", "-S", "-c", script],
-                                capture_output=True, text=True, timeout=60, check=False)
+        spec = {"keep": [[str(top), False], [str(unit_dir), True], *sandbox.jail_spec(None)["keep"]]}  # + Python
+        script = (f"import os\nopen({str(unit_dir / 'written')!r}, 'w').write('ok')\n"
+                  f"try:\n    open({str(top / 'denied')!r}, 'w')\nexcept OSError:\n    print('read-only')\n"
+                  f"print(sorted(os.listdir('/')), os.path.exists({str(gf.REPO / 'utils')!r}), "
+                  "os.path.exists('/run'), sorted(os.listdir('/dev')))")
+        result = subprocess.run(["unshare", "--mount", "--pid", "--fork", "--mount-proc", sys.executable, "-I",
+                                 "-S", str(Path(sandbox._JAIL)), json.dumps(spec), "--", sys.executable, "-I", "-S",
+                                 "-c", script], capture_output=True, text=True, timeout=60, check=False)
         assert result.returncode == 0, result.stderr
         assert (unit_dir / "written").read_text() == "ok"
-        assert result.stdout.strip() == "read-only" and not (top / "denied").exists()
-        refused = subprocess.run(["unshare", "--mount", sys.executable, "-I", "-S", str(Path(sandbox._JAIL)),
-                                  json.dumps({"cover": [["/tmp", "1777", "8m"]], "keep": [["/tmp", False]]}),
-                                  "--", "true"], capture_output=True, text=True, timeout=60, check=False)
-        assert refused.returncode == 3 and "would bring back a covered folder" in refused.stderr
+        lines = result.stdout.strip().splitlines()
+        assert lines[0] == "read-only" and not (top / "denied").exists()
+        assert "'run'" not in lines[1] and "'home'" not in lines[1] and "False False" in lines[1], lines[1]
+        assert "['fd', 'full', 'null', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'urandom', 'zero']" in lines[1]
     finally:
         shutil.rmtree(top, ignore_errors=True)

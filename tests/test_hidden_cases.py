@@ -199,16 +199,25 @@ def test_only_the_due_cases_inputs_reach_the_sandbox(tmp_path, monkeypatch):
     monkeypatch.setattr(serialize, "dump", spy)
     subs = tmp_path / "subs"
     gf.student(subs, "alice", {"01_toy.ipynb": gf.toy_submission()})
+    # right only where no hidden input is on disk while its code runs (the folder it would be in is listed)
+    peeker = gf.TOY_SOLUTIONS["ch1.add_one"].replace("    return x + 1", (
+        "    import os\n    listed = os.listdir(os.environ['HOME'] + '/../in')\n"
+        "    return x + (1 if not [n for n in listed if n.startswith('h')] else 2)"))
+    gf.student(subs, "peeker", {"01_toy.ipynb": gf.toy_submission({"ch1.add_one": peeker})})
     course = gf.make_toy_course(tmp_path / "course")
-    batch.grade(subs, tmp_path / "out", jobs=1, timeout=20, seed=5, course_root=course,
-              registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
-    assert [name for name, _ in sent] == ["0", "1", "2"]  # one folder per exercise, written when due
-    for (_, cases), exercise in zip(sent, gf.TOY_REGISTRY.values()):
-        # the public cases, the student's hidden ones, then the probe inputs (fixed, public: they never count)
-        expected = [*exercise.public_cases(), *exercise.hidden_cases(unit.case_seed(5, exercise.id, "alice")),
-                    *probe_inputs(exercise)]
-        assert len(cases) == len(expected)
-        assert all(c.keys() == e.keys() and all(torch.equal(c[k], e[k]) for k in c) for c, e in zip(cases, expected))
+    summary = batch.grade(subs, tmp_path / "out", jobs=1, timeout=20, seed=5, course_root=course,
+                          registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+    assert summary["totals"]["peeker"] == 6
+    alice = sent[:len(sent) // 2]
+    # every public run first (its public cases, then the probe inputs: fixed, public, never counted), then
+    # every hidden run (the student's hidden cases), each written when due
+    assert [name for name, _ in alice] == ["0", "1", "2", "h0", "h1", "h2"]
+    for (_, public), (_, hidden), exercise in zip(alice[:3], alice[3:], gf.TOY_REGISTRY.values()):
+        for cases, expected in ((public, [*exercise.public_cases(), *probe_inputs(exercise)]),
+                                (hidden, exercise.hidden_cases(unit.case_seed(5, exercise.id, "alice")))):
+            assert len(cases) == len(expected)
+            assert all(c.keys() == e.keys() and all(torch.equal(c[k], e[k]) for k in c)
+                       for c, e in zip(cases, expected))
 
 
 def test_cell_json_says_nothing_about_public_or_hidden(tmp_path):
@@ -255,11 +264,41 @@ LEAKERS = {
                  "        return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v\n"
                  "    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v\n"),
 }
+_SOLVE = "    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v\n"
+_N_PROBES = len(probe_inputs(PLANTED_ATTEND))
+# Issue 35's red team: each passes every public case, and tries to carry the planted hidden case out through
+# what the grader prints. The toy attend is exercise 1 of the course.
+HIDDEN_LEAKERS = {
+    # reads every file the grader wrote for it, and raises with their sizes and whether the planted value is there
+    "file_reader": ("import os, struct\nneedle, seen, sizes = struct.pack('<f', 4242.4242), [], []\n"
+                    "for folder, _dirs, names in os.walk(os.environ['HOME'] + '/../in'):\n"
+                    "    for name in names:\n        try:\n"
+                    "            data = open(os.path.join(folder, name), 'rb').read()\n        except OSError:\n"
+                    "            continue\n        sizes.append(len(data))\n        seen.append(needle in data)\n"
+                    "raise RuntimeError(f'input files {sorted(sizes)} planted={any(seen)}')\n"
+                    "def attend(q, k, v):\n" + _SOLVE),
+    # an error that is not an Exception escapes the runner with the planted value in its text
+    "exiter": ("def attend(q, k, v):\n    if q.shape[1] == 7:\n"
+               "        raise SystemExit(f'saw {v.max().item()} in {tuple(q.shape)}')\n" + _SOLVE),
+    # writes its own results, a "forbidden" verdict naming the planted value, where the grader reads them
+    "forger": ("import json, os\ndef attend(q, k, v):\n    if q.shape[1] == 7:\n"
+               "        text = f'saw {v.max().item()} in {tuple(q.shape)}'\n"
+               "        for name, count in (('1', " + f"{3 + 4 + _N_PROBES}" + "), ('h1', 4)):\n"
+               "            folder = os.environ['HOME'] + f'/../out/{name}'\n"
+               "            os.makedirs(folder, exist_ok=True)\n"
+               "            record = {'output': {'t': 'none'}, 'forbidden': text}\n"
+               "            with open(f'{folder}/outcomes.json', 'w') as handle:\n"
+               "                json.dump([record] * count, handle)\n"
+               "        os._exit(0)\n" + _SOLVE),
+    # says the planted case's last dimension through its exit status
+    "exit_code": ("import os\ndef attend(q, k, v):\n    if q.shape[1] == 7:\n        os._exit(q.shape[2])\n"
+                  + _SOLVE),
+}
 
 
 def _grade_planted(tmp_path: Path, feedback: str) -> tuple[str, dict]:
     subs = tmp_path / "subs"
-    for name, source in LEAKERS.items():
+    for name, source in {**LEAKERS, **HIDDEN_LEAKERS}.items():
         gf.student(subs, name, {"01_toy.ipynb": gf.toy_submission({"ch1.attend": source})})
     course = gf.make_toy_course(tmp_path / "course")
     out = tmp_path / f"out-{feedback}"
@@ -289,11 +328,31 @@ def test_public_feedback_never_shows_hidden_inputs_values_or_diagnoses(planted):
         assert "public" not in seven.feedback  # the planted part has no public case
 
 
+LEAKS = ("4242", "4.24e+03", "7, 13", "(1, 7", "saw ", "planted=True", "exit status 13", "SystemExit")
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("mode", ["public", "score"])
+def test_nothing_a_hidden_run_writes_raises_or_exits_with_reaches_public_or_score_feedback(planted, mode):
+    text, summary = planted[mode]
+    for leak in LEAKS:
+        assert leak not in text, f"{leak!r} leaked into the {mode} feedback"
+    rows = {(r.student, r.exercise): r for r in summary["rows"]}
+    if mode == "public":  # the file reader ran, and found its own public inputs only
+        assert "planted=False" in rows[("file_reader", "ch1.attend")].feedback
+    for name in ("exiter", "forger", "exit_code"):
+        row = rows[(name, "ch1.attend")]
+        assert row.points == 0 and row.status in ("error", "forbidden"), row
+        assert rows[(name, "ch1.total")].status == "passed"
+
+
 @pytest.mark.sandbox
 def test_full_feedback_shows_what_public_hides(planted):
     # proves the test above can fail: the same grading in full mode does say it
     text, _ = planted["full"]
     assert "saw 4242.4" in text and "(1, 7, 13)" in text and "forgot to divide the scores by sqrt(d)" in text
+    for said in ("sys.exit('saw 4242.4", "exit status 13"):  # each attack above did run
+        assert said in text, said
 
 
 @pytest.mark.sandbox

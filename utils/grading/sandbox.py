@@ -1,41 +1,47 @@
 """Start, watch and kill sandboxed worker processes (trusted side).
 
 **Isolation**, strongest first; :func:`isolation` probes once per grader process, says on stderr which
-one it uses, and falls back to the next when one does not work on this machine:
+one it uses, and falls back to the next when one does not work on this machine. The first two are
+*safe*; below them the grader **refuses to grade** (:class:`WeakIsolation`, one paragraph naming what is
+missing) unless weak isolation was allowed (``--allow-weak-isolation``,
+:func:`~utils.grading.isolation.allow_weak_isolation`). :meth:`Isolation.summary` is the short line
+every run shows the instructor.
 
 1. ``pidns+uid``: ``unshare --pid --fork --kill-child --mount-proc`` (a PID namespace with its own
    ``/proc``: killing its first process kills every descendant, including ``setsid()`` children and
    fork chains) and, as root, ``setpriv`` to an unprivileged uid of its own per job slot
    (``--no-new-privs``, no groups), so learner code cannot write the output directory, other
    students' folders or the grader's files, cannot ``ptrace`` the grader, and ``RLIMIT_NPROC`` holds.
-2. ``pidns+uid+read``: the same, keeping only ``CAP_DAC_READ_SEARCH`` (read-only access everywhere),
-   for a Python the unprivileged uid cannot reach (pyenv under ``/root``, mode 0700). Writes are still
-   denied, but learner code can read files it should not (e.g. the reference solutions).
-3. ``pidns``: the PID namespace only (as root when ``setpriv`` is missing; or ``--map-root-user``
-   when the grader is not root). Learner code runs with the grader's uid.
-4. ``session``: a new session; the grader kills the process group and every process carrying this
-   sandbox's marker in its environment. A child that ``setsid()`` s *and* re-executes with a clean
-   environment can escape this level.
+2. ``uid``: the same uid, without a PID namespace (a container without ``CAP_SYS_ADMIN``, such as
+   Docker's default, allows ``setpriv`` but not ``unshare``). Every process of that uid is the
+   student's: the sweeps kill them by uid, ``setsid()`` or a cleared environment changes nothing. Each
+   grader process holds its own block of uids (:func:`~utils.grading.isolation.sandbox_uid`), so no
+   sweep touches another grader's sandbox. No private file system: learner code can read what any
+   user may read on this machine (the line says whether that includes the course's reference code).
+3. weak, refused by default: ``pidns+uid+read`` and ``uid+read`` (the uid keeps
+   ``CAP_DAC_READ_SEARCH``, for a Python that an unprivileged user cannot reach, such as pyenv under a
+   private ``/root``: it reads every file), ``pidns`` (learner code runs as the grader's user: as root,
+   or, for a grader that is not root, without private mounts) and ``session`` (a new session only).
 
 **Extras** on top of the namespace levels, each probed on its own and kept where it works (the stderr
 line names the ones active and the ones missing):
 
-* ``mounts``: :mod:`utils.grading.jail` covers :data:`COVERED` (``/tmp``, ``/var/tmp``, ``/home``,
-  ``/root``, ``/dev/shm``) with empty, size-limited ``tmpfs`` mounts, restores only the worker's own
-  unit folder (read-write) and Python and the course package (read-only), then covers the submissions
-  and output folders. Classmates' notebooks, other units' folders and whatever else sits in ``/tmp``
-  are out of sight, and what the worker leaves in ``/tmp`` or ``/dev/shm`` is RAM it cannot grow past
-  the size limit, freed with the namespace. With the Python of ``/root`` restored alone, the
-  unprivileged uid reaches it without ``CAP_DAC_READ_SEARCH``.
+* ``mounts``: :mod:`utils.grading.jail` gives the worker a file system of its own (``pivot_root``):
+  the system's ``/usr`` and ``/etc`` read-only, Python, its packages and the worker kit
+  (:mod:`utils.grading.kit`) read-only, the worker's unit folder read-write, size-limited ``tmpfs`` at
+  ``/tmp``, ``/var/tmp`` and ``/dev/shm``, and nothing else: no ``/run`` (no unix socket of the
+  machine), no ``/home``, no course checkout, reference code or ``solutions/``, no submissions or
+  output folders, no other unit's folder.
 * ``ipc``: ``unshare --ipc``: SysV shared memory, semaphores and message queues die with the worker.
 * ``net``: ``unshare --net``: a network namespace with only a loopback that is down, so nothing on
-  this machine (a Jupyter server on 127.0.0.1, say) or beyond can be reached.
+  this machine (a Jupyter server on 127.0.0.1, an abstract unix socket) or beyond can be reached.
 
-**Limits** (set by the worker on itself after importing torch, before any learner code runs): address
-space, CPU seconds, file size, number of processes (not enforced for uid 0) and no core dumps. Each
-exercise's timeout is CPU time (``RLIMIT_CPU`` in its forked process); the grader enforces only the
-wall-clock backstop (:func:`utils.grading.unit.wall_limit`), killing the whole process group with
-``SIGKILL``.
+**Memory** is bounded per student, on all of its processes together (:mod:`utils.grading.memory`: a
+cgroup v2 or v1 of its own where the grader may make one, else a watchdog); **limits** per process are
+set by the worker on itself after importing torch, before any learner code runs: address space, CPU
+seconds, file size, number of processes (not enforced for uid 0) and no core dumps. Each exercise's
+timeout is CPU time (``RLIMIT_CPU`` in its forked process); the grader enforces only the wall-clock
+backstop (:func:`utils.grading.unit.wall_limit`), killing the whole process group with ``SIGKILL``.
 
 **Output**: the worker's stdout and stderr go to a pipe that a thread drains, keeping only the first
 :data:`OUTPUT_CAP` bytes (what a worker that fails to start says). An exercise's process writes to
@@ -55,27 +61,26 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from utils.grading import kit
 from utils.grading.isolation import (  # noqa: F401  (the sandbox's public names, defined there)
     _JAIL,  # noqa: F401
-    COVERED,
     EXTRAS,
+    SAFE_LEVELS,
     UID_BASE,
     Isolation,
+    WeakIsolation,
     _env,
-    _package_root,
     _python_paths,
+    allow_weak_isolation,
     candidates,
     choose,
     isolation,
     jail_spec,
+    sandbox_uid,
 )
+from utils.grading.memory import Bound
 
 OUTPUT_CAP = 16 * 1024
-
-_BOOTSTRAP = (
-    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-    "from utils.grading.worker import main; raise SystemExit(main(sys.argv[1:]))"
-)
 
 
 @dataclass
@@ -87,6 +92,7 @@ class Worker:
     command_fd: int
     marker: str
     isolation: Isolation
+    uid: int = -1  # the sandbox uid at the uid levels
     output: bytearray = field(default_factory=bytearray)
     killed_by_grader: bool = False
     _buffer: bytes = b""
@@ -95,13 +101,15 @@ class Worker:
     _inner: int = 0
 
     @classmethod
-    def start(cls, jobdir: Path, workdir: Path, slot: int, iso: Isolation, hidden: tuple[str, ...] = ()) -> Worker:
-        """Start a worker on ``jobdir``; with private mounts, ``hidden`` folders are covered too."""
+    def start(cls, jobdir: Path, workdir: Path, slot: int, iso: Isolation, hidden: tuple[str, ...] = (),
+              bound: Bound | None = None) -> Worker:
+        """Start a worker on ``jobdir``, inside ``bound`` (its memory cgroup) when given; with private
+        mounts, ``hidden`` folders are covered where a kept path would show them."""
         read_fd, write_fd = os.pipe()
         command_read, command_write = os.pipe()
         marker = f"{os.getpid()}-{jobdir.name}-{time.monotonic_ns()}"
-        cmd = iso.command(slot, jobdir, hidden) + [sys.executable, "-I", "-c", _BOOTSTRAP, _package_root(),
-                                   str(jobdir), str(write_fd), str(command_read)]
+        cmd = [*(bound.prefix() if bound is not None else []), *iso.command(slot, jobdir, hidden),
+               sys.executable, "-I", "-S", *kit.bootstrap_args(), str(jobdir), str(write_fd), str(command_read)]
         try:
             proc = subprocess.Popen(
                 cmd, cwd=workdir, env=_env(workdir, marker), stdin=subprocess.DEVNULL,
@@ -115,7 +123,7 @@ class Worker:
         finally:
             os.close(write_fd)
             os.close(command_read)
-        worker = cls(proc, read_fd, command_write, marker, iso)
+        worker = cls(proc, read_fd, command_write, marker, iso, sandbox_uid(slot) if iso.uid else -1)
         worker._drain = threading.Thread(target=worker._drain_output, daemon=True)
         worker._drain.start()
         return worker
@@ -206,7 +214,9 @@ class Worker:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        if self.isolation.level == "session":
+        if self.uid > 0 and not self.isolation.pidns:
+            _kill_where(lambda pid: _uid_of(pid) == self.uid, spare=-1, rounds=50)
+        elif not self.isolation.pidns:
             kill_marked(self.marker)
 
     def kill(self) -> None:
@@ -253,31 +263,69 @@ def _all_stopped(pid: int) -> bool:
     return True
 
 
+def members(worker: Worker) -> list[int]:
+    """Every live process of the worker's sandbox, the worker included: those in its PID namespace, else
+    those of its uid, else those carrying its marker."""
+    inner = worker.inner_pid()
+    if worker.isolation.pidns:
+        try:
+            namespace = os.readlink(f"/proc/{inner}/ns/pid") if inner else ""
+        except OSError:
+            return []
+        return _pids_where(lambda pid: os.readlink(f"/proc/{pid}/ns/pid") == namespace) if namespace else []
+    if worker.uid > 0:
+        return _pids_where(lambda pid: _uid_of(pid) == worker.uid)
+    return _pids_where(lambda pid: _marked(pid, worker.marker))
+
+
 def sweep(worker: Worker) -> None:
     """Kill every process the worker started (not the worker itself): called after each exercise, so
     that no learner process outlives its exercise even while the worker goes on to the next one."""
-    if worker.isolation.level == "session":
-        kill_marked(worker.marker, spare=worker.proc.pid)
-        return
     inner = worker.inner_pid()
+    if worker.isolation.pidns:
+        try:
+            namespace = os.readlink(f"/proc/{inner}/ns/pid") if inner else ""
+        except OSError:
+            return
+        if namespace:
+            _kill_where(lambda pid: os.readlink(f"/proc/{pid}/ns/pid") == namespace, spare=inner, rounds=5)
+    elif worker.uid > 0:  # every process of this uid is the student's: none escapes by setsid() or exec
+        _kill_where(lambda pid: _uid_of(pid) == worker.uid, spare=inner or worker.proc.pid, rounds=50)
+    else:
+        kill_marked(worker.marker, spare=worker.proc.pid)
+
+
+def _uid_of(pid: int) -> int:
+    """The real uid of ``pid`` (-1 when it is gone)."""
     try:
-        namespace = os.readlink(f"/proc/{inner}/ns/pid") if inner else ""
-    except OSError:
-        return
-    if not namespace:
-        return
-    _kill_where(lambda pid: os.readlink(f"/proc/{pid}/ns/pid") == namespace, spare=inner, rounds=5)
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Uid:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return -1
+
+
+def _marked(pid: int, marker: str) -> bool:
+    with open(f"/proc/{pid}/environ", "rb") as env:
+        return f"GRADER_SANDBOX={marker}".encode() in env.read().split(b"\0")
+
+
+def _pids_where(matches) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and matches(int(entry)):
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
 
 
 def kill_marked(marker: str, spare: int = -1) -> None:
     """Fallback sweep: SIGKILL every process whose environment carries ``GRADER_SANDBOX=marker``."""
-    needle = f"GRADER_SANDBOX={marker}".encode()
-
-    def marked(pid: int) -> bool:
-        with open(f"/proc/{pid}/environ", "rb") as env:
-            return needle in env.read().split(b"\0")
-
-    _kill_where(marked, spare=spare, rounds=3)
+    _kill_where(lambda pid: _marked(pid, marker), spare=spare, rounds=3)
 
 
 def _kill_where(matches, *, spare: int, rounds: int) -> None:

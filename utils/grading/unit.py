@@ -1,20 +1,31 @@
 """Running one unit (all of one student's exercise cells) in sandboxed workers, and judging each result.
 
-For each exercise, when it is due: write its cell and the inputs of its cases into ``in/i`` (never
-earlier; the public cases, then the hidden ones drawn here for this student, with no label saying
-which is which), send
-``run i``, wait for the worker's answer (see *Timeouts* below), **stop the sandbox** (``SIGSTOP``
-on the worker, ``SIGKILL`` on every other process in it), read its files through descriptors
-(:mod:`utils.grading.files`) and judge them here, then let the worker go on. When an exercise kills
-its worker or times out, a fresh worker starts at the next exercise. A :class:`Guard` carries the
-unit's verdicts and the deadline of its current phase, for the batch's watchdog.
+Each exercise runs twice, in two forked processes of the student's worker (:mod:`utils.grading.worker`):
 
-**Timeouts.** ``--timeout`` is CPU time: the exercise's process gets ``SIGXCPU`` once it has used
-that many CPU seconds (``RLIMIT_CPU``, rounded up to a whole second, set by the worker), and the verdict
-is ``timeout``. CPU time does not grow when the machine is busy, so an honest exercise is not timed out
-because other processes share the cores. Code that waits without computing (a ``sleep``) is caught by a
-wall-clock backstop, :func:`wall_limit`: :data:`WALL_FACTOR` times the timeout, at least
-:data:`WALL_MARGIN` seconds more than it, long enough for a machine five times slower than idle.
+1. its **public run**, when it is due (never earlier): the grader writes its cell and the inputs of its
+   public cases and probe inputs into ``in/i``, sends ``run i`` and waits for the worker's answer (see
+   *Timeouts* below);
+2. its **hidden run**, once *every* public run of the unit is over: the hidden cases drawn here for this
+   student are written into ``in/hi``, the worker reads them (``hide i``, ``loaded i``), the grader
+   removes them, and only then does the worker fork the process that runs the learner's code on them
+   (``go i``). No learner code ever runs while a hidden input is on disk, nothing the learner's code saw
+   of a hidden case can reach a public run, and a hidden run's own words reach ``public`` or ``score``
+   feedback only as a category and a fixed message (:mod:`utils.grading.verdicts`).
+
+After each run the grader **stops the sandbox** (``SIGSTOP`` on the worker, ``SIGKILL`` on every other
+process in it), reads its files through descriptors (:mod:`utils.grading.files`), and lets the worker
+go on; the exercise is judged here once both runs are read. When a run kills its worker or times out,
+a fresh worker starts at the next run. The student's processes together stay under one memory bound
+(:mod:`utils.grading.memory`). A :class:`Guard` carries the unit's verdicts and the deadline of its
+current phase, for the batch's watchdog.
+
+**Timeouts.** ``--timeout`` is CPU time: a run's process gets ``SIGXCPU`` once it has used that many
+CPU seconds (``RLIMIT_CPU``, rounded up to a whole second, set by the worker), and the verdict is
+``timeout``. The public and the hidden run each get that much. CPU time does not grow when the machine
+is busy, so an honest exercise is not timed out because other processes share the cores. Code that
+waits without computing (a ``sleep``) is caught by a wall-clock backstop, :func:`wall_limit`:
+:data:`WALL_FACTOR` times the timeout, at least :data:`WALL_MARGIN` seconds more than it, long enough
+for a machine five times slower than idle.
 """
 
 from __future__ import annotations
@@ -34,11 +45,11 @@ from pathlib import Path
 from typing import Any
 
 from utils.exercises import credit
-from utils.exercises.common import Status, one_line
+from utils.exercises.common import Outcome, Status, one_line
 from utils.exercises.definition import Exercise, plain_points
 from utils.exercises.probes import Evidence, probe_inputs
 from utils.grading import course as course_mod
-from utils.grading import files, sandbox, serialize
+from utils.grading import files, memory, sandbox, serialize, verdicts
 from utils.i18n.messages import tr
 
 WALL_FACTOR = 5.0
@@ -49,7 +60,6 @@ COLLECT_SECONDS = 120.0
 """The watchdog's bound on reading and judging one exercise's results."""
 CLEANUP_SECONDS = 600.0
 """The watchdog's bound on removing one unit's work folder."""
-MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "bad_alloc", "out of memory")
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,16 @@ class Task:
     source: str
 
 
+@dataclass
+class _Runs:
+    """One exercise's cases and what its public run gave (its outcomes, the probe inputs' after them)."""
+
+    public: list[dict[str, Any]]
+    probes: list[dict[str, Any]]
+    hidden: list[dict[str, Any]]
+    outcomes: list[Outcome] | None = None
+
+
 def case_seed(seed: int, exercise_id: str, student: str) -> int:
     digest = hashlib.sha256(f"grade:{seed}:{exercise_id}:{student}".encode()).digest()
     return int.from_bytes(digest[:6], "big")
@@ -181,10 +201,12 @@ def run_unit(student: str, tasks: list[Task], settings: Settings, tmp_root: Path
              iso: sandbox.Isolation, guard: Guard | None = None) -> list[Row]:
     guard = guard or Guard()
     jobdir = Path(tempfile.mkdtemp(prefix="unit-", dir=tmp_root))
+    bound = memory.Bound(iso.memory or None)
     try:
-        _run_unit(student, tasks, settings, jobdir, slot, iso, guard)
+        _run_unit(student, tasks, settings, jobdir, slot, iso, guard, bound)
     finally:
         guard.enter("removing its work folder", CLEANUP_SECONDS)
+        bound.close()
         try:
             files.remove_tree(jobdir)
         except Exception as exc:  # noqa: BLE001  (the rows are decided; the batch's own cleanup retries)
@@ -210,14 +232,14 @@ def unit_rows(student: str, tasks: list[Task], verdicts: Mapping[int, tuple[Stat
 
 def _prepare(jobdir: Path, settings: Settings, slot: int, iso: sandbox.Isolation) -> Path:
     """The unit's folders. With a uid of its own, the sandbox owns ``work`` and ``out`` only: ``in`` (the
-    cells and inputs, written here when each exercise is due) and the job folder stay the grader's, so
+    cells and inputs, written here when each run is due) and the job folder stay the grader's, so
     learner code cannot swap them for links into places the grader would then write."""
     (jobdir / "job.json").write_text(json.dumps({"limits": _limits(settings)}), encoding="utf-8")
     workdir = jobdir / "work"
     for name in ("in", "out", "work"):
         (jobdir / name).mkdir()
     if iso.uid:
-        uid = sandbox.UID_BASE + slot
+        uid = sandbox.sandbox_uid(slot)
         os.chown(jobdir, 0, uid)
         os.chmod(jobdir, 0o710)
         for name, owner, mode in (("in", 0, 0o750), ("out", uid, 0o700), ("work", uid, 0o700)):
@@ -228,172 +250,168 @@ def _prepare(jobdir: Path, settings: Settings, slot: int, iso: sandbox.Isolation
     return workdir
 
 
-def _write_due(jobdir: Path, index: int, task: Task, cases: list[dict[str, Any]], iso: sandbox.Isolation,
-               slot: int) -> None:
-    """Exercise ``index``'s cell and inputs, written only now that it is due."""
-    folder = jobdir / "in" / str(index)
+def _write_inputs(folder: Path, cases: list[dict[str, Any]], iso: sandbox.Isolation, slot: int) -> None:
+    """``cases`` into ``folder`` (under the grader's ``in``), readable by the sandbox's group only."""
     serialize.dump(cases, folder)
-    (folder / "cell.json").write_text(json.dumps({
-        "id": task.course.id, "func_name": task.course.exercise.func_name, "source": task.source,
-        "forbidden": list(task.course.exercise.forbidden),
-        "gradients": bool(task.course.exercise.gradients)}), encoding="utf-8")
     if iso.uid:
-        gid = sandbox.UID_BASE + slot
+        gid = sandbox.sandbox_uid(slot)
         for path in (folder, *folder.iterdir()):
             os.chown(path, 0, gid)
             os.chmod(path, 0o750 if path.is_dir() else 0o640)
 
 
+def _write_due(jobdir: Path, index: int, task: Task, cases: list[dict[str, Any]], iso: sandbox.Isolation,
+               slot: int) -> None:
+    """Exercise ``index``'s cell and the inputs of its public run, written only now that it is due."""
+    folder = jobdir / "in" / str(index)
+    _write_inputs(folder, cases, iso, slot)
+    (folder / "cell.json").write_text(json.dumps({
+        "id": task.course.id, "func_name": task.course.exercise.func_name, "source": task.source,
+        "forbidden": list(task.course.exercise.forbidden),
+        "gradients": bool(task.course.exercise.gradients)}), encoding="utf-8")
+    if iso.uid:
+        os.chown(folder / "cell.json", 0, sandbox.sandbox_uid(slot))
+        os.chmod(folder / "cell.json", 0o640)
+
+
 def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path, slot: int,
-              iso: sandbox.Isolation, guard: Guard) -> None:
+              iso: sandbox.Isolation, guard: Guard, bound: memory.Bound) -> None:
     workdir = _prepare(jobdir, settings, slot, iso)
-    verdicts = guard.verdicts
-    index = 0
-    while index < len(tasks) and not guard.abandoned:
+    runs: dict[int, _Runs] = {}
+    plan = [(i, False) for i in range(len(tasks))] + [(i, True) for i in range(len(tasks))]
+    step = 0
+    while step < len(plan) and not guard.abandoned:
         guard.enter("starting its sandbox", settings.startup_timeout + 30)
-        worker = sandbox.Worker.start(jobdir, workdir, slot, iso, settings.hidden)
+        worker = sandbox.Worker.start(jobdir, workdir, slot, iso, settings.hidden, bound)
         guard.attach(worker)
         try:
             if worker.next_line(time.monotonic() + settings.startup_timeout) != "ready":
                 worker.kill()
                 tail = one_line(worker.output.decode("utf-8", "replace")[-300:])
-                for later in range(index, len(tasks)):
-                    verdicts[later] = (Status.ERROR, tr("the grader could not start its sandbox: {tail}", tail=tail))
+                print(f"grader: {student}: the sandbox did not start: {tail}", file=sys.stderr)
+                for later in range(len(tasks)):
+                    guard.verdicts.setdefault(later, (Status.ERROR, tr("the grader could not start its sandbox: "
+                                                                       "{tail}", tail=tail)))
                 return
-            while index < len(tasks) and not guard.abandoned:
-                task = tasks[index]
-                wall = wall_limit(settings.timeout)
-                guard.enter(f"running {task.course.id}", 2 * wall + 60)
-                public = task.course.exercise.public_cases()
-                cases = public + task.course.exercise.hidden_cases(case_seed(settings.seed, task.course.id, student))
-                probes = probe_inputs(task.course.exercise)  # run after the cases; never counted
-                _write_due(jobdir, index, task, cases + probes, iso, slot)
-                worker.send(f"run {index}")
-                line = worker.next_line(time.monotonic() + wall)
-                if line == f"start {index}":
-                    line = worker.next_line(time.monotonic() + wall)
-                if line is None:
-                    worker.kill()
-                    verdicts[index] = (Status.TIMEOUT, tr("your code ran longer than {seconds:g} s; look for an "
-                                                          "endless loop or needless work", seconds=wall))
-                    index += 1
+            bound.arm(settings.memory_mb * 2**20, lambda w=worker: sandbox.members(w), worker.terminate)
+            while step < len(plan) and not guard.abandoned:
+                index, hidden = plan[step]
+                step += 1
+                if index in guard.verdicts:
+                    continue
+                if not _run(student, tasks[index], index, hidden, worker, settings, jobdir, slot, iso, guard,
+                            runs, bound):
                     break
-                words = line.split()
-                if len(words) < 2 or words[0] not in ("done", "exit", "died") or words[1] != str(index):
-                    worker.kill()
-                    verdicts[index] = _death(worker, line)
-                    index += 1
-                    break
-                guard.enter(f"reading the results of {task.course.id}", COLLECT_SECONDS)
-                frozen = worker.freeze()
-                if not frozen:
-                    worker.kill()  # read only from a stopped sandbox: a dead one will do
-                if words[0] == "died":
-                    verdicts[index] = _crash(words[2] if len(words) > 2 else "a signal", math.ceil(settings.timeout))
-                elif words[0] == "exit":
-                    verdicts[index] = (Status.ERROR, tr("your code ended the process that runs it (exit status "
-                                                        "{code}); do not call os._exit, sys.exit or kill processes "
-                                                        "in an exercise", code=" ".join(words[2:3])))
-                else:
-                    verdicts[index] = _collect(task, cases, jobdir, index, len(public), student, settings.feedback,
-                                               probes)
-                index += 1
-                if not frozen:
-                    break
-                worker.thaw()
         finally:
             worker.kill()
             guard.attach(None)
 
 
-def _crash(signal_name: str, cpu_seconds: int) -> tuple[Status, str]:
-    if signal_name == "SIGXCPU":
-        return (Status.TIMEOUT, tr("your code used more than {seconds} s of CPU time; look for an endless loop or "
-                                   "needless work", seconds=cpu_seconds))
-    if signal_name in ("SIGKILL", "SIGSEGV", "SIGABRT", "SIGBUS"):
-        return (Status.MEMORY, tr("the process running your code crashed ({how}), most likely out of memory; use "
-                                  "smaller intermediate tensors", how=signal_name))
-    return (Status.ERROR, tr("the process running your code was killed by {signal}; do not send signals or "
-                             "kill processes in an exercise", signal=signal_name))
+def _run(student: str, task: Task, index: int, hidden: bool, worker: sandbox.Worker, settings: Settings,
+         jobdir: Path, slot: int, iso: sandbox.Isolation, guard: Guard, runs: dict[int, _Runs],
+         bound: memory.Bound) -> bool:
+    """One run of exercise ``index``: its public cases, or (``hidden``) its hidden ones. Records a verdict
+    in ``guard`` when it decides the exercise; False when the worker is gone and a fresh one is needed."""
+    exercise, mode, wall = task.course.exercise, settings.feedback, wall_limit(settings.timeout)
+    guard.enter(f"running {'the hidden cases of ' if hidden else ''}{task.course.id}", 3 * wall + 60)
+    hide = (lambda verdict: verdicts.hidden(verdict, mode)) if hidden else (lambda verdict: verdict)
+    if not hidden:
+        seed = case_seed(settings.seed, task.course.id, student)
+        runs[index] = run = _Runs(exercise.public_cases(), probe_inputs(exercise), exercise.hidden_cases(seed))
+        _write_due(jobdir, index, task, run.public + run.probes, iso, slot)
+        worker.send(f"run {index}")
+    else:
+        run = runs[index]
+        _write_inputs(jobdir / "in" / f"h{index}", run.hidden, iso, slot)
+        worker.send(f"hide {index}")
+        line = worker.next_line(time.monotonic() + wall)
+        files.remove_tree(jobdir / "in" / f"h{index}")  # before any learner code runs on them
+        if line != f"loaded {index}" or not worker.send(f"go {index}"):
+            worker.kill()
+            guard.verdicts[index] = hide(verdicts.death(worker.exit_description(), worker.killed_by_grader, line))
+            return False
+    line = worker.next_line(time.monotonic() + wall)
+    if line == f"start {index}":
+        line = worker.next_line(time.monotonic() + wall)
+    words = (line or "").split()
+    if line is None or len(words) < 2 or words[0] not in ("done", "exit", "died") or words[1] != str(index):
+        worker.kill()
+        verdict = verdicts.timeout(wall) if line is None else \
+            verdicts.death(worker.exit_description(), worker.killed_by_grader, line)
+        guard.verdicts[index] = hide(verdicts.over_bound(settings.memory_mb) if bound.tripped() else verdict)
+        return False
+    guard.enter(f"reading the results of {task.course.id}", COLLECT_SECONDS)
+    frozen = worker.freeze()
+    if not frozen:
+        worker.kill()  # read only from a stopped sandbox: a dead one will do
+    verdict: tuple[Status, str] | Row | None = None
+    if bound.tripped():
+        verdict = verdicts.over_bound(settings.memory_mb)
+    elif words[0] == "died":
+        verdict = verdicts.crash(words[2] if len(words) > 2 else "a signal", math.ceil(settings.timeout))
+    elif words[0] == "exit":
+        verdict = verdicts.exited(" ".join(words[2:3]))
+    else:
+        keys = sorted({key for case in [*run.public, *run.probes, *run.hidden] for key in case})
+        name, n_cases, n_extra = (f"h{index}", len(run.hidden), 0) if hidden else \
+            (str(index), len(run.public), len(run.probes))
+        got = _collect(task, jobdir, name, keys, n_cases, n_extra)
+        if isinstance(got, tuple):
+            verdict = got
+        else:
+            got = verdicts.checked(got, exercise.forbidden)
+            if hidden:
+                verdict = _judge(task, run, run.outcomes or [], got, student, mode)
+            else:
+                run.outcomes = got
+                if not run.hidden or any(o.forbidden for o in got[:len(run.public)]):
+                    verdict = _judge(task, run, got, [], student, mode)  # decided without a hidden run
+    if verdict is not None:
+        guard.verdicts[index] = hide(verdict) if isinstance(verdict, tuple) else verdict
+    if frozen:
+        worker.thaw()
+    return frozen
 
 
-def _death(worker: sandbox.Worker, line: str | None = "") -> tuple[Status, str]:
-    """The verdict when the worker itself stopped answering as agreed (``line`` is what it said)."""
-    if line:
-        return (Status.ERROR, tr("the grader stopped your sandbox because it sent an unexpected status line "
-                                 "({line!r}): your code wrote to the grader's status pipe or interfered with the "
-                                 "process that runs it", line=one_line(line, 60)))
-    how = worker.exit_description()
-    if worker.killed_by_grader:
-        return (Status.ERROR, tr("the grader stopped the process running your code because it stopped answering"))
-    if "SIGXCPU" in how:
-        return (Status.TIMEOUT, tr("your code used too much CPU time; look for an endless loop"))
-    if "SIGKILL" in how or "SIGSEGV" in how or "SIGABRT" in how or "SIGBUS" in how:
-        return (Status.MEMORY, tr("the process running your code crashed ({how}), most likely out of memory; use "
-                                  "smaller intermediate tensors", how=how))
-    return (Status.ERROR, tr("your code ended the process that runs it ({how}); do not call os._exit, sys.exit "
-                         "or kill processes in an exercise", how=how))
-
-
-def _is_memory(kind: str, message: str) -> bool:
-    return kind == "MemoryError" or any(marker in message for marker in MEMORY_MARKERS)
-
-
-def _collect(task: Task, cases: list[dict[str, Any]], jobdir: Path, index: int, n_public: int = 0,
-             student: str = "", mode: str = credit.DEFAULT_FEEDBACK,
-             probes: Sequence[dict[str, Any]] = ()) -> tuple[Status, str] | Row:
-    """Read the (stopped) worker's raw outcomes and judge them here, treating every file as hostile."""
+def _collect(task: Task, jobdir: Path, name: str, keys: list[str], n_cases: int,
+             n_extra: int = 0) -> list[Outcome] | tuple[Status, str]:
+    """Read the (stopped) worker's raw outcomes in ``out/name``, treating every file as hostile."""
     try:
-        with files.open_dir(jobdir, "out", str(index)) as out:
-            return _judge_folder(task, cases, out, n_public, student, mode, probes)
+        with files.open_dir(jobdir, "out", name) as out:
+            return verdicts.read(out, keys, n_cases, n_extra)
     except files.Refused as exc:
         return (Status.ERROR, tr("your code left no results for the grader to read ({problem}): it may have "
                                  "ended, or used up the file descriptors or disk space of, the process that runs it",
                                  problem=exc))
 
 
-def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_public: int = 0, student: str = "",
-                  mode: str = credit.DEFAULT_FEEDBACK,
-                  probes: Sequence[dict[str, Any]] = ()) -> tuple[Status, str] | Row:
-    """The judged :class:`Row` (per-part credit, ``cases[:n_public]`` public), or a whole-exercise
-    ``(status, reason)`` when the outcomes cannot be judged. The worker ran ``probes`` (probe inputs,
-    :mod:`utils.exercises.probes`) after ``cases``: their outcomes, split off by count, only inform the
-    diagnosis; they never count and may be missing."""
-    try:
-        record = serialize.read_json(out, "load_error.json")
-    except serialize.DecodeError as exc:
-        record = None if "missing" in str(exc) else {"load_error": ["Error", "unreadable"]}
-    if record is not None:
-        try:
-            kind, message = (str(x)[:300] for x in record["load_error"][:2])
-        except (KeyError, TypeError, ValueError):
-            kind, message = "Error", "unreadable"
-        if _is_memory(kind, message):
-            return (Status.MEMORY, tr("your code ran out of memory; use smaller intermediate tensors"))
-        if kind == "SystemExit":
-            return (Status.ERROR, tr("your code called sys.exit ({message}); return a value instead", message=message))
-        return (Status.ERROR, tr("your cell raised {kind} when it ran: {message}", kind=kind, message=message))
-    keys = sorted({key for case in [*cases, *probes] for key in case})
-    try:
-        outcomes = serialize.load_outcomes(out, keys, max_records=len(cases) + len(probes))
-    except serialize.DecodeError as exc:
-        if "outcomes.json is missing" in str(exc):
-            return (Status.ERROR, tr("your function's results were never written (outcomes.json is missing): "
-                                     "your code may have ended, or used up the file descriptors of, the process "
-                                     "that runs it"))
-        return (Status.ERROR, tr("the grader could not read what your function returned ({problem})", problem=exc))
+def _judge(task: Task, run: _Runs, public: Sequence[Outcome], hidden: Sequence[Outcome], student: str,
+           mode: str) -> tuple[Status, str] | Row:
+    """The judged :class:`Row` (per-part credit) of the public run's outcomes (``public``: its cases',
+    then its probe inputs', which only inform the diagnosis and never count) and the hidden run's."""
+    n_public = len(run.public)
+    cases = [*run.public, *run.hidden]
+    outcomes = [*public[:n_public], *hidden]
     exercise = task.course.exercise
-    outcomes, probe_outcomes = outcomes[:len(cases)], outcomes[len(cases):]
-    for outcome in outcomes:
-        if outcome.error and _is_memory(*outcome.error):
-            return (Status.MEMORY, tr("your function ran out of memory; use smaller intermediate tensors"))
-    if len(outcomes) != len(cases):  # the runner stops early only on MemoryError (handled above)
-        return (Status.ERROR, tr("your function ran on {ran} of {total} cases; the rest never returned (did "
-                            "it exit or tamper with the grader?)", ran=len(outcomes), total=len(cases)))
+    for outcome in hidden:
+        if outcome.error and verdicts.is_memory(*outcome.error):
+            return verdicts.hidden(verdicts.memory(), mode)
     try:
         graded = credit.credit_for(exercise, cases, outcomes, n_public, diagnose_hidden=mode == "full",
-                                   evidence=Evidence(list(probes), probe_outcomes))
+                                   evidence=Evidence(list(run.probes), list(public[n_public:])))
     except Exception as exc:  # a hostile output must never stop the batch
         return (Status.ERROR, tr("your output could not be compared with the reference ({kind})",
-                              kind=type(exc).__name__))
+                                 kind=type(exc).__name__))
     return graded_row(student, task.course.id, task.course.points, graded, mode)
+
+
+def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_public: int = 0, student: str = "",
+                  mode: str = credit.DEFAULT_FEEDBACK) -> tuple[Status, str] | Row:
+    """Judge the outcomes in ``out`` of ``cases`` (the first ``n_public`` public, the rest hidden) in one go."""
+    keys = sorted({key for case in cases for key in case})
+    got = verdicts.read(out, keys, len(cases))
+    if isinstance(got, tuple):
+        return got
+    run = _Runs(list(cases[:n_public]), [], list(cases[n_public:]))
+    got = verdicts.checked(got, task.course.exercise.forbidden)
+    return _judge(task, run, got[:n_public], got[n_public:], student, mode)

@@ -1,16 +1,27 @@
 """The untrusted half of the grader: runs one notebook's exercise cells inside the sandbox.
 
-Started by :mod:`utils.grading.sandbox` as ``python -I -c "<bootstrap>" JOBDIR STATUS_FD COMMAND_FD``. It
+Started by :mod:`utils.grading.sandbox` as ``python -I -S -c "<bootstrap>" KIT PATHS JOBDIR STATUS_FD
+COMMAND_FD``, with only the worker kit of the course importable (:mod:`utils.grading.kit`). It
 
 1. imports torch (once per worker: this is the expensive part) with one thread;
 2. lowers its own resource limits (address space, CPU seconds, file size, processes, no core dumps)
    *before* any learner code runs, and makes itself non-dumpable (no same-uid ``ptrace``);
-3. for each ``run i`` line the grader sends (only when exercise ``i`` is due, after writing its cell
-   and inputs into ``in/i``): writes ``start i``, **forks**, and the child, which closes the status and
-   command pipes first, points its stdout and stderr at ``/dev/null`` (what learner code prints is never
-   read, so it never crosses a pipe: a 300 MB print costs the CPU of writing it, not the grader's time
-   to drain it), sets its CPU-time limit (``RLIMIT_CPU``: ``SIGXCPU`` at the exercise's timeout, in CPU
-   seconds, ``SIGKILL`` :data:`CPU_GRACE` seconds later), executes the cell with
+3. for each command the grader sends, runs one exercise's cases in a **forked** process:
+
+   * ``run i`` (the public cases and the probe inputs, which the grader writes into ``in/i`` with the
+     cell only when exercise ``i`` is due): the child reads them itself and writes into ``out/i``;
+   * ``hide i`` (the hidden cases, written into ``in/hi`` only after every public run of the unit is
+     over): the worker reads them *before* forking, answers ``loaded i``, and forks only on ``go i``,
+     which the grader sends once it has removed ``in/hi``: no learner code ever runs while a hidden
+     input is on disk. The child runs the cell again, in a fresh folder ``work/hi`` (so that what the
+     cell's top level did in the public run, such as making a folder, does not get in its way), and
+     writes into ``out/hi``.
+
+   The worker writes ``start i`` and forks; the child closes the status and command pipes first,
+   points its stdout and stderr at ``/dev/null`` (what learner code prints is never read, so it never
+   crosses a pipe: a 300 MB print costs the CPU of writing it, not the grader's time to drain it), sets
+   its CPU-time limit (``RLIMIT_CPU``: ``SIGXCPU`` at the exercise's timeout, in CPU seconds,
+   ``SIGKILL`` :data:`CPU_GRACE` seconds later), executes the cell with
    :func:`~utils.exercises.runner.load_function` (a fresh namespace, the forbidden names patched), calls
    :func:`~utils.exercises.runner.run_cases`, writes the raw outcomes (``.npy`` + JSON, see
    :mod:`utils.grading.serialize`) and exits. The worker itself then writes ``done i`` (or ``exit i
@@ -85,8 +96,9 @@ def main(argv: list[str]) -> int:
     except RuntimeError:
         pass
     import utils.exercises.runner  # noqa: F401  (imported before any fork, so each exercise starts warm)
-    from utils.grading import serialize  # noqa: F401
+    from utils.grading import serialize
 
+    _index_torch()
     limits = json.loads((jobdir / "job.json").read_text(encoding="utf-8"))["limits"]
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large file is an OSError, not a dead worker
     _not_dumpable()
@@ -99,9 +111,15 @@ def main(argv: list[str]) -> int:
     commands = os.fdopen(command_fd, "rb", buffering=0)
     while True:
         line = commands.readline(100).decode("ascii", "replace").split()
-        if len(line) != 2 or line[0] != "run" or not line[1].isdigit():
+        if len(line) != 2 or line[0] not in ("run", "hide") or not line[1].isdigit():
             return 0  # EOF (the grader is done with us) or nonsense: stop
         index = int(line[1])
+        cases, out = None, jobdir / "out" / str(index)
+        if line[0] == "hide":  # the hidden cases: read here, then removed by the grader before any learner code runs
+            cases, out = serialize.load(jobdir / "in" / f"h{index}"), jobdir / "out" / f"h{index}"
+            _status(status_fd, f"loaded {index}")
+            if commands.readline(100).decode("ascii", "replace").split() != ["go", str(index)]:
+                return 0
         _reap()
         _status(status_fd, f"start {index}")
         pid = os.fork()
@@ -116,9 +134,10 @@ def main(argv: list[str]) -> int:
                     os.close(sink)
                 cpu = math.ceil(sum(os.times()[:2])) + limits["cpu"]  # ~0 used: a fork's counters start at 0
                 _limit(resource.RLIMIT_CPU, cpu, cpu + CPU_GRACE)
-                code = _run_exercise(jobdir, index)
+                code = _run_exercise(jobdir, index, out, cases)
             finally:
                 os._exit(code)
+        del cases
         _pid, wait_status, usage = os.wait4(pid, 0)
         sys.stdout.flush()
         if os.WIFSIGNALED(wait_status):
@@ -161,26 +180,33 @@ def _reap() -> None:
             return
 
 
-def _run_exercise(jobdir: Path, index: int) -> int:
-    """Run exercise ``index`` in this (forked) process: read its cell and inputs, which the grader
-    writes only when it is due, run the cases, write the raw outcomes. Returns the exit status."""
+def _run_exercise(jobdir: Path, index: int, out: Path, cases: list | None = None) -> int:
+    """Run exercise ``index`` in this (forked) process: read its cell and (unless ``cases`` were read
+    already) its inputs, which the grader writes only when they are due, run the cases, write the raw
+    outcomes into ``out``. Returns the exit status."""
     from utils.exercises.common import one_line
     from utils.exercises.runner import MissingFunction, load_function, run_cases
     from utils.grading import serialize
 
-    out = jobdir / "out" / str(index)
     record: dict[str, object] = {}
     try:
         cell = json.loads((jobdir / "in" / str(index) / "cell.json").read_text(encoding="utf-8"))
-        cases = serialize.load(jobdir / "in" / str(index))
+        if cases is None:
+            cases = serialize.load(jobdir / "in" / str(index))
+        else:  # the hidden run starts in a folder of its own: what the public run left behind stays there
+            os.makedirs(f"h{index}", exist_ok=True)
+            os.chdir(f"h{index}")
         # Bare package names ("utils") are for the static check only: runner.forbid() patches attributes.
-        forbidden = [name for name in cell["forbidden"] if "." in name]
+        named = _aliases([name for name in cell["forbidden"] if "." in name])
+        forbidden = sorted(named)
         try:
             fn = load_function(cell["source"], cell["func_name"], forbidden)  # we are the sandbox
         except MissingFunction:
             record["load_error"] = ["LookupError", f"the cell does not define {cell['func_name']}()"]
         else:
             outcomes = run_cases(fn, cases, forbidden, gradients=cell.get("gradients") is True)
+            for outcome in outcomes:  # the name the exercise lists, whichever alias was called
+                outcome.forbidden = named.get(outcome.forbidden, outcome.forbidden) if outcome.forbidden else None
             try:
                 serialize.dump_outcomes(outcomes, out)
             except OSError as exc:  # e.g. the learner's code used up every file descriptor
@@ -203,6 +229,39 @@ def _run_exercise(jobdir: Path, index: int) -> int:
                 return 1
     sys.stdout.flush()
     return 0
+
+
+_INDEX: dict[int, list[str]] = {}
+
+
+def _index_torch() -> None:
+    """Every function and class of a loaded torch module, by identity: where else torch holds it. Made
+    once per worker, before any learner code runs."""
+    for module_name, module in list(sys.modules.items()):
+        if module is None or not (module_name == "torch" or module_name.startswith("torch.")):
+            continue
+        try:
+            items = list(vars(module).items())
+        except TypeError:
+            continue
+        for attr, value in items:
+            if callable(value) and not attr.startswith("__"):
+                _INDEX.setdefault(id(value), []).append(f"{module_name}.{attr}")
+
+
+def _aliases(names: list[str]) -> dict[str, str]:
+    """Each forbidden dotted name, and every other name a torch module holds the same object under (the
+    class ``torch.nn.Transformer`` builds its layers from is ``torch.nn.modules.activation``'s, not
+    ``torch.nn``'s), mapped to the name the exercise lists."""
+    from utils.exercises.common import resolve
+
+    named = {name: name for name in names}
+    for name in names:
+        resolved = resolve(name)
+        if resolved is not None:
+            for alias in _INDEX.get(id(getattr(*resolved)), []):
+                named.setdefault(alias, name)
+    return named
 
 
 def _close_learner_files() -> bool:
