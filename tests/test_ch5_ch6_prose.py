@@ -115,3 +115,28 @@ def test_ch6_row_sums_are_delta_not_the_head_dimension_d(lang):
     with using_language(lang):
         quiz = "\n".join(_quiz_texts(ch6_quiz()))
     assert not DELTA_AS_D.search(quiz) and "dP − Δ" in quiz
+
+
+def test_pronoun_cost_line_is_one_language():
+    from utils.explorers.transformer import pronoun_cost_line
+
+    with using_language("en"):
+        shown = {configuration_label(label): value for label, value in (("all on", 1.0), ("L2H2 off", 0.294))}
+        line = pronoun_cost_line("she", "L2H2", 0.7054, shown)
+    assert line == "'she': switching off L2H2 costs the most, 0.705 | all on 1.00, L2H2 off 0.29"
+    with using_language("zh"):
+        shown = {configuration_label(label): value for label, value in (("all on", 1.0), ("L2H2 off", 0.294))}
+        line = pronoun_cost_line("she", "L2H2", 0.7054, shown)
+    assert "0.705" in line and "全部开启 1.00" in line and "L2H2" in line
+    assert not re.search(r"switching|costs|the most|all on|\boff\b", line), line
+    with pytest.raises(ValueError, match="shown"):
+        pronoun_cost_line("she", "L2H2", 0.7, {})
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_ch5_per_pronoun_printout_is_in_the_notebooks_language(lang):
+    printed = _stdout(_cell(_notebook(CH5, lang), "ch5-39d")).splitlines()
+    assert len(printed) == 4, printed
+    for line in printed:
+        english = re.search(r"switching|costs|the most|all on|\boff\b", line)
+        assert bool(english) == (lang == "en"), line

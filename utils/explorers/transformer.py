@@ -5,6 +5,7 @@
   pronoun's row singled out.
 * :func:`split_sentence`, :func:`sentence_state`: the trained model on a sentence the learner types, with the
   prediction, every layer and head and the referent share.
+* :func:`pronoun_cost_line`: one line of the chapter's per-pronoun ablation printout, in the learner's language.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from utils.attention import padding_mask
 from utils.i18n.messages import tr
 from utils.tasks import AGREEMENT, NOUNS, VOCAB, PronounData
 
-__all__ = ["AttentionView", "attention_view", "MAX_WORDS", "split_sentence", "SentenceState", "sentence_state"]
+__all__ = ["AttentionView", "attention_view", "MAX_WORDS", "split_sentence", "SentenceState", "sentence_state",
+           "pronoun_cost_line"]
 
 
 @dataclass(frozen=True)
@@ -198,3 +200,15 @@ def sentence_state(model, text: str, layer: int = 0, head: int = 0) -> SentenceS
                  shares=shares)
     return SentenceState(words, unknown, maps, pronoun, predicted, confidence, referent, share, correct, layer, head,
                          message)
+
+
+def pronoun_cost_line(pronoun: str, head: str, cost: float, shown: dict[str, float]) -> str:
+    """One printed line of chapter 5's per-pronoun ablation, all in the learner's language: the head whose
+    switching off costs ``pronoun`` the most accuracy, that cost, then ``shown``: row label (already in the
+    learner's language, e.g. from :func:`utils.plotting.transformer.configuration_label`) -> the accuracy on
+    that pronoun with that row's heads."""
+    if not shown:
+        raise ValueError("shown must name at least one row (label -> accuracy), got an empty mapping")
+    rows = tr(", ").join(f"{label} {value:.2f}" for label, value in shown.items())
+    return tr("'{pronoun}': switching off {head} costs the most, {cost} | {rows}",
+              pronoun=pronoun, head=head, cost=f"{cost:.3f}", rows=rows)
