@@ -85,3 +85,34 @@ def test_a_lost_dtype_is_reported_in_the_failing_case_own_dtype():
 
     line = _line(at_scale.ONLINE, upcast)
     assert "float64 inputs come back" not in line and "expected torch.float16" in line, line
+
+
+def test_a_max_over_the_wrong_dim_is_read_on_square_blocks():
+    """Taking the block's max over dim 0 runs on a square block: the probe's blocks are square, so it sees the
+    wrong max instead of an error, and no unrelated slip leads the line."""
+    def max_over_dim0(running_max, running_sum, block):
+        new_max = torch.maximum(running_max, block.amax(dim=0))
+        shift = torch.where(new_max == float("-inf"), 0.0, new_max)
+        return new_max, running_sum * torch.exp(running_max - shift) + torch.exp(block - shift[..., None]).sum(-1)
+
+    line = _line(at_scale.ONLINE, max_over_dim0)
+    assert line.startswith("your new max is wrong on the first block"), line
+
+
+def test_layer_norm_weight_and_bias_swapped_is_named():
+    import torch.nn.functional as F
+
+    from utils.exercises import transformer
+
+    def layer(x, w_q, w_k, w_v, w_o, w1, b1, w2, b2, ln1_weight, ln1_bias, ln2_weight, ln2_bias, num_heads):
+        N, L, E = x.shape
+        D = E // num_heads
+        h = F.layer_norm(x, (E,), ln1_bias, ln1_weight)  # weight and bias swapped
+        q, k, v = ((h @ w).view(N, L, num_heads, D).transpose(1, 2) for w in (w_q, w_k, w_v))
+        a = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(D), -1) @ v
+        x = x + a.transpose(1, 2).reshape(N, L, E) @ w_o
+        h = F.layer_norm(x, (E,), ln2_bias, ln2_weight)
+        return x + torch.relu(h @ w1 + b1) @ w2 + b2
+
+    line = _line(transformer.ENCODER_PRE_LN, layer)
+    assert line.startswith("your output equals the reference's with each LayerNorm's weight and bias swapped"), line

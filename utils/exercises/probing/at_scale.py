@@ -30,14 +30,15 @@ _NEG_INF = float("-inf")
 
 
 def _online_inputs(gen: torch.Generator) -> list:
-    running_max, running_sum = torch.tensor([1.0, -0.5, 2.0]), torch.tensor([1.5, 2.0, 3.0])
+    # square blocks (4 rows of 4 scores): a reduction over the wrong dim runs, and shows in the values
+    running_max, running_sum = torch.tensor([1.0, -0.5, 2.0, 0.25]), torch.tensor([1.5, 2.0, 3.0, 1.0])
     return [
-        {"running_max": torch.full((3,), _NEG_INF), "running_sum": torch.zeros(3),
-         "block": torch.randn(3, 4, generator=gen)},  # the first block
+        {"running_max": torch.full((4,), _NEG_INF), "running_sum": torch.zeros(4),
+         "block": torch.randn(4, 4, generator=gen)},  # the first block
         {"running_max": running_max, "running_sum": running_sum,
-         "block": running_max[:, None] - 1 - torch.rand(3, 4, generator=gen)},  # below the max: no rescale
+         "block": running_max[:, None] - 1 - torch.rand(4, 4, generator=gen)},  # below the max: no rescale
         {"running_max": running_max, "running_sum": running_sum,
-         "block": running_max[:, None] + 1 + torch.rand(3, 4, generator=gen)},  # above: the max rises
+         "block": running_max[:, None] + 1 + torch.rand(4, 4, generator=gen)},  # above: the max rises
         {"running_max": torch.tensor([_NEG_INF, 0.5]), "running_sum": torch.tensor([0.0, 2.0]),
          "block": torch.full((2, 3), _NEG_INF)},  # nothing but -inf so far, and an all -inf block
     ]
@@ -52,8 +53,14 @@ def _online_explain(reference, inputs, outcomes) -> str | None:
     for index, case in enumerate(inputs):
         new_max, new_sum = probe_output(outcomes, index, 0), probe_output(outcomes, index, 1)
         want_max, want_sum = reference_output(reference, case)
-        if new_max is None or new_sum is None or new_max.shape != want_max.shape or new_sum.shape != want_sum.shape:
-            return None
+        if new_max is None or new_sum is None:
+            break  # it raised here: judge the situations before this one
+        for name, got, want in (("max", new_max, want_max), ("sum", new_sum, want_sum)):
+            if got.shape != want.shape:
+                return tr("for running_max {rows} and a block {block}, your new {name} has shape {got}, not {want}: "
+                          "one value per row, like running_max, so reduce the block over its last dim only "
+                          "(block.amax(dim=-1), .sum(dim=-1))", rows=tuple(case["running_max"].shape),
+                          block=tuple(case["block"].shape), name=name, got=tuple(got.shape), want=tuple(want.shape))
         results.append((same(new_max, want_max), same(new_sum, want_sum), new_max, new_sum, want_max, want_sum))
     for situation, (max_ok, _, new_max, _, want_max, _) in zip(situations, results):
         stays = torch.isneginf(want_max) & torch.isfinite(new_max)  # -inf expected, a finite number given

@@ -112,6 +112,11 @@ def _layer_explain(reference, inputs, outcomes, *, other_order) -> str | None:
         return tr("your layer computes the other LayerNorm placement: with these weights its output equals the "
                   "reference's with the LayerNorms placed the other way (pre-LN: x + sublayer(norm(x)); post-LN: "
                   "norm(x + sublayer(x)))")
+    swapped = {**inputs[0], **{f"ln{i}_{part}": inputs[0][f"ln{i}_{other}"] for i in (1, 2)
+                                for part, other in (("weight", "bias"), ("bias", "weight"))}}
+    if same(got[0], reference_output(reference, swapped), atol=1e-4):
+        return tr("your output equals the reference's with each LayerNorm's weight and bias swapped: "
+                  "F.layer_norm(h, (E,), weight, bias) takes the weight (the scale) third and the bias fourth")
     if not ok[0] and ok[4]:
         return tr("your layer matches when every LayerNorm has weight 1 and bias 0, and differs with the given "
                   "ones: apply each LayerNorm's own weight and bias (ln1 with the attention sublayer, ln2 with the "
