@@ -103,6 +103,10 @@ def test_figure_titles_say_what_changed(setup):
     fig = kv_cache_explorer_figure(kv_cache_explorer_state(prompt[0].tolist(), traces, 3, window=4))
     table, grid, memory = fig.axes[:3]
     assert "ring buffer of W = 4 slots" in table.get_title() and table.get_xlabel() == "slot"
+    assert table.get_title().startswith("Layer 1's")  # layers count from 1, as in chapter 5 (L1H1)
+    full = kv_cache_explorer_figure(kv_cache_explorer_state(prompt[0].tolist(), traces, 3))
+    assert full.axes[0].get_title().startswith("Layer 1's full cache")
+    plt.close(full)
     assert "t11" in grid.get_title() and "no longer sees t0–t7" in grid.get_title()
     assert grid.get_xlabel().startswith("key") and grid.get_ylabel().startswith("query")
     assert "with cache 12" in fig._suptitle.get_text() and "without 42" in fig._suptitle.get_text()

@@ -78,7 +78,7 @@ class KVCacheExplorerState:
     rows: list[int]  # the attention rows computed at this step (the whole prompt at the prefill)
     grid: torch.Tensor  # long (T, T), T positions ever run: 0 not computed, 1 seen at an earlier step,
     #                     2 seen at this step, 3 an earlier key that row can no longer see (out of the window)
-    cache_positions: list[int]  # layer 0's cache after the step, in slot order (-1: empty slot)
+    cache_positions: list[int]  # layer 1's (index 0's) cache after the step, in slot order (-1: empty slot)
     written: list[int]  # the positions written into the cache at this step
     visible: list[int]  # the positions the newest token attends to
     hidden: list[int]  # the earlier positions it can no longer see

@@ -283,10 +283,10 @@ def kv_cache_explorer_figure(state: KVCacheExplorerState) -> Figure:
     table.set_xlabel(tr("slot"))
     kiB = state.cache_bytes[-1] / 2**10
     if state.window is None:
-        slots_title = tr("Layer 0's full cache after step {step}: {written} written (bright), {kib:.1f} KiB in all "
+        slots_title = tr("Layer 1's full cache after step {step}: {written} written (bright), {kib:.1f} KiB in all "
                          "layers", step=state.step, written=len(state.written), kib=kiB)
     else:
-        slots_title = tr("Layer 0's ring buffer of W = {window} slots after step {step}: {written} written "
+        slots_title = tr("Layer 1's ring buffer of W = {window} slots after step {step}: {written} written "
                          "(bright), {kib:.1f} KiB in all layers", window=state.window, step=state.step,
                          written=len(state.written), kib=kiB)
     table.set_title(slots_title, fontsize=9)
