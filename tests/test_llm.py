@@ -503,3 +503,59 @@ def test_loading_and_a_forward_fit_the_chapter_memory_budget(capsys):
         for step, (wall, cpu, peak) in measured.items():
             print(f"\n{step}: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {peak / 2**20:.0f} MiB")
     assert measured["forward"][2] < 1.5 * 2**30  # the chapter's kernel budget: 1.5 GiB
+
+
+# --- chapter 7's analyses on SmolLM2 itself ----------------------------------------------------------------
+
+@pytest.mark.slow
+def test_smollm2_learned_a_sink_that_its_first_layers_do_not_use(smollm2):
+    from utils.llm import LIGHTHOUSE_STORY, sink_share
+
+    model, tokenizer = smollm2
+    ids = torch.tensor([tokenizer.encode(LIGHTHOUSE_STORY).ids[:128]])
+    per_layer = sink_share(model.attention_maps(ids)).mean(-1)  # (30,)
+    assert float(per_layer.max()) > 0.5  # some layers give the first token most of their attention
+    assert float(per_layer[:2].max()) < 0.1  # the first layers do not: it is learned, not built in
+
+
+@pytest.mark.slow
+def test_smollm2_has_induction_heads_and_previous_token_heads(smollm2):
+    from utils.llm import induction_score, previous_token_score, repeated_random_tokens
+
+    model, _ = smollm2
+    tokens, periods = repeated_random_tokens(4, 60, periods=(10, 25), low=1000, high=40000)
+    assert len(set(periods.tolist())) > 1
+    maps = model.attention_maps(tokens)
+    induction, previous = induction_score(maps, tokens), previous_token_score(maps)  # (30, 9) each
+    assert float(induction.max()) > 0.7
+    assert float(previous.max()) > 0.7
+    best = divmod(int(induction.argmax()), 9)
+    assert float(previous[best]) < 0.2  # the best induction head is not a previous-token head
+
+
+@pytest.mark.slow
+def test_a_window_alone_degrades_smollm2_and_four_sinks_recover_much_of_it(smollm2, capsys):
+    from utils.llm import LIGHTHOUSE_STORY, streaming_loss
+
+    model, tokenizer = smollm2
+    ids = torch.tensor([tokenizer.encode(LIGHTHOUSE_STORY).ids[:640]])
+    full, window, sinks = (float(streaming_loss(model, ids, window=w, sinks=s)[64:].mean())
+                           for w, s in ((None, 0), (64, 0), (64, 4)))
+    with capsys.disabled():
+        print(f"\nmean loss on tokens 65..640: full {full:.3f}, window 64 {window:.3f}, "
+              f"window 64 + 4 sinks {sinks:.3f}")
+    assert window > full + 0.5
+    assert window - sinks > 0.4 * (window - full)
+
+
+@pytest.mark.slow
+def test_chinese_byte_tokens_merge_into_characters(smollm2):
+    from utils.llm import merge_byte_tokens
+
+    _, tokenizer = smollm2
+    text = "注意力机制是一种让模型关注重要信息的方法。"
+    ids = tokenizer.encode(text).ids
+    assert any("\ufffd" in tokenizer.decode([i]) for i in ids)  # some tokens alone are parts of characters
+    pieces = merge_byte_tokens(tokenizer, ids)
+    assert "".join(piece for piece, _ in pieces) == text
+    assert all("\ufffd" not in piece for piece, _ in pieces)

