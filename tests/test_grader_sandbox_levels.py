@@ -19,8 +19,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 import grader_fixtures as gf
@@ -146,19 +144,25 @@ def capless(tmp_path_factory):
         pytest.skip("needs root, capsh and unshare")
     top = tmp_path_factory.mktemp("capless")
     os.chmod(top, 0o755)
-    drop = Path(tempfile.mkdtemp(prefix="grader-capless-"))
-    os.chmod(drop, 0o1777)
     root_owned = top / "root-owned.txt"
     root_owned.write_text("the grader's")
     os.chmod(root_owned, 0o644)
     gf.student(top / "subs", "honest", {"a.ipynb": gf.toy_submission()})
-    who = ("import os\ntry:\n    open(" + repr(str(root_owned)) + ", 'a').write('x')\n    WROTE = True\n"
+    left = Path("/tmp") / f"grader-capless-{os.getpid()}"  # what a student leaves where any uid may write
+    who = (f"open({str(left)!r}, 'w').write('x')\n"
+           "import os\ntry:\n    open(" + repr(str(root_owned)) + ", 'a').write('x')\n    WROTE = True\n"
            "except OSError:\n    WROTE = False\n" + gf.TOY_SOLUTIONS["ch1.add_one"].replace(
                "    return x + 1", "    return x + (1 if os.getuid() != 0 and not WROTE else 2)"))
-    # a setsid() child that clears its environment and sleeps past its exercise, then writes a file
-    escape = ("import os\nif os.fork() == 0:\n    os.setsid()\n    os.execve('/bin/sh', ['sh', '-c', 'sleep 6; "
-              f"echo x > {drop}/escaped'], {{}})\n" + gf.TOY_SOLUTIONS["ch1.total"])
-    gf.student(top / "subs", "intruder", {"a.ipynb": gf.toy_submission({"ch1.add_one": who, "ch1.total": escape})})
+    # attend's cell starts a setsid() child that clears its environment, sleeps past its exercise and
+    # then writes into the unit's work folder ($HOME); total's cell, run after it, waits longer and looks
+    escape = ("import os\nif os.fork() == 0:\n    os.setsid()\n    os.execve('/bin/sh', ['sh', '-c', "
+              "f'sleep 6; echo x > {os.environ[\"HOME\"]}/escaped'], {})\n" + gf.TOY_SOLUTIONS["ch1.attend"])
+    look = ("import os, time\nhome = os.environ['HOME']\nif not os.path.exists(f'{home}/waited'):\n"
+            "    time.sleep(12)\n    open(f'{home}/waited', 'w').write('x')\n"
+            "ESCAPED = os.path.exists(f'{home}/escaped')\n"
+            + gf.TOY_SOLUTIONS["ch1.total"].replace("    return ", "    return (2 if ESCAPED else 1) * "))
+    gf.student(top / "subs", "intruder", {"a.ipynb": gf.toy_submission({"ch1.add_one": who, "ch1.attend": escape,
+                                                                         "ch1.total": look})})
     gf.make_toy_course(top / "course")
 
     def run(allow: bool, reachable: bool = False, drop_caps: str = "cap_sys_admin") -> subprocess.CompletedProcess:
@@ -173,8 +177,8 @@ def capless(tmp_path_factory):
         shutil.rmtree(top / "out", ignore_errors=True)
         return subprocess.run(cmd, cwd=gf.REPO, capture_output=True, text=True, timeout=600, check=False)
 
-    yield {"run": run, "drop": drop, "root_owned": root_owned}
-    shutil.rmtree(drop, ignore_errors=True)
+    yield {"run": run, "root_owned": root_owned, "left": left}
+    left.unlink(missing_ok=True)
 
 
 def _result(done: subprocess.CompletedProcess) -> dict:
@@ -192,10 +196,11 @@ def test_without_cap_sys_admin_learner_code_runs_as_an_unprivileged_uid_swept_by
     result = _result(done)
     assert result["summary"].split(",")[0] == "uid" and "WEAK" not in result["summary"], result
     assert "(fallback: pidns+uid does not work on this machine)" in done.stderr  # said, never silent
-    assert all(status == "passed" for status in result["rows"].values()), result  # not root: nothing written
+    # add_one: not root, so it could not write the grader's file; total: the escaping child did not outlive
+    # attend's run
+    assert all(status == "passed" for status in result["rows"].values()), result
     assert capless["root_owned"].read_text() == "the grader's"
-    time.sleep(8)  # the escaping child would have written by now
-    assert not (capless["drop"] / "escaped").exists(), "a setsid() child with a clean environment outlived grading"
+    assert not capless["left"].exists(), "what the student left in /tmp is there for the next one"
 
 
 @pytest.mark.sandbox

@@ -295,6 +295,28 @@ def sweep(worker: Worker) -> None:
         kill_marked(worker.marker, spare=worker.proc.pid)
 
 
+SHARED = ("/tmp", "/var/tmp", "/dev/shm")
+"""Folders every uid may write: without private mounts, what a student's uid left there is removed."""
+
+
+def remove_leftovers(uid: int) -> None:
+    """Remove what ``uid`` left at the top of :data:`SHARED` (its processes are gone): the next student
+    graded under this uid finds nothing of the last one's."""
+    from utils.grading import files
+
+    for folder in SHARED:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid == uid:
+                    files.remove_tree(entry.path)
+            except OSError:
+                continue
+
+
 def _uid_of(pid: int) -> int:
     """The real uid of ``pid`` (-1 when it is gone)."""
     try:

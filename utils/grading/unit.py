@@ -207,6 +207,8 @@ def run_unit(student: str, tasks: list[Task], settings: Settings, tmp_root: Path
     finally:
         guard.enter("removing its work folder", CLEANUP_SECONDS)
         bound.close()
+        if iso.uid and "mounts" not in iso.extras:
+            sandbox.remove_leftovers(sandbox.sandbox_uid(slot))
         try:
             files.remove_tree(jobdir)
         except Exception as exc:  # noqa: BLE001  (the rows are decided; the batch's own cleanup retries)

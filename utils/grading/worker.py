@@ -87,6 +87,7 @@ def _apply_limits(limits: dict[str, int]) -> None:
 
 def main(argv: list[str]) -> int:
     jobdir, status_fd, command_fd = Path(argv[0]), int(argv[1]), int(argv[2])
+    os.umask(0o077)  # what learner code writes is its own, unless it says otherwise
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch  # noqa: I001  (once per worker: the point of this design)
 
