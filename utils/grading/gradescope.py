@@ -11,15 +11,15 @@ judging as ``python -m utils.grade``: :func:`utils.grading.batch.grade`) with th
 
 **Trust.** This process is the trusted parent: Gradescope runs it as root. Before any of the student's code
 runs it reads ``submission_metadata.json`` (the user ids that seed the student's hidden cases), then makes it
-and ``gradescope.json`` (the seed) readable by root only, and the results folder writable by root only
-(:func:`lock_down`). The student's code runs in the grader's sandbox, which must switch it to an
-unprivileged uid of its own (``setpriv``; :mod:`utils.grading.isolation`): that uid can read neither the seed
-nor the metadata (where Gradescope lists earlier submissions and their results), and cannot write
-``results.json``. When the sandbox cannot switch uids on this machine, grading is refused with a reason for
-the instructor (:class:`Refused`), unless the bundle (or ``--allow-weak-isolation``) accepts it. After
-grading, every process of the sandbox's uids is killed (:func:`end_student_processes`), and only then is
-``results.json`` written, atomically. The level reached is in every ``results.json``, in a test only
-instructors see.
+and ``source/`` (the seed in ``gradescope.json``, the course's reference code) readable by root only, and the
+results folder writable by root only (:func:`lock_down`). The student's code runs in the grader's sandbox,
+which must switch it to an unprivileged uid of its own (``setpriv``; :mod:`utils.grading.isolation`): that
+uid can read neither the seed, nor the metadata (where Gradescope lists earlier submissions and their
+results), nor the reference code, and cannot write ``results.json``. When the sandbox's level is weak on
+this machine, grading is refused with a reason for the instructor (:class:`Refused`), unless the bundle (or
+``--allow-weak-isolation``) accepts it. After grading, every process of the sandbox's uids is killed
+(:func:`end_student_processes`), and only then is ``results.json`` written, atomically. The level reached
+is in every ``results.json``, in a test only instructors see.
 
 The cases depend on the seed, the exercise and the student, whom Gradescope names in
 ``submission_metadata.json`` (their user ids).
@@ -68,8 +68,9 @@ __all__ = [
 
 CONFIG_FILE = "gradescope.json"
 """The grading settings in the bundle (seed, timeout, memory, hidden visibility, language, chapters)."""
-SANDBOX_UIDS = range(sandbox.UID_BASE, sandbox.UID_BASE + 4096)
-"""The uids the grader's sandbox runs learner code as (one per job slot, from ``UID_BASE``)."""
+SANDBOX_UIDS = range(sandbox.UID_BASE, sandbox.UID_BASE + 2**22)
+"""The uids the grader's sandbox may run learner code as (from ``UID_BASE``: a block per grader process, a uid
+per job slot). Only this process's descendants are ever killed, so a wide range costs nothing."""
 ISOLATION_TEST = "grader isolation (instructors only)"
 FAILURE_TEST = "autograder error (instructors only)"
 
@@ -84,11 +85,14 @@ class Refused(RuntimeError):
 
 
 def lock_down(root: Path) -> dict[str, Any]:
-    """Read ``submission_metadata.json`` ({} when unreadable), then make it and ``source/gradescope.json``
-    root's alone (mode 0600) and the results folder root's (0755), so that the sandbox's uid can read
-    neither and write no result. Not as root: only the modes of files this user owns change."""
-    metadata_file, config_file, results = (
+    """Read ``submission_metadata.json`` ({} when unreadable), then make it, ``source/`` (the bundle: the
+    seed in ``gradescope.json``, the course's reference code; the sandboxed worker needs none of it, it runs
+    from the grader's worker kit) and ``gradescope.json`` root's alone (0600, 0700) and the results folder
+    root's (0755): the sandbox's uid can read none of them and write no result. Not as root: only the modes
+    of what this user owns change."""
+    metadata_file, source, config_file, results = (
         root / "submission_metadata.json",
+        root / "source",
         root / "source" / CONFIG_FILE,
         root / "results",
     )
@@ -97,7 +101,7 @@ def lock_down(root: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         metadata = {}
     results.mkdir(parents=True, exist_ok=True)
-    for path, mode in ((metadata_file, 0o600), (config_file, 0o600), (results, 0o755)):
+    for path, mode in ((metadata_file, 0o600), (source, 0o700), (config_file, 0o600), (results, 0o755)):
         if path.is_symlink() or not path.exists():
             continue
         if os.geteuid() == 0:
@@ -136,7 +140,7 @@ def student_processes() -> list[int]:
         pid = todo.pop()
         todo += children.get(pid, [])
         _parent, state, uids = table[pid]
-        if state not in ("Z", "X") and uids & set(SANDBOX_UIDS):
+        if state not in ("Z", "X") and any(uid in SANDBOX_UIDS for uid in uids):
             found.append(pid)
     return found
 
@@ -171,27 +175,24 @@ def become_subreaper() -> bool:
 
 
 def checked_isolation(allow_weak: bool) -> tuple[Any, str]:
-    """The sandbox's isolation here and one line for the instructor; :class:`Refused` when it does not run
-    the student's code as an unprivileged uid without extra rights, unless ``allow_weak``."""
-    iso = sandbox.isolation()
-    line = f"isolation level {iso.level}: {iso.describe()}"
-    if iso.drop == "uid":
-        return iso, line
-    risk = (
-        "as the grader's own user (root on Gradescope)"
-        if not iso.drop
-        else "as an unprivileged uid that keeps read access to every file"
-    )
-    if not allow_weak:
+    """The sandbox's isolation here and one line for the instructor. :class:`Refused` when the level is weak
+    (:meth:`~utils.grading.isolation.Isolation.weaknesses`: on Gradescope, where the runner is root, any
+    level without an unprivileged uid of its own), unless ``allow_weak``."""
+    sandbox.allow_weak_isolation(allow_weak)
+    try:
+        iso = sandbox.isolation()
+        if iso.weaknesses() and not allow_weak:  # the grader refuses these itself; this runner does too
+            raise sandbox.WeakIsolation(f"the sandbox's level is {iso.level}: {'; '.join(iso.weaknesses())}.")
+    except sandbox.WeakIsolation as exc:
         raise Refused(
-            f"refused to grade: the grader's sandbox reaches only {line}. The student's code would run {risk}: it "
-            f"could read the seed in source/{CONFIG_FILE} and submission_metadata.json (earlier submissions' "
-            f"results) and rewrite results.json. Run the autograder as root where setpriv can switch to an "
-            f"unprivileged uid (CAP_SETUID and CAP_SETGID, which a default Docker container keeps) and the Python "
-            f"of the venv is readable by every user, or rebuild the bundle with --allow-weak-isolation to grade "
-            f"anyway."
-        )
-    return iso, f"{line}. WEAK, accepted by --allow-weak-isolation: the student's code runs {risk}."
+            f"refused to grade. The student's code would be able to read the seed in source/{CONFIG_FILE} and "
+            f"submission_metadata.json (earlier submissions' results) and to rewrite results.json. "
+            f"{str(exc).removeprefix('grader: ')} On Gradescope: rebuild the bundle with gradescope-bundle "
+            f"--allow-weak-isolation, or pass --allow-weak-isolation to run_autograder."
+        ) from exc
+    line = f"isolation level {iso.level}: {iso.describe()}"
+    weak = iso.weaknesses()
+    return iso, f"{line}. WEAK, accepted by --allow-weak-isolation: {'; '.join(weak)}" if weak else line
 
 
 def write_results(results_dir: Path, data: dict[str, Any]) -> Path:
@@ -327,10 +328,11 @@ def run_gradescope(
             )
             iso, line = checked_isolation(allow)
             print(f"gradescope: {line}", flush=True)
-            instructor.append(instructor_test(ISOLATION_TEST, iso.drop == "uid", line))
+            instructor.append(instructor_test(ISOLATION_TEST, not iso.weaknesses(), line))
             with using_language(lang):
                 rows, notes = _grade(root, config, metadata, registry, jobs)
         finally:
+            sandbox.allow_weak_isolation(False)  # this process's next run decides again
             killed = end_student_processes()
             if killed:
                 print(f"gradescope: killed {killed} leftover processes of the sandbox", flush=True)
