@@ -114,8 +114,7 @@ def now_text(status: Any, public_cases: bool) -> str:
         Status.PASSED: "",
         Status.FAILED: tr("run this exercise's check cell in your notebook to see why"),
         Status.ERROR: tr(
-            "your code raised an error or could not run; run this exercise's check cell in "
-            "your notebook to see it"
+            "your code raised an error or could not run; run this exercise's check cell in your notebook to see it"
         ),
         Status.NOT_ATTEMPTED: tr("your function still raises NotImplementedError"),
         Status.TIMEOUT: tr("your code ran too long"),
