@@ -35,9 +35,12 @@ MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
 MS_REMOUNT = 32
+MS_NOATIME = 1024
+MS_NODIRATIME = 2048
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MS_RELATIME = 1 << 21
 MNT_DETACH = 2
 
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
@@ -93,12 +96,21 @@ def _bind(fd: int, target: str, *, writable: bool, is_dir: bool, device: bool = 
     _mount(f"/proc/self/fd/{fd}", target, None, MS_BIND | (MS_REC if is_dir else 0))
     flags = MS_BIND | MS_REMOUNT | MS_NOSUID | (0 if device else MS_NODEV) | (0 if writable else MS_RDONLY)
     try:
-        _mount(None, target, None, flags)
+        _mount(None, target, None, flags | _locked(target))
     except JailError:
         if not writable and not device:
             raise
     if not _same(target, fd):
         raise JailError(f"could not restore {target}")
+
+
+def _locked(target: str) -> int:
+    """The flags ``target``'s mount already has that a remount must keep: in a user namespace the kernel
+    locks them, and a remount that would drop one is refused."""
+    have = os.statvfs(target).f_flag
+    pairs = ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC),
+             (os.ST_NOATIME, MS_NOATIME), (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME))
+    return sum(flag for st, flag in pairs if have & st)
 
 
 def _tmpfs(target: str, mode: str, size: str) -> None:
