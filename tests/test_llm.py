@@ -445,6 +445,7 @@ def test_config_comes_from_the_file(smollm2):
     assert (c.rope_base, c.context_length, c.head_dim) == (100000.0, 8192, 64)
     assert abs(c.rms_eps - 1e-5) < 1e-9
     assert sum(p.numel() for p in model.parameters()) == 134_515_008
+    assert model.rope == "rotate_half"  # converted from llama.cpp's interleaved rows
 
 
 @pytest.mark.slow
@@ -463,6 +464,10 @@ def test_tokenizer_equals_transformers_on_the_same_file(smollm2, hf_smollm2):
 def test_logits_equal_transformers_llama_on_the_same_file(smollm2, hf_smollm2, capsys):
     model, tokenizer = smollm2
     hf_model, _ = hf_smollm2
+    for ours, theirs in ((model.layers[7].self_attn.q_proj, hf_model.model.layers[7].self_attn.q_proj),
+                         (model.layers[7].self_attn.k_proj, hf_model.model.layers[7].self_attn.k_proj),
+                         (model.embedding, hf_model.model.embed_tokens)):
+        assert_close(ours.weight, theirs.weight, atol=1e-6, rtol=0)  # the same dequantised numbers, same rows
     gaps = []
     with torch.no_grad():
         for prompt in PROMPTS:
