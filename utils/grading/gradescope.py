@@ -16,7 +16,7 @@ results folder writable by root only (:func:`lock_down`). The student's code run
 which must switch it to an unprivileged uid of its own (``setpriv``; :mod:`utils.grading.isolation`): that
 uid can read neither the seed, nor the metadata (where Gradescope lists earlier submissions and their
 results), nor the reference code, and cannot write ``results.json``. When the sandbox's level is weak on
-this machine, grading is refused with a reason for the instructor (:class:`Refused`), unless the bundle (or
+this machine, grading is refused with a reason for the instructor (:class:`WeakIsolationRefused`), unless the bundle (or
 ``--allow-weak-isolation``) accepts it. After grading, every process of the sandbox's uids is killed
 (:func:`end_student_processes`), and only then is ``results.json`` written, atomically. The level reached
 is in every ``results.json``, in a test only instructors see.
@@ -57,7 +57,7 @@ __all__ = [
     "CONFIG_FILE",
     "GRADESCOPE_VISIBILITIES",
     "HIDDEN_VISIBILITIES",
-    "Refused",
+    "WeakIsolationRefused",
     "check_visibility",
     "end_student_processes",
     "gradescope_results",
@@ -75,7 +75,7 @@ ISOLATION_TEST = "grader isolation (instructors only)"
 FAILURE_TEST = "autograder error (instructors only)"
 
 
-class Refused(RuntimeError):
+class WeakIsolationRefused(RuntimeError):
     """Grading was refused: the sandbox cannot run the student's code as an unprivileged uid here."""
 
 
@@ -175,8 +175,8 @@ def become_subreaper() -> bool:
 
 
 def checked_isolation(allow_weak: bool) -> tuple[Any, str]:
-    """The sandbox's isolation here and one line for the instructor. :class:`Refused` when the level is weak
-    (:meth:`~utils.grading.isolation.Isolation.weaknesses`: on Gradescope, where the runner is root, any
+    """The sandbox's isolation here and one line for the instructor. :class:`WeakIsolationRefused` when the level
+    is weak (:meth:`~utils.grading.isolation.Isolation.weaknesses`: on Gradescope, where the runner is root, any
     level without an unprivileged uid of its own), unless ``allow_weak``."""
     sandbox.allow_weak_isolation(allow_weak)
     try:
@@ -184,7 +184,7 @@ def checked_isolation(allow_weak: bool) -> tuple[Any, str]:
         if iso.weaknesses() and not allow_weak:  # the grader refuses these itself; this runner does too
             raise sandbox.WeakIsolation(f"the sandbox's level is {iso.level}: {'; '.join(iso.weaknesses())}.")
     except sandbox.WeakIsolation as exc:
-        raise Refused(
+        raise WeakIsolationRefused(
             f"refused to grade. The student's code would be able to read the seed in source/{CONFIG_FILE} and "
             f"submission_metadata.json (earlier submissions' results) and to rewrite results.json. "
             f"{str(exc).removeprefix('grader: ')} On Gradescope: rebuild the bundle with gradescope-bundle "
@@ -336,7 +336,7 @@ def run_gradescope(
             killed = end_student_processes()
             if killed:
                 print(f"gradescope: killed {killed} leftover processes of the sandbox", flush=True)
-    except Refused as exc:
+    except WeakIsolationRefused as exc:
         print(f"gradescope: {exc}", file=sys.stderr, flush=True)
         instructor.append(instructor_test(ISOLATION_TEST, False, str(exc)))
         with using_language(lang):

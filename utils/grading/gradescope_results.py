@@ -51,7 +51,7 @@ GRADESCOPE_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visib
 """The values Gradescope accepts for a test's ``visibility``."""
 HIDDEN_VISIBILITIES = ("after_published", "after_due_date", "visible")
 """The visibilities a bundle may give the tests that carry points (``hidden`` would show their total)."""
-STATIC = (Status.MISSING, Status.INVALID)
+SHOWN_BEFORE_RUNNING = (Status.MISSING, Status.INVALID)
 """Verdicts decided before any of the student's code ran: shown at once, reason and all."""
 
 
@@ -151,7 +151,7 @@ def _entries(row: Any, held_back: bool) -> list[Any]:
     parts = getattr(row, "parts", ())
     entries: list[Any] = []
     for name, source in _pieces(row):
-        if not held_back or row.status in STATIC:
+        if not held_back or row.status in SHOWN_BEFORE_RUNNING:
             entries.append(
                 _Entry(row.exercise, name, source.points, source.max_points, source.status, source.feedback, False)
             )

@@ -35,12 +35,12 @@ def kit() -> Path:
     global _KIT
     with _LOCK:
         if _KIT is None or not (_KIT / "utils" / "grading" / "worker.py").is_file():
-            _KIT = build(Path(tempfile.mkdtemp(prefix="grader-kit-")))
+            _KIT = build_kit(Path(tempfile.mkdtemp(prefix="grader-kit-")))
             atexit.register(shutil.rmtree, _KIT, True)
         return _KIT
 
 
-def build(folder: Path) -> Path:
+def build_kit(folder: Path) -> Path:
     """Write the kit into ``folder``: every file readable, none writable, by anyone but its owner."""
     os.chmod(folder, 0o755)
     for package in ("utils", "utils/grading", "utils/exercises"):

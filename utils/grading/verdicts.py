@@ -23,33 +23,33 @@ from utils.grading import serialize
 from utils.i18n.messages import tr
 
 MEMORY_MARKERS = ("can't allocate memory", "not enough memory", "bad_alloc", "out of memory")
-Verdict = tuple[Status, str]
+StatusAndReason = tuple[Status, str]
 
 
 def is_memory(kind: str, message: str) -> bool:
     return kind == "MemoryError" or any(marker in message for marker in MEMORY_MARKERS)
 
 
-def memory() -> Verdict:
+def memory() -> StatusAndReason:
     return (Status.MEMORY, tr("your code ran out of memory; use smaller intermediate tensors"))
 
 
-def over_bound(megabytes: int) -> Verdict:
+def over_bound(megabytes: int) -> StatusAndReason:
     return (Status.MEMORY, tr("your code's processes together used more than {mb} MiB; use smaller intermediate "
                               "tensors and do not start processes", mb=megabytes))
 
 
-def timeout(seconds: float) -> Verdict:
+def timeout(seconds: float) -> StatusAndReason:
     return (Status.TIMEOUT, tr("your code ran longer than {seconds:g} s; look for an endless loop or needless work",
                                seconds=seconds))
 
 
-def exited(code: str) -> Verdict:
+def exited(code: str) -> StatusAndReason:
     return (Status.ERROR, tr("your code ended the process that runs it (exit status {code}); do not call os._exit, "
                              "sys.exit or kill processes in an exercise", code=code))
 
 
-def crash(signal_name: str, cpu_seconds: int) -> Verdict:
+def crash(signal_name: str, cpu_seconds: int) -> StatusAndReason:
     if signal_name == "SIGXCPU":
         return (Status.TIMEOUT, tr("your code used more than {seconds} s of CPU time; look for an endless loop or "
                                    "needless work", seconds=cpu_seconds))
@@ -60,7 +60,7 @@ def crash(signal_name: str, cpu_seconds: int) -> Verdict:
                              "kill processes in an exercise", signal=signal_name))
 
 
-def death(how: str, killed_by_grader: bool, line: str | None = "") -> Verdict:
+def death(how: str, killed_by_grader: bool, line: str | None = "") -> StatusAndReason:
     """The verdict when the worker itself stopped answering as agreed (``line`` is what it said, ``how``
     its exit description)."""
     if line:
@@ -78,7 +78,7 @@ def death(how: str, killed_by_grader: bool, line: str | None = "") -> Verdict:
                          "or kill processes in an exercise", how=how))
 
 
-def hidden(verdict: Verdict, mode: str) -> Verdict:
+def hidden(verdict: StatusAndReason, mode: str) -> StatusAndReason:
     """``verdict`` of a hidden run as ``mode`` may show it: in ``full``, as it is; otherwise its status
     and a fixed message, whatever the learner's code wrote or chose."""
     if mode == "full":
@@ -104,7 +104,7 @@ def checked(outcomes: Sequence[Outcome], forbidden: Sequence[str]) -> list[Outco
             dataclasses.replace(o, forbidden=tr("a function this exercise forbids")) for o in outcomes]
 
 
-def read(out: int | Path, keys: list[str], n_cases: int, n_extra: int = 0) -> list[Outcome] | Verdict:
+def read(out: int | Path, keys: list[str], n_cases: int, n_extra: int = 0) -> list[Outcome] | StatusAndReason:
     """The outcomes in ``out`` (a stopped sandbox's folder) of ``n_cases`` cases followed by up to
     ``n_extra`` probe inputs, or the whole-exercise verdict when they cannot be judged."""
     try:
