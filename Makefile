@@ -41,11 +41,15 @@ help:
 # on Linux, Python 3.11; README, Setup). torch comes alone (--no-deps) from the index TORCH_INDEX chooses
 # (utils/prereqs.py prints that step's line), in a pip call of its own as binder/postBuild does: every other
 # package, torch's own requirements included, comes from the configured index only and finds torch installed.
+# What the install says at each step, in the learner's language (make lab-zh exports COURSE_LANG=zh).
+ZH = $(filter zh%,$(COURSE_LANG))
+STEP2 = $(if $(ZH),第 2 步（共 3 步）：JupyterLab 和各章用到的包（numpy、matplotlib、ipywidgets……）：约需下载 105 MB,Step 2 of 3: JupyterLab and the chapters' packages (numpy, matplotlib, ipywidgets...): about 105 MB to download)
+STEP3 = $(if $(ZH),第 3 步（共 3 步）：课程本身（utils 包，可编辑安装）,Step 3 of 3: the course itself (the utils package, editable))
 $(LAB_STAMP): constraints.txt requirements.txt requirements-lab.txt pyproject.toml
 	@$(PIP) --no-deps $$($(BIN)/python utils/prereqs.py torch-index "$(TORCH_INDEX)") -c constraints.txt torch
-	@echo "Step 2 of 3: JupyterLab and the chapters' packages (numpy, matplotlib, ipywidgets...): about 105 MB to download"
+	@echo "$(STEP2)"
 	@$(PIP) -c constraints.txt -r requirements-lab.txt
-	@echo "Step 3 of 3: the course itself (the utils package, editable)"
+	@echo "$(STEP3)"
 	@$(PIP) --quiet --no-deps --no-build-isolation -e .
 	@touch $@
 
@@ -58,13 +62,14 @@ $(DEV_STAMP): $(LAB_STAMP) requirements-dev.txt
 # `venv` stops at once, in one line, when PYTHON is missing or older than pyproject.toml's requires-python;
 # rebuilds a half-made .venv (python but no pip: what a missing python3-venv leaves), and one of another
 # Python when PYTHON= was given (utils/prereqs.py exits 3 for "rebuild it").
-NO_PYTHON = PYTHON=$(PYTHON) was not found: install it, or choose another, e.g. make lab PYTHON=python3.12
+NO_VENV = $(if $(ZH),无法创建 $(VENV)：在 Debian/Ubuntu 上请先 sudo apt-get install python3-venv,could not make $(VENV): on Debian/Ubuntu, sudo apt-get install python3-venv)
+NO_PYTHON = $(if $(ZH),没有找到 PYTHON=$(PYTHON)：请安装它，或换一个，例如 make lab-zh PYTHON=python3.12,PYTHON=$(PYTHON) was not found: install it, or choose another, e.g. make lab PYTHON=python3.12)
 venv:
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "$(NO_PYTHON)" >&2; exit 1; }
 	@$(PYTHON) utils/prereqs.py venv $(VENV) $(if $(filter command line,$(origin PYTHON)),--chosen); \
 	    status=$$?; if [ $$status = 3 ]; then rm -rf $(VENV); elif [ $$status != 0 ]; then exit $$status; fi
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || { rm -rf $(VENV); \
-	    echo "could not make $(VENV): on Debian/Ubuntu, sudo apt-get install python3-venv"; exit 1; }
+	    echo "$(NO_VENV)"; exit 1; }
 
 setup: venv
 	@$(MAKE) --no-print-directory --silent $(LAB_STAMP)
@@ -81,7 +86,9 @@ $(NODE_STAMP): package.json package-lock.json
 lab: setup
 	$(BIN)/python -m utils.lab --port $(PORT) --work $(WORK)
 
-# The Chinese chapters in $(WORK)/zh, with JupyterLab's Chinese language pack selected for this run only.
+# The Chinese chapters in $(WORK)/zh, with JupyterLab's Chinese language pack selected for this run only; the
+# install's own lines (utils/prereqs.py and the steps below) are Chinese too.
+lab-zh: export COURSE_LANG := zh
 lab-zh: setup
 	$(BIN)/python -m utils.lab --lang zh --port $(PORT) --work $(WORK)/zh
 

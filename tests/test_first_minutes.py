@@ -202,3 +202,17 @@ def test_the_launcher_speaks_before_it_imports_torch_or_jsonschema(tmp_path):
     assert loaded["import"] == [] and loaded["first_print"] == [], loaded
     assert "torch" not in loaded["dry_run"], loaded  # nor later: the launcher never needs it
     assert result.stdout.startswith("Attention, Step by Step: your work folder is ")
+
+
+def test_make_lab_zh_installs_in_chinese_and_make_lab_in_english(tmp_path, monkeypatch):
+    """`make lab-zh` exports COURSE_LANG=zh: the install's step lines and prereqs.py's lines are Chinese."""
+    monkeypatch.delenv("COURSE_LANG", raising=False)
+    zh = make("-n", "lab-zh", f"VENV={tmp_path / 'v'}")
+    en = make("-n", "lab", f"VENV={tmp_path / 'v'}")
+    assert zh.returncode == 0 and en.returncode == 0, zh.stderr + en.stderr
+    assert "第 2 步（共 3 步）" in zh.stdout and "Step 2 of 3" not in zh.stdout
+    assert "Step 2 of 3" in en.stdout and "第 2 步" not in en.stdout
+    monkeypatch.setenv("COURSE_LANG", "zh")
+    line = prereqs.too_old((3, 9, 18), (3, 10), "/usr/bin/python3.9")
+    assert line.startswith("/usr/bin/python3.9 是 Python 3.9.18") and "3.10" in line
+    assert prereqs.torch_step_line("auto", []).startswith("第 1 步（共 3 步）：torch ")

@@ -17,6 +17,8 @@ the standard library only (importing ``utils`` would import torch). Checks:
   torch: the CUDA build on Linux); a URL adds that index. The Makefile passes these arguments to the
   pip call that installs torch alone.
 - ``test``: exit 1 with one line naming what ``make test`` needs and is missing (npm, Chromium).
+
+With ``COURSE_LANG=zh`` in the environment (``make lab-zh`` sets it) the lines a learner reads are Chinese.
 """
 
 from __future__ import annotations
@@ -33,6 +35,16 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 CPU_WHEEL_MB = 192
 """The download of torch's pinned CPU wheel for Linux x86_64 (torch-2.13.0+cpu, cp311: 191.8 MB)."""
 APT_LINE = "sudo apt-get install python3-venv make npm chromium"
+
+
+def say(english: str, chinese: str) -> str:
+    """``chinese`` when ``COURSE_LANG=zh`` (``make lab-zh``), else ``english``: this script runs before the
+    course's catalogues can be imported, so its few learner-facing lines carry both languages.
+
+    >>> os.environ.pop("COURSE_LANG", None) and None; say("a", "甲")
+    'a'
+    """
+    return chinese if os.environ.get("COURSE_LANG", "").lower().startswith("zh") else english
 
 
 def chromium_path() -> str:
@@ -59,8 +71,10 @@ def too_old(version: tuple, floor: tuple, python: str = "python3") -> str | None
     if tuple(version[:2]) >= tuple(floor):
         return None
     found, needed = ".".join(map(str, version[:3])), ".".join(map(str, floor))
-    return (f"{python} is Python {found}; the course needs Python {needed} or newer. "
-            f"Choose one with make lab PYTHON=python3.12 (README, Setup).")
+    return say(f"{python} is Python {found}; the course needs Python {needed} or newer. "
+               f"Choose one with make lab PYTHON=python3.12 (README, Setup).",
+               f"{python} 是 Python {found}；本课程需要 Python {needed} 或更新的版本。"
+               f"请用 make lab-zh PYTHON=python3.12 选一个（见 README 的“安装与启动”）。")
 
 
 def venv_python_version(venv: Path) -> tuple | None:
@@ -82,14 +96,18 @@ def half_made_venv(venv: Path) -> str | None:
         return None
     python = venv / "bin" / "python"
     if not python.exists():
-        return f"{venv} has no bin/python (venv creation stopped halfway): rebuilding it"
+        return say(f"{venv} has no bin/python (venv creation stopped halfway): rebuilding it",
+                   f"{venv} 里没有 bin/python（创建 venv 中途停止了）：正在重建")
     try:
         probe = subprocess.run([str(python), "-m", "pip", "--version"], capture_output=True, timeout=60)
     except OSError as error:
-        return f"{venv}/bin/python does not run ({error.strerror}): rebuilding it"
+        return say(f"{venv}/bin/python does not run ({error.strerror}): rebuilding it",
+                   f"{venv}/bin/python 无法运行（{error.strerror}）：正在重建")
     if probe.returncode != 0:
-        return (f"{venv} has no pip (venv creation stopped halfway; on Debian/Ubuntu: "
-                "sudo apt-get install python3-venv): rebuilding it")
+        return say(f"{venv} has no pip (venv creation stopped halfway; on Debian/Ubuntu: "
+                   "sudo apt-get install python3-venv): rebuilding it",
+                   f"{venv} 里没有 pip（创建 venv 中途停止了；在 Debian/Ubuntu 上："
+                   "sudo apt-get install python3-venv）：正在重建")
     return None
 
 
@@ -128,13 +146,17 @@ def torch_step_line(setting: str, pip_args: list) -> str:
     """What the install's first step says: torch's version, where it comes from, about how big it is."""
     version = pinned_version("torch")
     if setting == "auto":
-        where = pip_args[-1] if pip_args else "the configured package index"
-        what = f"the CPU build from {where}: about {CPU_WHEEL_MB} MB to download on Linux"
+        where = pip_args[-1] if pip_args else ""
+        what = say(f"the CPU build from {where or 'the configured package index'}: about {CPU_WHEEL_MB} MB to "
+                   "download on Linux", f"{'来自 ' + where + ' 的' if where else '来自已配置的包索引的'} CPU 版："
+                   f"在 Linux 上约需下载 {CPU_WHEEL_MB} MB")
     elif setting:
-        what = f"from {setting}"
+        what = say(f"from {setting}", f"来自 {setting}")
     else:
-        what = "the configured index's default build (PyPI on Linux: the CUDA build, several GB)"
-    return f"Step 1 of 3: torch {version}, {what} (make TORCH_INDEX=... changes it, see README)"
+        what = say("the configured index's default build (PyPI on Linux: the CUDA build, several GB)",
+                   "已配置索引的默认版本（Linux 上的 PyPI：CUDA 版，好几 GB）")
+    return say(f"Step 1 of 3: torch {version}, {what} (make TORCH_INDEX=... changes it, see README)",
+               f"第 1 步（共 3 步）：torch {version}，{what}（用 make TORCH_INDEX=... 可以更改，见 README）")
 
 
 def missing_for_test(which=shutil.which) -> list[str]:
@@ -162,8 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         if reason is None and chosen and venv.exists():
             has, wanted = venv_python_version(venv), tuple(sys.version_info[:2])
             if has is not None and has != wanted:
-                reason = ("{} has Python {}.{}, and PYTHON= chose {}.{}: rebuilding it "
-                          "(its packages are installed again)".format(venv, *has, *wanted))
+                reason = say("{} has Python {}.{}, and PYTHON= chose {}.{}: rebuilding it "
+                             "(its packages are installed again)", "{} 里是 Python {}.{}，而 PYTHON= 选的是 {}.{}："
+                             "正在重建（其中的包会重新安装）").format(venv, *has, *wanted)
         if reason:
             print(reason, file=sys.stderr)
         return 3 if reason else 0
