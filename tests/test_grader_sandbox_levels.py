@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -218,3 +219,29 @@ def test_a_root_grader_that_cannot_switch_uid_refuses_loudly_unless_weak_isolati
     assert "WARNING: grading with weak isolation" in done.stderr
     assert result["rows"]["honest ch1.attend"] == "passed"
     assert result["rows"]["intruder ch1.add_one"] == "failed"  # as root it wrote the grader's file: allowed
+
+
+@pytest.mark.sandbox
+def test_the_command_line_refuses_a_weak_sandbox_and_grades_with_allow_weak_isolation(capless, tmp_path):
+    """`python -m utils.grade` with no safe level here: exit 2 and the refusal paragraph before any submission
+    is read; with --allow-weak-isolation it grades and its last line names the level, WEAK and why."""
+    out, subs = tmp_path / "out", tmp_path / "subs"
+    (subs / "honest").mkdir(parents=True)
+    shutil.copy(gf.REPO / "solutions" / "01_queries_keys_values.ipynb", subs / "honest" / "01.ipynb")
+    os.chmod(tmp_path, 0o755)
+    base = [sys.executable, "-m", "utils.grade", str(subs), "--out", str(out), "--chapters", "1", "--jobs", "1",
+            "--timeout", "20"]
+    drop = ["capsh", "--drop=cap_sys_admin,cap_setuid,cap_setgid", "--", "-c"]
+
+    def run(*extra: str) -> subprocess.CompletedProcess:
+        command = " ".join(map(shlex.quote, [*base, *extra]))
+        return subprocess.run([*drop, command], cwd=gf.REPO, capture_output=True, text=True, timeout=600)
+
+    refused = run()
+    assert refused.returncode == 2, (refused.stdout + refused.stderr)[-2000:]
+    assert "refusing to grade" in refused.stderr and "--allow-weak-isolation" in refused.stderr
+    assert not out.exists()
+    allowed = run("--allow-weak-isolation")
+    assert allowed.returncode == 0, (allowed.stdout + allowed.stderr)[-2000:]
+    last = allowed.stdout.strip().splitlines()[-1]
+    assert last.startswith("grader isolation: ") and "WEAK" in last, allowed.stdout[-1000:]

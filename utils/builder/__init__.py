@@ -2,7 +2,7 @@
 
 One module per step, in the order a build runs them:
 
-=====================  ==========================================================================
+=====================  ===============================================================================
 ``config``             ``[tool.course]`` -> :class:`CourseConfig` and the badge line
 ``setup_cell.py``      the setup cell's template, as real code (read as text, never imported)
 ``stamps``             stamps the badges and the setup cell into a notebook
@@ -14,7 +14,8 @@ One module per step, in the order a build runs them:
 ``cli``                the command line (``utils/build.py`` runs it)
 ``nbgrader``           ``--nbgrader DIR``: the course as an nbgrader source folder
 ``gradescope_bundle``  ``python -m utils.grade gradescope-bundle``: the Gradescope autograder zip
-=====================  ==========================================================================
+``nbgrader_hook``      copied into an nbgrader export: runs the course's judge after nbgrader's kernel
+=====================  ===============================================================================
 
 What the builder shares with the translations (the chapter glob, the badge markers, reading a source
 notebook, :class:`BuildError`) is :mod:`utils.notebook_files`; the builder imports :mod:`utils.i18n`

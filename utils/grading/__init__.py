@@ -6,29 +6,35 @@ file imports nothing: the trusted side is never loaded where student code runs
 
 **Worker side** (loaded in the sandbox; ``serialize`` and ``files`` are used by both sides):
 
-=================  ========================================================================================
-``worker``         the untrusted half: runs one student's exercise cells, one forked process per cell
-``jail``           private mounts for one worker: a script run as root in its mount namespace, then ``exec``
-``serialize``      values across the boundary: JSON plus ``.npy`` files, never pickle, read back as hostile
-``files``          reading and removing what learner code touched, every path hostile (``O_NOFOLLOW``, ``fstat``)
-=================  ========================================================================================
+=============  ==============================================================================================
+``worker``     the untrusted half: runs one student's exercise cells, one forked process per cell
+``jail``       private mounts for one worker: a script run as root in its mount namespace, then ``exec``
+``serialize``  values across the boundary: JSON plus ``.npy`` files, never pickle, read back as hostile
+``files``      reading and removing what learner code touched, every path hostile (``O_NOFOLLOW``, ``fstat``)
+=============  ==============================================================================================
 
 **Trusted side** (the grader's own process; never imported by the worker):
 
-=================  ========================================================================================
-``cli``            the command line, ``python -m utils.grade SUBMISSIONS [--out DIR] ...``, over ``batch``
-``batch``          :func:`~utils.grading.batch.grade`: a folder of submissions -> rows and the reports
-``intake``         submissions as they arrive (folders, zips, a Canvas download) -> students, unplaced entries
-``course``         reading notebooks: the course's exercise list and points, a student's exercise cells
-``manifest``       the exercise list as package data (``exercises.json``), for a grader without ``solutions/``
-``engine``         plans the batch and runs every student's unit in sandboxed workers, in parallel
-``unit``           one student's unit: each cell sent when due, the sandbox stopped, its outputs judged here
-``sandbox``        starts, watches and kills the sandboxed workers; the isolation levels
-``isolation``      which isolation this machine allows, probed once per process; the workers' command line
-``report``         ``results.csv``, ``grades.csv``, ``feedback/`` and the summary, written atomically
-``lms``            a roster mapping submissions to LMS identities, and Canvas's gradebook CSV
-``gradescope``     Gradescope's runner: one submission -> ``results/results.json``
-=================  ========================================================================================
+======================  ===========================================================================================
+``cli``                 the command line, ``python -m utils.grade SUBMISSIONS [--out DIR] ...``, over ``batch``
+``batch``               :func:`~utils.grading.batch.grade`: a folder of submissions -> rows and the reports
+``intake``              submissions as they arrive (folders, zips, a Canvas download) -> students, unplaced entries
+``course``              reading notebooks: the course's exercise list and points, a student's exercise cells
+``manifest``            the exercise list as package data (``exercises.json``), for a grader without ``solutions/``
+``engine``              plans the batch and runs every student's unit in sandboxed workers, in parallel
+``unit``                one student's unit: each cell sent when due, the sandbox stopped, its outputs judged here
+``sandbox``             starts, watches and kills the sandboxed workers; the isolation levels
+``isolation``           which isolation this machine allows, probed once per process; the workers' command line
+``report``              ``results.csv``, ``grades.csv``, ``feedback/`` and the summary, written atomically
+``lms``                 a roster mapping submissions to LMS identities, and Canvas's gradebook CSV
+``gradescope``          Gradescope's runner: one submission -> ``results/results.json``
+``gradescope_results``  what ``results.json`` shows students before and after publication
+``kit``                 the worker kit: the four worker-side modules copied apart, so the sandbox sees no reference
+``memory``              one memory bound per student: cgroup v2, cgroup v1, or a watchdog summing its processes
+``verdicts``            the fixed status and message of a run that raised, exited or crashed (nothing of its own)
+``course_secret``       nbgrader's per-course secret seed, written once at export, mode 0600
+``nbgrader_judge``      nbgrader's judge: grades a submitted notebook with the grader, outside the student's kernel
+======================  ===========================================================================================
 
 The Gradescope autograder zip is written by :mod:`utils.builder.gradescope_bundle`: the builder imports
 the grader, never the other way round.

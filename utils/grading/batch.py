@@ -52,7 +52,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
           seed: int = 0, course_root: str | Path | None = None, registry: Mapping[str, Any] | None = None,
           memory_mb: int = 2048, progress: bool = True, layout: str = "auto", roster: str | Path | None = None,
           lms_format: str | None = None, columns: str = "chapter",
-          feedback: str = "public", lang: str = "en", chapters: frozenset[int] | None = None) -> dict[str, Any]:
+          feedback: str = "public", lang: str = "en", chapters: frozenset[int] | None = None,
+          allow_weak_isolation: bool | None = None) -> dict[str, Any]:
     """Grade every student in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
@@ -69,6 +70,11 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
             other chapters' exercises are neither graded nor reported. Parse ``--chapters`` text with
             :func:`utils.grading.course.parse_chapters`; a chapter without exercises raises
             :class:`~utils.grading.course.ChapterError`.
+        allow_weak_isolation: grade even where only a weak sandbox works here (student code as root, or
+            not contained: ``--allow-weak-isolation``); False: such a machine raises
+            :class:`~utils.grading.isolation.WeakIsolation` before any submission is read. None (the
+            default): as :func:`~utils.grading.isolation.allow_weak_isolation` last set it in this process
+            (refused unless a caller allowed it, as the Gradescope runner does for its bundle's setting).
         lang: the language of the feedback (``feedback/*.md`` and the CSVs' feedback column): ``"en"`` or
             ``"zh"`` (:mod:`utils.i18n.messages`). Ids, statuses and points in the CSVs stay the same.
 
@@ -76,23 +82,28 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     ``totals`` (student -> points), ``max_total``, ``seconds``, ``isolation``, ``seed``, ``layout``,
     ``layout_reason``, ``unplaced`` (:class:`~utils.grading.intake.Unplaced` entries, also rows of
     ``results.csv`` and printed on stderr), ``skipped`` (the same as ``"path (reason)"`` lines) and
-    ``canvas`` (the :class:`~utils.grading.lms.CanvasSheet`, or None) and ``chapters`` (the graded
-    chapters, sorted).
+    ``canvas`` (the :class:`~utils.grading.lms.CanvasSheet`, or None), ``chapters`` (the graded
+    chapters, sorted) and ``isolation_summary`` (:meth:`~utils.grading.isolation.Isolation.summary`: the
+    level reached, shown to the instructor in every run).
     Raises :class:`NoSubmissions` when there is no student, :class:`NoExercises` when the course has no
     exercise and :class:`~utils.grading.lms.RosterError` for an unusable roster, before grading anyone.
     """
     with using_language(lang):  # the grader's threads judge in this process: every diagnosis is in ``lang``
         return _grade(submissions_dir, out_dir, jobs=jobs, timeout=timeout, seed=seed, course_root=course_root,
                       registry=registry, memory_mb=memory_mb, progress=progress, layout=layout, roster=roster,
-                      lms_format=lms_format, columns=columns, feedback=feedback, chapters=chapters)
+                      lms_format=lms_format, columns=columns, feedback=feedback, chapters=chapters,
+                      allow_weak_isolation=allow_weak_isolation)
 
 
 def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, registry, memory_mb, progress, layout,
-           roster, lms_format, columns, feedback, chapters) -> dict[str, Any]:
+           roster, lms_format, columns, feedback, chapters, allow_weak_isolation) -> dict[str, Any]:
     started = time.perf_counter()
     from utils.exercises.credit import check_mode
 
     check_mode(feedback)
+    if allow_weak_isolation is not None:
+        sandbox.allow_weak_isolation(allow_weak_isolation)
+    sandbox.isolation()  # a weak sandbox is refused here, before any submission is read
     submissions = Path(submissions_dir)
     if not submissions.is_dir():
         raise NoSubmissions(f"no student folders found in {submissions}: it is not a folder")
@@ -146,6 +157,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         "students": the_plan.students, "exercises": ids, "rows": rows, "totals": totals,
         "max_total": sum(e.points for e in the_plan.exercises), "seconds": time.perf_counter() - started,
         "isolation": sandbox.isolation().level, "seed": settings.seed, "units": results.ran,
+        "isolation_summary": sandbox.isolation(check=False).summary(),
         "layout": found.layout, "layout_reason": found.reason, "unplaced": unplaced,
         "skipped": [u.line() for u in unplaced], "canvas": sheet, "notes": results.notes,
         "chapters": sorted({e.chapter for e in the_plan.exercises} - {None}),

@@ -15,7 +15,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from utils.grading import course, intake, lms, report
+from utils.grading import course, intake, lms, report, sandbox
 from utils.grading.batch import NoExercises, NoSubmissions, default_course, default_jobs, grade
 from utils.i18n.messages import LANGUAGES
 
@@ -86,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--feedback", choices=("full", "public", "score"), default="public", help=(
         "what the reports say: full (every diagnosis), public (default: full diagnoses for public cases; for "
         "hidden cases only how many pass and the diagnosis category), score (points only)"))
+    parser.add_argument("--allow-weak-isolation", action="store_true", help=(
+        "grade even where only a weak sandbox works on this machine (student code as root, or not contained); "
+        "without it the grader refuses such a machine before reading any submission, and says why"))
     parser.add_argument("--lang", choices=tuple(LANGUAGES), default="en", help=(
         "language of the feedback: en (default) or zh (简体中文); ids, statuses and points are the same"))
     args = parser.parse_args(argv)
@@ -105,9 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         summary = grade(args.submissions, args.out, jobs=args.jobs, timeout=args.timeout, seed=seed,
                         course_root=args.course, memory_mb=args.memory, layout=args.layout, roster=args.roster,
                         lms_format=args.lms_format, columns=args.columns, feedback=args.feedback,
-                        lang=args.lang, chapters=chapters)
-    except (NoSubmissions, NoExercises, lms.RosterError, course.ChapterError) as exc:
-        print(report.console(f"grader: {exc}"), file=sys.stderr)
+                        lang=args.lang, chapters=chapters, allow_weak_isolation=args.allow_weak_isolation)
+    except (NoSubmissions, NoExercises, lms.RosterError, course.ChapterError, sandbox.WeakIsolation) as exc:
+        print(report.console(str(exc) if isinstance(exc, sandbox.WeakIsolation) else f"grader: {exc}"),
+              file=sys.stderr)
         return 2
     print(report.summary_table(summary["rows"], summary["exercises"]))
     canvas = ", canvas.csv" if summary["canvas"] is not None else ""
@@ -116,4 +120,5 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{students} and {exercises}: ran the cells of {report.plural(summary['units'], 'student')} in "
           f"{summary['seconds']:.1f} s; wrote "
           f"{args.out}/results.csv, grades.csv{canvas}, feedback/")
+    print(f"grader isolation: {summary['isolation_summary']}")
     return 0
