@@ -1,6 +1,6 @@
 """The learner answers of ``tests/learner_answers/`` (issue 34), through the check cell as a learner runs it.
 
-Three batches of realistic wrong answers, written blind (from the notebooks' prose and templates, without
+Four batches of realistic wrong answers, written blind (from the notebooks' prose and templates, without
 reading the course's listed mistakes), each split at random into a half to tune diagnoses on and a
 half held out to measure them (see ``tests/learner_answers/README.md``), and correct answers written in
 other styles (einsum, loops, permute, hand-written softmax and LayerNorm).
@@ -42,7 +42,7 @@ def test_every_exercise_has_wrong_answers_in_both_halves_and_a_correct_alternati
     from utils.exercises import all_exercises
 
     ids = set(all_exercises())
-    for split in ("tune", "heldout", "tune3", "heldout3"):
+    for split in ("tune", "heldout", "tune3", "heldout3", "tune4", "heldout4"):
         assert {a["exercise"] for a in WRONG if a["split"] == split} == ids, split
     for split in CORRECT_SPLITS:
         assert {a["exercise"] for a in CORRECT if a["split"] == split} == ids, split
