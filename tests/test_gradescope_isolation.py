@@ -16,6 +16,7 @@ come from this checkout's venv, offline).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ import stat
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import grader_fixtures as gf
@@ -110,7 +112,30 @@ def lay_out_attack(root: Path, bundle_zip: Path) -> Path:
     return root
 
 
-def run_setup_sh(root: Path) -> Path:
+def _reachable_by_any_user(path: Path) -> bool:
+    """Whether every folder on the way to ``path`` lets any user pass (``o+x``), as the sandbox uid must."""
+    return all(os.stat(folder).st_mode & 0o001 for folder in [*path.parents, path])
+
+
+@contextlib.contextmanager
+def _dependencies_for_any_user(root: Path) -> Iterator[Path]:
+    """This checkout's site-packages where the sandbox uid can reach it. A fresh clone in a private temporary
+    folder (CI's ``mkdtemp``, mode 0700) hides it from every other user, so it is bound, read-only, into
+    ``root`` (which is world-traversable) for the module's runs, and unbound before ``root`` is removed."""
+    if _reachable_by_any_user(DEPENDENCIES):
+        yield DEPENDENCIES
+        return
+    target = root / "dependencies"
+    target.mkdir()
+    subprocess.run(["mount", "--bind", str(DEPENDENCIES), str(target)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(target)], check=True)
+        yield target
+    finally:
+        subprocess.run(["umount", "-l", str(target)], check=False)
+
+
+def run_setup_sh(root: Path, dependencies: Path = DEPENDENCIES) -> Path:
     """Run the bundle's ``setup.sh`` in ``root`` as Gradescope does (the system's ``python3``), offline: pip
     finds every pin already installed in this checkout's venv. Then the venv gets that folder through a
     ``.pth`` file, standing for the packages pip would have downloaded into its ``site-packages``."""
@@ -121,7 +146,7 @@ def run_setup_sh(root: Path) -> Path:
         "PIP_NO_INDEX": "1",
         "PIP_NO_BUILD_ISOLATION": "0",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
-        "PYTHONPATH": str(DEPENDENCIES),
+        "PYTHONPATH": str(dependencies),
         "LANG": "C.UTF-8",
     }
     done = subprocess.run(
@@ -135,7 +160,7 @@ def run_setup_sh(root: Path) -> Path:
         text=True,
         check=True,
     ).stdout.strip()
-    Path(site, "course-dependencies.pth").write_text(f"{DEPENDENCIES}\n", encoding="utf-8")
+    Path(site, "course-dependencies.pth").write_text(f"{dependencies}\n", encoding="utf-8")
     return python
 
 
@@ -144,10 +169,10 @@ def setup_venv(bundle):
     """A venv built by the bundle's setup.sh, for the runs that point AUTOGRADER_PYTHON at it."""
     if not _system_python_fits():
         pytest.skip("no system Python to build setup.sh's venv with")
-    with tg.temporary_root("autograder-venv-") as root:
+    with tg.temporary_root("autograder-venv-") as root, _dependencies_for_any_user(root) as dependencies:
         with zipfile.ZipFile(bundle) as archive:
             archive.extractall(root / "source")
-        yield run_setup_sh(root)
+        yield run_setup_sh(root, dependencies)
 
 
 def run_dropped(root: Path, drop: str, python: Path, *args: str) -> dict:
