@@ -133,6 +133,7 @@ def main(argv: list[str]) -> int:
                     os.dup2(sink, 1)
                     os.dup2(sink, 2)
                     os.close(sink)
+                refuse_exec()  # before any learner code: no program starts from this process or its children
                 cpu = math.ceil(sum(os.times()[:2])) + limits["cpu"]  # ~0 used: a fork's counters start at 0
                 _limit(resource.RLIMIT_CPU, cpu, cpu + CPU_GRACE)
                 code = _run_exercise(jobdir, index, out, cases)
@@ -168,6 +169,55 @@ def _not_dumpable() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
     except (OSError, AttributeError):
         pass
+
+
+_SECCOMP_ARCH = {"x86_64": (0xC000003E, 59, 322), "aarch64": (0xC00000B7, 221, 281)}
+"""``platform.machine()`` -> (its ``AUDIT_ARCH_*``, the numbers of ``execve`` and ``execveat``)."""
+
+
+def refuse_exec() -> bool:
+    """Make this process, and every process it forks, unable to start a program: a seccomp filter that
+    answers ``execve`` and ``execveat`` with ``EPERM`` (and every system call of another ABI, such as
+    x86's 32-bit ones, too). A fresh interpreter would import torch without the forbidden names patched
+    out, and nothing an exercise asks for needs a program. False where this system has no such filter."""
+    import platform
+
+    arch = _SECCOMP_ARCH.get(platform.machine())
+    if arch is None:
+        return False
+    try:
+        import ctypes
+
+        audit, execve, execveat = arch
+        deny, allow = 0x00050000 | 1, 0x7FFF0000  # SECCOMP_RET_ERRNO | EPERM, SECCOMP_RET_ALLOW
+        program = [  # (code, jt, jf, k) of classic BPF over struct seccomp_data
+            (0x20, 0, 0, 4),  # A = arch
+            (0x15, 1, 0, audit),  # native ABI: go on; else deny
+            (0x06, 0, 0, deny),
+            (0x20, 0, 0, 0),  # A = system call number
+            (0x35, 3, 0, 0x40000000),  # x32's numbers (same arch, bit 30 set): deny
+            (0x15, 2, 0, execve),
+            (0x15, 1, 0, execveat),
+            (0x06, 0, 0, allow),
+            (0x06, 0, 0, deny),
+        ]
+
+        class Filter(ctypes.Structure):
+            _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                        ("k", ctypes.c_uint32)]
+
+        class Program(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Filter))]
+
+        filters = (Filter * len(program))(*program)
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+        if libc.prctl(38, 1, None, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: what an unprivileged filter needs
+            return False
+        prog = Program(len(program), filters)
+        return libc.prctl(22, 2, ctypes.addressof(prog), 0, 0) == 0  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+    except (OSError, AttributeError, TypeError):
+        return False
 
 
 def _reap() -> None:
