@@ -1,0 +1,207 @@
+"""Chapter 7's probes for RMSNorm and rotate-half RoPE: what the learner's function divides by, and which
+features it pairs and by which angles it turns them (grouped-query attention and the sink mask are in
+:mod:`utils.exercises.probing.llm_attention`).
+
+* ``rms_norm``: with weight = 1, the learner's output read as x times one number per vector: the divisor
+  is compared with sqrt(mean(x²) + eps) and with what each known slip divides by (eps outside the root,
+  no eps, a sum, no root, the standard deviation); an output that is (x − mean) times a number is LayerNorm,
+  one divided per feature across the positions is the wrong dim. With weight = 1 right, the gain is read.
+* ``rotate_half_rope``: unit vectors e_b, one per feature b, at positions 0, 1, 4, 9 with base 100: each
+  output is column b of the rotation. Position 0 must give e_b back; at position 1 the other feature e_b
+  leaks into is its partner (b + D/2 in this layout, b ^ 1 in chapter 4's); the angle of each feature is
+  read back and compared with position · base^(-2i/D): its sign, the positions used, the frequency of each
+  feature (halves that differ: angles repeat-interleaved), and the base and exponent behind them.
+
+See :mod:`utils.exercises.probes` for the contract.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from utils.exercises.probes import Probe
+from utils.exercises.probing.kit import contrast, numbers, probe_output, reference_output, same
+from utils.i18n.messages import tr
+
+_RMSNORM = "see 'RMSNorm'"
+_ROPE = "see 'Rotate-half RoPE'"
+
+# --------------------------------------------------------------------------------------------------
+# rms_norm
+# --------------------------------------------------------------------------------------------------
+
+
+def _rms_inputs(gen: torch.Generator) -> list:
+    x = torch.randn(3, 8, generator=gen) + torch.tensor([[0.7], [-0.4], [1.5]])  # non-zero means
+    weight = 1 + torch.rand(8, generator=gen)  # a gain between 1 and 2
+    return [{"x": x, "weight": torch.ones(8), "eps": 0.25}, {"x": x, "weight": weight, "eps": 0.25}]
+
+
+def _per_row_factor(got: torch.Tensor, base: torch.Tensor) -> torch.Tensor | None:
+    """``c`` (one number per row) with ``got == base * c``, or None."""
+    c = (got * base).sum(-1, keepdim=True) / (base * base).sum(-1, keepdim=True).clamp_min(1e-30)
+    return c if same(got, base * c, atol=1e-5) else None
+
+
+def _rms_explain(reference, inputs, outcomes) -> str | None:
+    got, expected = probe_output(outcomes, 0), reference_output(reference, inputs[0])
+    if got is None or got.shape != expected.shape or not got.is_floating_point():
+        return None
+    x, eps = inputs[0]["x"].double(), inputs[0]["eps"]
+    got = got.double()
+    if same(got, expected):
+        return _gain_explain(reference, inputs, outcomes, got)
+    centred = x - x.mean(-1, keepdim=True)
+    if _per_row_factor(got, x) is None and _per_row_factor(got, centred) is not None:
+        return tr("with weight = 1 your output is (x − mean(x)) times a number per vector: you subtracted the mean, "
+                  "which is LayerNorm; RMSNorm divides x itself by sqrt(mean(x²) + eps), no centring ({where})",
+                  where=_RMSNORM)
+    c = _per_row_factor(got, x)
+    if c is None:
+        columns = (got * x).sum(-2, keepdim=True) / (x * x).sum(-2, keepdim=True)
+        if same(got, x * columns, atol=1e-5):
+            return tr("with weight = 1 your output is x divided by one number per feature, shared by the vectors: "
+                      "you normalised across the vectors (dim -2); RMSNorm takes each vector's own mean square over "
+                      "its E features, the last dim ({where})", where=_RMSNORM)
+        return None
+    divisor = (1 / c.squeeze(-1)).tolist()
+    square = x.pow(2).mean(-1)
+    candidates = (
+        (square.sqrt() + eps, tr(": eps added outside the square root, sqrt(mean(x²)) + eps")),
+        (square.sqrt(), tr(": eps left out, sqrt(mean(x²))")),
+        ((square * x.shape[-1] + eps).sqrt(), tr(": a sum of squares instead of their mean, sqrt(sum(x²) + eps)")),
+        (square + eps, tr(": no square root, mean(x²) + eps")),
+        ((x.var(-1) + eps).sqrt(), tr(": the standard deviation (which subtracts the mean), sqrt(var(x) + eps)")),
+        ((x.var(-1, unbiased=False) + eps).sqrt(),
+         tr(": the standard deviation (which subtracts the mean), sqrt(var(x) + eps)")),
+    )
+    note = next((text for value, text in candidates if same(torch.tensor(divisor), value, atol=1e-5)), "")
+    return tr("with weight = 1 and eps = {eps:g} your function divides each vector by {got}{note}; RMSNorm divides "
+              "by sqrt(mean(x²) + eps) = {want}, the mean over the last dim, eps inside the root ({where})",
+              eps=eps, got=numbers(divisor), note=note, want=numbers((square + eps).sqrt()), where=_RMSNORM)
+
+
+def _gain_explain(reference, inputs, outcomes, plain: torch.Tensor) -> str | None:
+    got, expected = probe_output(outcomes, 1), reference_output(reference, inputs[1])
+    if got is None or got.shape != expected.shape or not got.is_floating_point() or same(got, expected):
+        return None
+    weight = inputs[1]["weight"].double()
+    if same(got, plain):
+        return tr("your output is right with weight = 1 and does not change with another weight: the gain is "
+                  "ignored; multiply the normalised x by weight, feature by feature ({where})", where=_RMSNORM)
+    if same(got.double(), plain + weight):
+        return tr("your output is right with weight = 1, but a gain is added to it: multiply the normalised x by "
+                  "weight, do not add it ({where})", where=_RMSNORM)
+    return tr("your output is right with weight = 1 and wrong with another weight: the normalised x is multiplied "
+              "by weight, feature by feature, (..., E) * (E,) ({where})", where=_RMSNORM)
+
+
+def _rms_shapes(gen: torch.Generator) -> list:
+    weight = 1 + torch.rand(6, generator=gen)
+    return [{"x": torch.randn(*lead, 6, generator=gen) + 0.3, "weight": weight, "eps": 1e-6}
+            for lead in ((), (1,), (4,), (2, 3), (2, 2, 3))]
+
+
+RMS_PROBES = (Probe("divisor_read_back", _rms_inputs, _rms_explain), contrast("shapes", _rms_shapes))
+
+
+# --------------------------------------------------------------------------------------------------
+# rotate_half_rope
+# --------------------------------------------------------------------------------------------------
+
+_D, _POSITIONS, _BASE = 8, (0, 1, 4, 9), 100.0
+
+
+def _rope_inputs(gen: torch.Generator) -> list:
+    x = torch.eye(_D)[:, None, :].expand(_D, len(_POSITIONS), _D).contiguous()  # x[b, k] = e_b: (D, L, D)
+    return [{"x": x, "positions": torch.tensor(_POSITIONS), "base": _BASE}]
+
+
+def _features(items) -> str:
+    return ", ".join(str(int(i)) for i in items)
+
+
+def _rope_explain(reference, inputs, outcomes) -> str | None:
+    got, expected = probe_output(outcomes, 0), reference_output(reference, inputs[0])
+    if got is None or got.shape != expected.shape or not got.is_floating_point() or same(got, expected, atol=1e-4):
+        return None
+    got, half = got.double(), _D // 2
+    eye = torch.eye(_D, dtype=torch.float64)
+    if not same(got[:, 0], eye, atol=1e-4):
+        return tr("at position 0 your output is not x: an angle of 0 must leave every feature as it is (cos 0 = 1, "
+                  "sin 0 = 0, so x · cos + rotate_half(x) · sin = x); are cos and sin swapped? ({where})", where=_ROPE)
+    norms = got.norm(dim=-1)
+    if not same(norms, torch.ones_like(norms), atol=1e-3):
+        return tr("your output changes the length of the vectors (a unit vector comes out with length up to {n:.3g}): "
+                  "RoPE only rotates pairs of features, out = x · cos + rotate_half(x) · sin ({where})",
+                  n=float(norms.max()), where=_ROPE)
+    step = got[:, 1] - eye  # position 1: where each unit vector leaks
+    partners = [int(step[b].abs().masked_fill(torch.arange(_D) == b, 0).argmax()) for b in range(_D)]
+    want = [(b + half) % _D for b in range(_D)]
+    if partners == [b ^ 1 for b in range(_D)]:
+        return tr("you rotate the neighbouring features (0, 1), (2, 3), …: that is chapter 4's interleaved layout. "
+                  "Rotate-half RoPE, as Llama, Qwen and SmolLM write it, pairs feature i with feature i + D/2: "
+                  "(0, {h}), (1, {h1}), … — the two layouts are the same rotations of a permuted vector, and "
+                  "weights trained for one break in the other ({where})", h=half, h1=half + 1, where=_ROPE)
+    if partners != want:
+        return tr("for D = {D} your function mixes features {b} with features {got}; rotate-half pairs feature i "
+                  "with feature i + D/2: {b} with {want} ({where})", D=_D, b=_features(range(_D)),
+                  got=_features(partners), want=_features(want), where=_ROPE)
+    sign = torch.tensor([1.0] * half + [-1.0] * half, dtype=torch.float64)  # e_i -> +sin at i + D/2; e_(i+D/2) -> -sin
+    rows = torch.arange(_D)
+    angles = torch.atan2(sign[:, None] * got[rows, :, torch.tensor(want)], got[rows, :, rows])  # (D, positions)
+    return _angles_explain(angles, expected, half)
+
+
+def _angles_explain(angles: torch.Tensor, expected: torch.Tensor, half: int) -> str | None:
+    positions = torch.tensor(_POSITIONS, dtype=torch.float64)
+    theta = _BASE ** (-torch.arange(0, _D, 2, dtype=torch.float64) / _D)  # (D/2,)
+    right = positions * torch.cat((theta, theta))[:, None]  # (D, positions)
+
+    def turns(a: torch.Tensor, b: torch.Tensor) -> bool:
+        return same(torch.stack((a.cos(), a.sin())), torch.stack((b.cos(), b.sin())), atol=1e-4)
+
+    if turns(angles, -right):
+        return tr("each pair of your output turns by minus the right angle: rotate_half([x1, x2]) is [-x2, x1], the "
+                  "minus on the second half; yours turns the other way ({where})", where=_ROPE)
+    freq = angles[:, 1]  # position 1: the frequency of each feature
+    if not same(freq[:half], freq[half:], atol=1e-4):
+        interleaved = theta.repeat_interleave(2)
+        note = tr(": they are the frequencies repeat_interleave'd (θ0, θ0, θ1, θ1, …)") if same(
+            freq, interleaved, atol=1e-4) else ""
+        return tr("features i and i + D/2 of your output turn at different speeds (at position 1: {got}){note}; in "
+                  "the rotate-half layout they are one pair and share angle i, so the D angles are the D/2 angles "
+                  "twice, torch.cat((angle, angle), dim=-1): {want} ({where})", got=numbers(freq), note=note,
+                  want=numbers(torch.cat((theta, theta))), where=_ROPE)
+    mine = freq[:half]
+    if turns(angles, torch.arange(len(_POSITIONS), dtype=torch.float64) * torch.cat((mine, mine))[:, None]):
+        return tr("your angles follow 0, 1, 2, 3 — the index of each token — and not the positions given, {given}: "
+                  "use `positions` (a token decoded after a cache of T tokens is at position T) ({where})",
+                  given=list(_POSITIONS), where=_ROPE)
+    if not turns(angles, positions * torch.cat((mine, mine))[:, None]):
+        return tr("your angles are not position · frequency: at positions {given} feature 0 turns by {got} "
+                  "({where})", given=list(_POSITIONS), got=numbers(angles[0]), where=_ROPE)
+    if same(mine, theta, atol=1e-4):
+        return None
+    default = 10000.0 ** (-torch.arange(0, _D, 2, dtype=torch.float64) / _D)
+    if same(mine, default, atol=1e-5):
+        return tr("with base = {base:g} your frequencies are {got}, those of base 10000: use the `base` you are "
+                  "given (SmolLM2's is 100000), θ_i = base^(-2i/D) ({where})", base=_BASE, got=numbers(mine),
+                  where=_ROPE)
+    text = tr("with D = {D} and base = {base:g} your pairs turn at {got} radians per position, where "
+              "θ_i = base^(-2i/D) gives {want}", D=_D, base=_BASE, got=numbers(mine), want=numbers(theta))
+    if bool((mine > 0).all()):
+        exponents = [-math.log(float(f)) / math.log(_BASE) for f in mine]
+        text += tr("; your exponents are {got}, and 2i/D gives {want}", got=numbers(exponents),
+                   want=numbers([2 * i / _D for i in range(half)]))
+    return tr("{text} ({where})", text=text, where=_ROPE)
+
+
+def _rope_shapes(gen: torch.Generator) -> list:
+    return [{"x": torch.randn(*lead, 3, D, generator=gen), "positions": torch.tensor([2, 3, 4]), "base": 10000.0}
+            for lead, D in (((), 8), ((2,), 8), ((1, 2), 8), ((1, 2), 2), ((2, 1), 16))]
+
+
+ROPE_PROBES = (Probe("pairs_and_angles", _rope_inputs, _rope_explain), contrast("shapes", _rope_shapes))

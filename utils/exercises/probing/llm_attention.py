@@ -1,0 +1,193 @@
+"""Chapter 7's probes for grouped-query attention and the attention-sink mask.
+
+* ``grouped_query_attention``: (1) zero queries and values that are constant per key/value head (1, 2): each
+  output head shows which key/value head it read, compared with h // G; (2) values that are the identity
+  (Dv = S), so that the output *is* the attention weights: do they sum to 1 over the keys, do the query heads
+  of one group differ, by what factor are the scores q·kᵀ scaled (read back by fitting the log-weights), and,
+  with is_causal=True, which keys each query may see.
+* ``sink_window_mask``: L = 12, window = 3, sinks = 2: future keys, then for query 8 the sinks it keeps and
+  the number of recent keys it sees, each compared with what the arguments say.
+
+See :mod:`utils.exercises.probes` for the contract.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from utils.exercises.probes import Probe
+from utils.exercises.probing.kit import contrast, numbers, probe_output, reference_output, same
+from utils.i18n.messages import tr
+
+_GQA = "see 'Grouped-query attention'"
+_SINKS = "see 'Attention sinks and StreamingLLM'"
+
+# --------------------------------------------------------------------------------------------------
+# grouped_query_attention
+# --------------------------------------------------------------------------------------------------
+
+_H, _H_KV, _L, _D = 4, 2, 5, 4
+
+
+def _heads_inputs(gen: torch.Generator) -> list:
+    value = torch.arange(1.0, _H_KV + 1)[None, :, None, None].expand(1, _H_KV, 3, 2).contiguous()  # head g: g + 1
+    return [{"query": torch.zeros(1, _H, 3, _D), "key": torch.randn(1, _H_KV, 3, _D, generator=gen), "value": value,
+             "is_causal": False}]
+
+
+def _heads_explain(reference, inputs, outcomes) -> str | None:
+    got = probe_output(outcomes, 0)
+    if got is None or got.shape != (1, _H, 3, 2) or not got.is_floating_point():
+        return None
+    read = got.double().mean(dim=(0, 2, 3)) - 1  # (H,): the key/value head each query head read
+    if not same(got.double(), (read + 1)[None, :, None, None].expand_as(got), atol=1e-4):
+        return None
+    heads = [round(float(r)) for r in read]
+    G = _H // _H_KV
+    if not same(read, torch.tensor(heads, dtype=torch.float64), atol=1e-4) or heads == [h // G for h in range(_H)]:
+        return None
+    note = tr(": the heads are tiled (0, 1, 0, 1, …), as .repeat(1, G, 1, 1) gives") if heads == [
+        h % _H_KV for h in range(_H)] else ""
+    return tr("with {H} query heads and {H_kv} key/value heads, your query heads 0 … {last} read key/value heads "
+              "{got}{note}; query head h reads head h // G = {want} (G = {G} consecutive query heads share one): "
+              "repeat_interleave(G, dim=1), or expand and reshape ({where})", H=_H, H_kv=_H_KV, last=_H - 1,
+              got=heads, note=note, want=[h // G for h in range(_H)], G=G, where=_GQA)
+
+
+def _weights_inputs(gen: torch.Generator) -> list:
+    query, key = torch.randn(1, _H, _L, _D, generator=gen), torch.randn(1, _H_KV, _L, _D, generator=gen)
+    value = torch.eye(_L).expand(1, _H_KV, _L, _L).contiguous()  # Dv = S: the output is the weights
+    return [{"query": query, "key": key, "value": value, "is_causal": causal} for causal in (False, True)]
+
+
+def _weights_explain(reference, inputs, outcomes) -> str | None:
+    weights, want = probe_output(outcomes, 0), reference_output(reference, inputs[0])
+    if weights is None or weights.shape != want.shape or not weights.is_floating_point():
+        return None
+    weights = weights.double()
+    if not same(weights, want):
+        return _open_weights(weights, want, inputs[0])
+    causal, want = probe_output(outcomes, 1), reference_output(reference, inputs[1])
+    if causal is None or causal.shape != want.shape or same(causal, want):
+        return None
+    causal = causal.double().nan_to_num(nan=0.0)
+    rows, cols = torch.meshgrid(torch.arange(_L), torch.arange(_L), indexing="ij")
+    future = (causal[0, 0] > 1e-6) & (cols > rows)
+    if future.any():
+        i, j = (int(t) for t in future.nonzero()[0])
+        return tr("with is_causal=True your query {i} gives weight to key {j}, a later position: query i sees keys "
+                  "0 … i, the diagonal included (tril with diagonal=0) ({where})", i=i, j=j, where=_GQA)
+    if bool((causal[0, 0].diagonal() < 1e-9).any()):
+        return tr("with is_causal=True your queries give no weight to their own position (query 0 then sees no "
+                  "key at all): the causal mask keeps the diagonal, j <= i ({where})", where=_GQA)
+    if same(causal, reference_output(reference, inputs[0])):
+        return tr("with is_causal=True your weights are those without a mask: apply the causal mask when "
+                  "is_causal is True ({where})", where=_GQA)
+    return None
+
+
+def _open_weights(weights: torch.Tensor, want: torch.Tensor, case: dict) -> str | None:
+    """What is wrong with the weights read without a mask (the output with identity values)."""
+    sums = weights.sum(-1)
+    if not same(sums, torch.ones_like(sums), atol=1e-4):
+        if same(weights.sum(-2), torch.ones_like(sums), atol=1e-4):
+            return tr("your attention weights sum to 1 over the queries (dim -2), not over the keys: take the "
+                      "softmax with dim=-1 ({where})", where=_GQA)
+        return tr("your attention weights do not sum to 1 over the keys (row sums {sums}): the softmax runs over "
+                  "the last dim, the keys ({where})", sums=numbers(sums[0, 0]), where=_GQA)
+    G = _H // _H_KV
+    query = case["query"].double()
+    key = case["key"].double().repeat_interleave(G, dim=1)  # (1, H, L, D)
+    if same(weights[:, 0], weights[:, 1], atol=1e-4) and not same(query[:, 0], query[:, 1]):
+        return tr("query heads 0 and 1 share a key/value head but have different queries, and your weights for "
+                  "them are the same: GQA shares the keys and values, not the queries; each query head attends "
+                  "with its own query ({where})", where=_GQA)
+    scores = query @ key.transpose(-2, -1)  # (1, H, L, L), unscaled
+    logs = weights.clamp_min(1e-300).log()
+    x, y = scores - scores.mean(-1, keepdim=True), logs - logs.mean(-1, keepdim=True)
+    c = float((x * y).sum() / (x * x).sum())
+    if not same(y, c * x, atol=1e-3) or c <= 0:
+        return None
+    names = ((1.0, tr("no scale at all")), (1 / _D, tr("1/D")), (1 / math.sqrt(_L), tr("1/sqrt(Dv) (here Dv = S)")),
+             (math.sqrt(_D), tr("sqrt(D), multiplied")))
+    note = next((tr(": {name}", name=name) for value, name in names if abs(c - value) < 1e-3 * value), "")
+    return tr("your weights are softmax(c · q kᵀ) with c = {c:.4g}{note}; with D = {D} the scale is 1/sqrt(D) = "
+              "{want:.4g} ({where})", c=c, note=note, D=_D, want=1 / math.sqrt(_D), where=_GQA)
+
+
+def _gqa_shapes(gen: torch.Generator) -> list:
+    def case(H: int, H_kv: int, L: int, S: int) -> dict:
+        return {"query": torch.randn(2, H, L, 4, generator=gen), "key": torch.randn(2, H_kv, S, 4, generator=gen),
+                "value": torch.randn(2, H_kv, S, 3, generator=gen), "is_causal": False}
+    return [case(2, 2, 3, 3), case(4, 1, 3, 3), case(4, 2, 3, 3), case(4, 2, 2, 5), case(6, 3, 1, 4)]
+
+
+GQA_PROBES = (Probe("heads_read_back", _heads_inputs, _heads_explain),
+              Probe("weights_read_back", _weights_inputs, _weights_explain), contrast("shapes", _gqa_shapes))
+
+
+# --------------------------------------------------------------------------------------------------
+# sink_window_mask
+# --------------------------------------------------------------------------------------------------
+
+_SINK_L, _WINDOW, _SINK_COUNT, _QUERY = 12, 3, 2, 8
+
+
+def _sink_inputs(gen: torch.Generator) -> list:
+    return [{"L": _SINK_L, "window": _WINDOW, "sinks": _SINK_COUNT}]
+
+
+def _keys(row: torch.Tensor) -> list[int]:
+    return [j for j in range(row.shape[0]) if bool(row[j])]
+
+
+def _sink_explain(reference, inputs, outcomes) -> str | None:
+    got, want = probe_output(outcomes, 0), reference_output(reference, inputs[0])
+    if got is None or got.shape != want.shape or got.dtype != torch.bool or torch.equal(got, want):
+        return None
+    if torch.equal(got, ~want):
+        return tr("your mask is True where a query may not attend and False where it may: here True means may "
+                  "attend ({where})", where=_SINKS)
+    ahead = got & torch.ones_like(got).triu(1)
+    if ahead.any():
+        i, j = (int(t) for t in ahead.nonzero()[0])
+        if bool((ahead[:, _SINK_COUNT:] == 0).all()):
+            return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} may attend to key {j}, a sink that "
+                      "comes after it: a sink is a past key like any other, so the whole mask stays causal (j <= i); "
+                      "AND the sink columns with the causal mask ({where})", L=_SINK_L, W=_WINDOW, s=_SINK_COUNT,
+                      i=i, j=j, where=_SINKS)
+        return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} may attend to key {j}, a later position: "
+                  "the mask is causal, j <= i, like the ring buffer it stands for ({where})", L=_SINK_L, W=_WINDOW,
+                  s=_SINK_COUNT, i=i, j=j, where=_SINKS)
+    row = got[_QUERY]
+    recent = 0
+    while recent <= _QUERY and bool(row[_QUERY - recent]):
+        recent += 1
+    sinks = [j for j in _keys(row) if j <= _QUERY - recent]
+    if recent != _WINDOW:
+        note = tr(" (window − sinks: the sinks come on top of the window, they are not counted in it)") if (
+            recent == _WINDOW - _SINK_COUNT) else ""
+        return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} sees the {n} most recent keys, itself "
+                  "included ({keys}){note}; window = {W} means keys {want}: i − j < window ({where})", L=_SINK_L,
+                  W=_WINDOW, s=_SINK_COUNT, i=_QUERY, n=recent, keys=_keys(row)[-recent:] if recent else [],
+                  note=note, want=list(range(_QUERY - _WINDOW + 1, _QUERY + 1)), where=_SINKS)
+    if sinks != list(range(_SINK_COUNT)):
+        what = tr("no sink") if not sinks else tr("keys {keys}", keys=sinks)
+        return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} keeps {what} before its window; the sinks "
+                  "are the first sinks positions, keys {want} (j < sinks), seen by every later query ({where})",
+                  L=_SINK_L, W=_WINDOW, s=_SINK_COUNT, i=_QUERY, what=what, want=list(range(_SINK_COUNT)),
+                  where=_SINKS)
+    i = next(i for i in range(_SINK_L) if not torch.equal(got[i], want[i]))
+    return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} may attend to keys {got}; it should see "
+              "keys {want}: the sinks, then the window of the {W} most recent positions ({where})", L=_SINK_L,
+              W=_WINDOW, s=_SINK_COUNT, i=i, got=_keys(got[i]), want=_keys(want[i]), where=_SINKS)
+
+
+def _sink_sizes(gen: torch.Generator) -> list:
+    return [{"L": L, "window": window, "sinks": sinks} for L, window, sinks in
+            ((8, 3, 0), (8, 3, 1), (8, 3, 2), (8, 8, 2), (4, 1, 4), (1, 1, 1))]
+
+
+SINK_PROBES = (Probe("keys_read_back", _sink_inputs, _sink_explain), contrast("sizes", _sink_sizes))
