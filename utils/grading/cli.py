@@ -1,5 +1,5 @@
-"""``python -m utils.grade SUBMISSIONS [--out DIR] [--jobs N] [--timeout SECONDS] [--seed N] [--layout L]
-[--roster CSV --format canvas] [--course DIR] [--lang en|zh]``: the grader's command line over
+"""``python -m utils.grade SUBMISSIONS [--out DIR] [--jobs N] [--timeout SECONDS] [--seed N | --seed-file F]
+[--layout L] [--roster CSV --format canvas] [--course DIR] [--lang en|zh]``: the grader's command line over
 :func:`utils.grading.batch.grade`.
 
 (``python -m utils.grade gradescope-bundle OUT.zip``, which writes a Gradescope autograder, is
@@ -17,6 +17,7 @@ from pathlib import Path
 
 from utils.grading import course, intake, lms, report, sandbox
 from utils.grading.batch import NoExercises, NoSubmissions, default_course, default_jobs, grade
+from utils.grading.course_secret import SecretError, read_secret
 from utils.i18n.messages import LANGUAGES
 
 __all__ = ["add_intake_arguments", "main"]
@@ -79,8 +80,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="students graded in parallel (default: number of cores)")
     parser.add_argument("--timeout", type=_positive(float), default=10.0,
                         help="CPU seconds per exercise (a wall-clock backstop stops code that only waits; default: 10)")
-    parser.add_argument("--seed", type=int, default=None,
-                        help="seed of the random test inputs (default: random, printed; reuse it to reproduce)")
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument("--seed", type=int, default=None,
+                       help="seed of the random test inputs (default: random, printed; reuse it to reproduce)")
+    seeds.add_argument("--seed-file", type=Path, default=None, metavar="FILE", help=(
+        "read the seed from FILE (one integer, '#' lines allowed, mode 0600: nbgrader's grading_secret.txt "
+        "is one); unlike --seed it is not on the command line, which any process on this machine can read"))
     parser.add_argument("--memory", type=_positive(int), default=2048, help="MiB per exercise (default: 2048)")
     add_intake_arguments(parser)
     parser.add_argument("--feedback", choices=("full", "public", "score"), default="public", help=(
@@ -102,8 +107,19 @@ def main(argv: list[str] | None = None) -> int:
         except (course.ChapterError, course.InvalidNotebook, ValueError, OSError) as exc:
             print(report.console(f"grader: {exc}"), file=sys.stderr)
             return 2
-    seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
-    print(f"grader: seed {seed} (pass --seed {seed} to reproduce these results)", file=sys.stderr)
+    if args.seed_file is not None:
+        try:
+            seed = read_secret(args.seed_file)
+        except SecretError as exc:
+            print(report.console(f"grader: --seed-file: {exc}"), file=sys.stderr)
+            return 2
+    else:
+        seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
+        print(f"grader: seed {seed} (keep it secret; pass it back in a --seed-file to reproduce these results)",
+              file=sys.stderr)
+    if args.seed is not None and not sandbox.isolation(check=False).pidns:
+        print("grader: WARNING: without a PID namespace the students' code can read every command line on this "
+              "machine, --seed's included: pass the seed in a --seed-file (mode 0600) instead", file=sys.stderr)
     try:
         summary = grade(args.submissions, args.out, jobs=args.jobs, timeout=args.timeout, seed=seed,
                         course_root=args.course, memory_mb=args.memory, layout=args.layout, roster=args.roster,
