@@ -6,7 +6,7 @@ features it pairs and by which angles it turns them (grouped-query attention and
   is compared with sqrt(mean(x²) + eps) and with what each known slip divides by (eps outside the root,
   no eps, a sum, no root, the standard deviation); an output that is (x − mean) times a number is LayerNorm,
   one divided per feature across the positions is the wrong dim. With weight = 1 right, the gain is read.
-* ``rotate_half_rope``: unit vectors e_b, one per feature b, at positions 0, 1, 4, 9 with base 100: each
+* ``rotate_half_rope``: unit vectors e_b, one per feature b, at positions 0, 1, 4, 9 with base 500: each
   output is column b of the rotation. Position 0 must give e_b back; at position 1 the other feature e_b
   leaks into is its partner (b + D/2 in this layout, b ^ 1 in chapter 4's); the angle of each feature is
   read back and compared with position · base^(-2i/D): its sign, the positions used, the frequency of each
@@ -53,6 +53,9 @@ def _rms_explain(reference, inputs, outcomes) -> str | None:
     got = got.double()
     if same(got, expected):
         return _gain_explain(reference, inputs, outcomes, got)
+    if same(got, expected.double() + inputs[0]["weight"].double()):
+        return tr("with weight = 1 your output is the right one plus 1: the gain is added; multiply the normalised "
+                  "x by weight, feature by feature ({where})", where=_RMSNORM)
     centred = x - x.mean(-1, keepdim=True)
     if _per_row_factor(got, x) is None and _per_row_factor(got, centred) is not None:
         return tr("with weight = 1 your output is (x − mean(x)) times a number per vector: you subtracted the mean, "
@@ -111,7 +114,7 @@ RMS_PROBES = (Probe("divisor_read_back", _rms_inputs, _rms_explain), contrast("s
 # rotate_half_rope
 # --------------------------------------------------------------------------------------------------
 
-_D, _POSITIONS, _BASE = 8, (0, 1, 4, 9), 100.0
+_D, _POSITIONS, _BASE = 8, (0, 1, 4, 9), 500.0
 
 
 def _rope_inputs(gen: torch.Generator) -> list:
@@ -127,37 +130,56 @@ def _rope_explain(reference, inputs, outcomes) -> str | None:
     got, expected = probe_output(outcomes, 0), reference_output(reference, inputs[0])
     if got is None or got.shape != expected.shape or not got.is_floating_point() or same(got, expected, atol=1e-4):
         return None
-    got, half = got.double(), _D // 2
+    got, half, rows = got.double(), _D // 2, torch.arange(_D)
     eye = torch.eye(_D, dtype=torch.float64)
-    if not same(got[:, 0], eye, atol=1e-4):
-        return tr("at position 0 your output is not x: an angle of 0 must leave every feature as it is (cos 0 = 1, "
-                  "sin 0 = 0, so x · cos + rotate_half(x) · sin = x); are cos and sin swapped? ({where})", where=_ROPE)
-    norms = got.norm(dim=-1)
-    if not same(norms, torch.ones_like(norms), atol=1e-3):
-        return tr("your output changes the length of the vectors (a unit vector comes out with length up to {n:.3g}): "
-                  "RoPE only rotates pairs of features, out = x · cos + rotate_half(x) · sin ({where})",
-                  n=float(norms.max()), where=_ROPE)
-    step = got[:, 1] - eye  # position 1: where each unit vector leaks
-    partners = [int(step[b].abs().masked_fill(torch.arange(_D) == b, 0).argmax()) for b in range(_D)]
+    leak = (got - eye[:, None, :]).abs()  # (D, positions, D): where each unit vector went
+    leak[rows, :, rows] = 0
+    partners = [int(leak[b].amax(0).argmax()) for b in range(_D)]
     want = [(b + half) % _D for b in range(_D)]
     if partners == [b ^ 1 for b in range(_D)]:
         return tr("you rotate the neighbouring features (0, 1), (2, 3), …: that is chapter 4's interleaved layout. "
                   "Rotate-half RoPE, as Llama, Qwen and SmolLM write it, pairs feature i with feature i + D/2: "
                   "(0, {h}), (1, {h1}), … — the two layouts are the same rotations of a permuted vector, and "
                   "weights trained for one break in the other ({where})", h=half, h1=half + 1, where=_ROPE)
-    if partners != want:
+    if partners != want and float(leak.max()) > 1e-3:
         return tr("for D = {D} your function mixes features {b} with features {got}; rotate-half pairs feature i "
                   "with feature i + D/2: {b} with {want} ({where})", D=_D, b=_features(range(_D)),
                   got=_features(partners), want=_features(want), where=_ROPE)
     sign = torch.tensor([1.0] * half + [-1.0] * half, dtype=torch.float64)  # e_i -> +sin at i + D/2; e_(i+D/2) -> -sin
-    rows = torch.arange(_D)
-    angles = torch.atan2(sign[:, None] * got[rows, :, torch.tensor(want)], got[rows, :, rows])  # (D, positions)
-    return _angles_explain(angles, expected, half)
+    cosines, sines = got[rows, :, rows], sign[:, None] * got[rows, :, torch.tensor(want)]  # (D, positions)
+    if not same(cosines ** 2 + sines ** 2, torch.ones_like(cosines), atol=1e-3):
+        return _not_a_rotation(got, cosines, half)
+    return _angles_explain(torch.atan2(sines, cosines), half)
 
 
-def _angles_explain(angles: torch.Tensor, expected: torch.Tensor, half: int) -> str | None:
+def _theta() -> torch.Tensor:
+    return _BASE ** (-torch.arange(0, _D, 2, dtype=torch.float64) / _D)  # (D/2,)
+
+
+def _not_a_rotation(got: torch.Tensor, cosines: torch.Tensor, half: int) -> str:
+    """Features i and i + D/2 do not turn together: read each feature's own angle at position 1 from its cosine."""
+    theta = _theta()
+    own = torch.acos(cosines[:, 1].clamp(-1, 1))  # (D,): the angle of each feature at position 1
+    if same(own, theta.repeat_interleave(2), atol=1e-4):
+        return tr("features i and i + D/2 of your output turn by different angles: at position 1 they are {got}, the "
+                  "frequencies repeat_interleave'd (θ0, θ0, θ1, θ1, …); in the rotate-half layout feature i and "
+                  "feature i + D/2 form one pair and share angle i, so the D angles are the D/2 angles twice, "
+                  "torch.cat((angle, angle), dim=-1): {want} ({where})", got=numbers(own),
+                  want=numbers(torch.cat((theta, theta))), where=_ROPE)
+    if not same(own[:half], own[half:], atol=1e-4):
+        return tr("features i and i + D/2 of your output turn by different angles (at position 1: {got}): they form "
+                  "one pair and share angle i, torch.cat((angle, angle), dim=-1): {want} ({where})",
+                  got=numbers(own), want=numbers(torch.cat((theta, theta))), where=_ROPE)
+    norms = got.norm(dim=-1)
+    return tr("your output changes the length of the vectors (a unit vector comes out with length from {low:.3g} to "
+              "{high:.3g}): RoPE only rotates each pair (i, i + D/2), out = x · cos + rotate_half(x) · sin, "
+              "rotate_half([x1, x2]) = [-x2, x1] ({where})", low=float(norms.min()), high=float(norms.max()),
+              where=_ROPE)
+
+
+def _angles_explain(angles: torch.Tensor, half: int) -> str | None:
     positions = torch.tensor(_POSITIONS, dtype=torch.float64)
-    theta = _BASE ** (-torch.arange(0, _D, 2, dtype=torch.float64) / _D)  # (D/2,)
+    theta = _theta()
     right = positions * torch.cat((theta, theta))[:, None]  # (D, positions)
 
     def turns(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -166,24 +188,25 @@ def _angles_explain(angles: torch.Tensor, expected: torch.Tensor, half: int) -> 
     if turns(angles, -right):
         return tr("each pair of your output turns by minus the right angle: rotate_half([x1, x2]) is [-x2, x1], the "
                   "minus on the second half; yours turns the other way ({where})", where=_ROPE)
-    freq = angles[:, 1]  # position 1: the frequency of each feature
-    if not same(freq[:half], freq[half:], atol=1e-4):
-        interleaved = theta.repeat_interleave(2)
-        note = tr(": they are the frequencies repeat_interleave'd (θ0, θ0, θ1, θ1, …)") if same(
-            freq, interleaved, atol=1e-4) else ""
-        return tr("features i and i + D/2 of your output turn at different speeds (at position 1: {got}){note}; in "
-                  "the rotate-half layout they are one pair and share angle i, so the D angles are the D/2 angles "
-                  "twice, torch.cat((angle, angle), dim=-1): {want} ({where})", got=numbers(freq), note=note,
-                  want=numbers(torch.cat((theta, theta))), where=_ROPE)
-    mine = freq[:half]
-    if turns(angles, torch.arange(len(_POSITIONS), dtype=torch.float64) * torch.cat((mine, mine))[:, None]):
-        return tr("your angles follow 0, 1, 2, 3 — the index of each token — and not the positions given, {given}: "
-                  "use `positions` (a token decoded after a cache of T tokens is at position T) ({where})",
-                  given=list(_POSITIONS), where=_ROPE)
-    if not turns(angles, positions * torch.cat((mine, mine))[:, None]):
+    if turns(angles, math.pi / 2 - right):
+        return tr("at position 0 your output is rotate_half(x), not x: cos and sin are swapped; out = x · cos + "
+                  "rotate_half(x) · sin, so that angle 0 leaves x as it is ({where})", where=_ROPE)
+    used = None
+    for candidate in (positions, torch.arange(len(_POSITIONS), dtype=torch.float64), positions + 1):
+        k = int(candidate.nonzero()[0])  # the first non-zero position: where each frequency is read
+        freq = angles[:, k] / candidate[k]
+        if turns(angles, candidate * freq[:, None]):
+            used = candidate
+            break
+    if used is None:
         return tr("your angles are not position · frequency: at positions {given} feature 0 turns by {got} "
                   "({where})", given=list(_POSITIONS), got=numbers(angles[0]), where=_ROPE)
-    if same(mine, theta, atol=1e-4):
+    if used is not positions:
+        return tr("your angles are those of positions {used}, not of the positions given, {given}: use `positions` "
+                  "as they are (a token decoded after a cache of T tokens is at position T, and position 0 is not "
+                  "turned) ({where})", used=[int(p) for p in used], given=list(_POSITIONS), where=_ROPE)
+    mine = freq[:half]
+    if same(mine, theta, atol=1e-5):
         return None
     default = 10000.0 ** (-torch.arange(0, _D, 2, dtype=torch.float64) / _D)
     if same(mine, default, atol=1e-5):
@@ -193,7 +216,7 @@ def _angles_explain(angles: torch.Tensor, expected: torch.Tensor, half: int) -> 
     text = tr("with D = {D} and base = {base:g} your pairs turn at {got} radians per position, where "
               "θ_i = base^(-2i/D) gives {want}", D=_D, base=_BASE, got=numbers(mine), want=numbers(theta))
     if bool((mine > 0).all()):
-        exponents = [-math.log(float(f)) / math.log(_BASE) for f in mine]
+        exponents = [round(-math.log(float(f)) / math.log(_BASE), 4) + 0.0 for f in mine]
         text += tr("; your exponents are {got}, and 2i/D gives {want}", got=numbers(exponents),
                    want=numbers([2 * i / _D for i in range(half)]))
     return tr("{text} ({where})", text=text, where=_ROPE)

@@ -28,7 +28,7 @@ _SINKS = "see 'Attention sinks and StreamingLLM'"
 # grouped_query_attention
 # --------------------------------------------------------------------------------------------------
 
-_H, _H_KV, _L, _D = 4, 2, 5, 4
+_H, _H_KV, _L, _D = 6, 2, 5, 4
 
 
 def _heads_inputs(gen: torch.Generator) -> list:
@@ -39,6 +39,10 @@ def _heads_inputs(gen: torch.Generator) -> list:
 
 def _heads_explain(reference, inputs, outcomes) -> str | None:
     got = probe_output(outcomes, 0)
+    if got is not None and got.shape == (1, _H_KV, 3, 2):
+        return tr("with {H} query heads and {H_kv} key/value heads your output has {H_kv} heads, one per key/value "
+                  "head: GQA shares the keys and values, not the queries; every query head keeps its own query and "
+                  "its own output, (N, H, L, Dv) ({where})", H=_H, H_kv=_H_KV, where=_GQA)
     if got is None or got.shape != (1, _H, 3, 2) or not got.is_floating_point():
         return None
     read = got.double().mean(dim=(0, 2, 3)) - 1  # (H,): the key/value head each query head read
@@ -73,6 +77,9 @@ def _weights_explain(reference, inputs, outcomes) -> str | None:
     if causal is None or causal.shape != want.shape or same(causal, want):
         return None
     causal = causal.double().nan_to_num(nan=0.0)
+    if same(causal, reference_output(reference, inputs[0])):
+        return tr("with is_causal=True your weights are those without a mask: apply the causal mask when "
+                  "is_causal is True, query i sees keys 0 … i ({where})", where=_GQA)
     rows, cols = torch.meshgrid(torch.arange(_L), torch.arange(_L), indexing="ij")
     future = (causal[0, 0] > 1e-6) & (cols > rows)
     if future.any():
@@ -82,9 +89,6 @@ def _weights_explain(reference, inputs, outcomes) -> str | None:
     if bool((causal[0, 0].diagonal() < 1e-9).any()):
         return tr("with is_causal=True your queries give no weight to their own position (query 0 then sees no "
                   "key at all): the causal mask keeps the diagonal, j <= i ({where})", where=_GQA)
-    if same(causal, reference_output(reference, inputs[0])):
-        return tr("with is_causal=True your weights are those without a mask: apply the causal mask when "
-                  "is_causal is True ({where})", where=_GQA)
     return None
 
 
