@@ -25,8 +25,13 @@ from utils.exercises.probes import Probe
 from utils.exercises.probing.kit import contrast, numbers, probe_output, reference_output, same
 from utils.i18n.messages import tr
 
-_RMSNORM = "see 'RMSNorm'"
-_ROPE = "see 'Rotate-half RoPE'"
+
+def _see_rmsnorm() -> str:
+    return tr("see 'RMSNorm'")
+
+
+def _see_rope() -> str:
+    return tr("see 'Rotate-half RoPE'")
 
 # --------------------------------------------------------------------------------------------------
 # rms_norm
@@ -55,19 +60,19 @@ def _rms_explain(reference, inputs, outcomes) -> str | None:
         return _gain_explain(reference, inputs, outcomes, got)
     if same(got, expected.double() + inputs[0]["weight"].double()):
         return tr("with weight = 1 your output is the right one plus 1: the gain is added; multiply the normalised "
-                  "x by weight, feature by feature ({where})", where=_RMSNORM)
+                  "x by weight, feature by feature ({where})", where=_see_rmsnorm())
     centred = x - x.mean(-1, keepdim=True)
     if _per_row_factor(got, x) is None and _per_row_factor(got, centred) is not None:
         return tr("with weight = 1 your output is (x − mean(x)) times a number per vector: you subtracted the mean, "
                   "which is LayerNorm; RMSNorm divides x itself by sqrt(mean(x²) + eps), no centring ({where})",
-                  where=_RMSNORM)
+                  where=_see_rmsnorm())
     c = _per_row_factor(got, x)
     if c is None:
         columns = (got * x).sum(-2, keepdim=True) / (x * x).sum(-2, keepdim=True)
         if same(got, x * columns, atol=1e-5):
             return tr("with weight = 1 your output is x divided by one number per feature, shared by the vectors: "
                       "you normalised across the vectors (dim -2); RMSNorm takes each vector's own mean square over "
-                      "its E features, the last dim ({where})", where=_RMSNORM)
+                      "its E features, the last dim ({where})", where=_see_rmsnorm())
         return None
     divisor = (1 / c.squeeze(-1)).tolist()
     square = x.pow(2).mean(-1)
@@ -83,7 +88,7 @@ def _rms_explain(reference, inputs, outcomes) -> str | None:
     note = next((text for value, text in candidates if same(torch.tensor(divisor), value, atol=1e-5)), "")
     return tr("with weight = 1 and eps = {eps:g} your function divides each vector by {got}{note}; RMSNorm divides "
               "by sqrt(mean(x²) + eps) = {want}, the mean over the last dim, eps inside the root ({where})",
-              eps=eps, got=numbers(divisor), note=note, want=numbers((square + eps).sqrt()), where=_RMSNORM)
+              eps=eps, got=numbers(divisor), note=note, want=numbers((square + eps).sqrt()), where=_see_rmsnorm())
 
 
 def _gain_explain(reference, inputs, outcomes, plain: torch.Tensor) -> str | None:
@@ -93,12 +98,12 @@ def _gain_explain(reference, inputs, outcomes, plain: torch.Tensor) -> str | Non
     weight = inputs[1]["weight"].double()
     if same(got, plain):
         return tr("your output is right with weight = 1 and does not change with another weight: the gain is "
-                  "ignored; multiply the normalised x by weight, feature by feature ({where})", where=_RMSNORM)
+                  "ignored; multiply the normalised x by weight, feature by feature ({where})", where=_see_rmsnorm())
     if same(got.double(), plain + weight):
         return tr("your output is right with weight = 1, but a gain is added to it: multiply the normalised x by "
-                  "weight, do not add it ({where})", where=_RMSNORM)
+                  "weight, do not add it ({where})", where=_see_rmsnorm())
     return tr("your output is right with weight = 1 and wrong with another weight: the normalised x is multiplied "
-              "by weight, feature by feature, (..., E) * (E,) ({where})", where=_RMSNORM)
+              "by weight, feature by feature, (..., E) * (E,) ({where})", where=_see_rmsnorm())
 
 
 def _rms_shapes(gen: torch.Generator) -> list:
@@ -140,11 +145,11 @@ def _rope_explain(reference, inputs, outcomes) -> str | None:
         return tr("you rotate the neighbouring features (0, 1), (2, 3), …: that is chapter 4's interleaved layout. "
                   "Rotate-half RoPE, as Llama, Qwen and SmolLM write it, pairs feature i with feature i + D/2: "
                   "(0, {h}), (1, {h1}), … — the two layouts are the same rotations of a permuted vector, and "
-                  "weights trained for one break in the other ({where})", h=half, h1=half + 1, where=_ROPE)
+                  "weights trained for one break in the other ({where})", h=half, h1=half + 1, where=_see_rope())
     if partners != want and float(leak.max()) > 1e-3:
         return tr("for D = {D} your function mixes features {b} with features {got}; rotate-half pairs feature i "
                   "with feature i + D/2: {b} with {want} ({where})", D=_D, b=_features(range(_D)),
-                  got=_features(partners), want=_features(want), where=_ROPE)
+                  got=_features(partners), want=_features(want), where=_see_rope())
     sign = torch.tensor([1.0] * half + [-1.0] * half, dtype=torch.float64)  # e_i -> +sin at i + D/2; e_(i+D/2) -> -sin
     cosines, sines = got[rows, :, rows], sign[:, None] * got[rows, :, torch.tensor(want)]  # (D, positions)
     if not same(cosines ** 2 + sines ** 2, torch.ones_like(cosines), atol=1e-3):
@@ -165,16 +170,16 @@ def _not_a_rotation(got: torch.Tensor, cosines: torch.Tensor, half: int) -> str:
                   "frequencies repeat_interleave'd (θ0, θ0, θ1, θ1, …); in the rotate-half layout feature i and "
                   "feature i + D/2 form one pair and share angle i, so the D angles are the D/2 angles twice, "
                   "torch.cat((angle, angle), dim=-1): {want} ({where})", got=numbers(own),
-                  want=numbers(torch.cat((theta, theta))), where=_ROPE)
+                  want=numbers(torch.cat((theta, theta))), where=_see_rope())
     if not same(own[:half], own[half:], atol=1e-4):
         return tr("features i and i + D/2 of your output turn by different angles (at position 1: {got}): they form "
                   "one pair and share angle i, torch.cat((angle, angle), dim=-1): {want} ({where})",
-                  got=numbers(own), want=numbers(torch.cat((theta, theta))), where=_ROPE)
+                  got=numbers(own), want=numbers(torch.cat((theta, theta))), where=_see_rope())
     norms = got.norm(dim=-1)
     return tr("your output changes the length of the vectors (a unit vector comes out with length from {low:.3g} to "
               "{high:.3g}): RoPE only rotates each pair (i, i + D/2), out = x · cos + rotate_half(x) · sin, "
               "rotate_half([x1, x2]) = [-x2, x1] ({where})", low=float(norms.min()), high=float(norms.max()),
-              where=_ROPE)
+              where=_see_rope())
 
 
 def _angles_explain(angles: torch.Tensor, half: int) -> str | None:
@@ -187,10 +192,10 @@ def _angles_explain(angles: torch.Tensor, half: int) -> str | None:
 
     if turns(angles, -right):
         return tr("each pair of your output turns by minus the right angle: rotate_half([x1, x2]) is [-x2, x1], the "
-                  "minus on the second half; yours turns the other way ({where})", where=_ROPE)
+                  "minus on the second half; yours turns the other way ({where})", where=_see_rope())
     if turns(angles, math.pi / 2 - right):
         return tr("at position 0 your output is rotate_half(x), not x: cos and sin are swapped; out = x · cos + "
-                  "rotate_half(x) · sin, so that angle 0 leaves x as it is ({where})", where=_ROPE)
+                  "rotate_half(x) · sin, so that angle 0 leaves x as it is ({where})", where=_see_rope())
     used = None
     for candidate in (positions, torch.arange(len(_POSITIONS), dtype=torch.float64), positions + 1):
         k = int(candidate.nonzero()[0])  # the first non-zero position: where each frequency is read
@@ -200,11 +205,11 @@ def _angles_explain(angles: torch.Tensor, half: int) -> str | None:
             break
     if used is None:
         return tr("your angles are not position · frequency: at positions {given} feature 0 turns by {got} "
-                  "({where})", given=list(_POSITIONS), got=numbers(angles[0]), where=_ROPE)
+                  "({where})", given=list(_POSITIONS), got=numbers(angles[0]), where=_see_rope())
     if used is not positions:
         return tr("your angles are those of positions {used}, not of the positions given, {given}: use `positions` "
                   "as they are (a token decoded after a cache of T tokens is at position T, and position 0 is not "
-                  "turned) ({where})", used=[int(p) for p in used], given=list(_POSITIONS), where=_ROPE)
+                  "turned) ({where})", used=[int(p) for p in used], given=list(_POSITIONS), where=_see_rope())
     mine = freq[:half]
     if same(mine, theta, atol=1e-5):
         return None
@@ -212,14 +217,14 @@ def _angles_explain(angles: torch.Tensor, half: int) -> str | None:
     if same(mine, default, atol=1e-5):
         return tr("with base = {base:g} your frequencies are {got}, those of base 10000: use the `base` you are "
                   "given (SmolLM2's is 100000), θ_i = base^(-2i/D) ({where})", base=_BASE, got=numbers(mine),
-                  where=_ROPE)
+                  where=_see_rope())
     text = tr("with D = {D} and base = {base:g} your pairs turn at {got} radians per position, where "
               "θ_i = base^(-2i/D) gives {want}", D=_D, base=_BASE, got=numbers(mine), want=numbers(theta))
     if bool((mine > 0).all()):
         exponents = [round(-math.log(float(f)) / math.log(_BASE), 4) + 0.0 for f in mine]
         text += tr("; your exponents are {got}, and 2i/D gives {want}", got=numbers(exponents),
                    want=numbers([2 * i / _D for i in range(half)]))
-    return tr("{text} ({where})", text=text, where=_ROPE)
+    return tr("{text} ({where})", text=text, where=_see_rope())
 
 
 def _rope_shapes(gen: torch.Generator) -> list:

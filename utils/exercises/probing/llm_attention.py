@@ -21,8 +21,13 @@ from utils.exercises.probes import Probe
 from utils.exercises.probing.kit import contrast, numbers, probe_output, reference_output, same
 from utils.i18n.messages import tr
 
-_GQA = "see 'Grouped-query attention'"
-_SINKS = "see 'Attention sinks and StreamingLLM'"
+
+def _see_gqa() -> str:
+    return tr("see 'Grouped-query attention'")
+
+
+def _see_sinks() -> str:
+    return tr("see 'Attention sinks and StreamingLLM'")
 
 # --------------------------------------------------------------------------------------------------
 # grouped_query_attention
@@ -42,7 +47,7 @@ def _heads_explain(reference, inputs, outcomes) -> str | None:
     if got is not None and got.shape == (1, _H_KV, 3, 2):
         return tr("with {H} query heads and {H_kv} key/value heads your output has {H_kv} heads, one per key/value "
                   "head: GQA shares the keys and values, not the queries; every query head keeps its own query and "
-                  "its own output, (N, H, L, Dv) ({where})", H=_H, H_kv=_H_KV, where=_GQA)
+                  "its own output, (N, H, L, Dv) ({where})", H=_H, H_kv=_H_KV, where=_see_gqa())
     if got is None or got.shape != (1, _H, 3, 2) or not got.is_floating_point():
         return None
     read = got.double().mean(dim=(0, 2, 3)) - 1  # (H,): the key/value head each query head read
@@ -57,7 +62,7 @@ def _heads_explain(reference, inputs, outcomes) -> str | None:
     return tr("with {H} query heads and {H_kv} key/value heads, your query heads 0 … {last} read key/value heads "
               "{got}{note}; query head h reads head h // G = {want} (G = {G} consecutive query heads share one): "
               "repeat_interleave(G, dim=1), or expand and reshape ({where})", H=_H, H_kv=_H_KV, last=_H - 1,
-              got=heads, note=note, want=[h // G for h in range(_H)], G=G, where=_GQA)
+              got=heads, note=note, want=[h // G for h in range(_H)], G=G, where=_see_gqa())
 
 
 def _weights_inputs(gen: torch.Generator) -> list:
@@ -79,16 +84,16 @@ def _weights_explain(reference, inputs, outcomes) -> str | None:
     causal = causal.double().nan_to_num(nan=0.0)
     if same(causal, reference_output(reference, inputs[0])):
         return tr("with is_causal=True your weights are those without a mask: apply the causal mask when "
-                  "is_causal is True, query i sees keys 0 … i ({where})", where=_GQA)
+                  "is_causal is True, query i sees keys 0 … i ({where})", where=_see_gqa())
     rows, cols = torch.meshgrid(torch.arange(_L), torch.arange(_L), indexing="ij")
     future = (causal[0, 0] > 1e-6) & (cols > rows)
     if future.any():
         i, j = (int(t) for t in future.nonzero()[0])
         return tr("with is_causal=True your query {i} gives weight to key {j}, a later position: query i sees keys "
-                  "0 … i, the diagonal included (tril with diagonal=0) ({where})", i=i, j=j, where=_GQA)
+                  "0 … i, the diagonal included (tril with diagonal=0) ({where})", i=i, j=j, where=_see_gqa())
     if bool((causal[0, 0].diagonal() < 1e-9).any()):
         return tr("with is_causal=True your queries give no weight to their own position (query 0 then sees no "
-                  "key at all): the causal mask keeps the diagonal, j <= i ({where})", where=_GQA)
+                  "key at all): the causal mask keeps the diagonal, j <= i ({where})", where=_see_gqa())
     return None
 
 
@@ -98,16 +103,16 @@ def _open_weights(weights: torch.Tensor, want: torch.Tensor, case: dict) -> str 
     if not same(sums, torch.ones_like(sums), atol=1e-4):
         if same(weights.sum(-2), torch.ones_like(sums), atol=1e-4):
             return tr("your attention weights sum to 1 over the queries (dim -2), not over the keys: take the "
-                      "softmax with dim=-1 ({where})", where=_GQA)
+                      "softmax with dim=-1 ({where})", where=_see_gqa())
         return tr("your attention weights do not sum to 1 over the keys (row sums {sums}): the softmax runs over "
-                  "the last dim, the keys ({where})", sums=numbers(sums[0, 0]), where=_GQA)
+                  "the last dim, the keys ({where})", sums=numbers(sums[0, 0]), where=_see_gqa())
     G = _H // _H_KV
     query = case["query"].double()
     key = case["key"].double().repeat_interleave(G, dim=1)  # (1, H, L, D)
     if same(weights[:, 0], weights[:, 1], atol=1e-4) and not same(query[:, 0], query[:, 1]):
         return tr("query heads 0 and 1 share a key/value head but have different queries, and your weights for "
                   "them are the same: GQA shares the keys and values, not the queries; each query head attends "
-                  "with its own query ({where})", where=_GQA)
+                  "with its own query ({where})", where=_see_gqa())
     scores = query @ key.transpose(-2, -1)  # (1, H, L, L), unscaled
     logs = weights.clamp_min(1e-300).log()
     x, y = scores - scores.mean(-1, keepdim=True), logs - logs.mean(-1, keepdim=True)
@@ -118,7 +123,7 @@ def _open_weights(weights: torch.Tensor, want: torch.Tensor, case: dict) -> str 
              (math.sqrt(_D), tr("sqrt(D), multiplied")))
     note = next((tr(": {name}", name=name) for value, name in names if abs(c - value) < 1e-3 * value), "")
     return tr("your weights are softmax(c · q kᵀ) with c = {c:.4g}{note}; with D = {D} the scale is 1/sqrt(D) = "
-              "{want:.4g} ({where})", c=c, note=note, D=_D, want=1 / math.sqrt(_D), where=_GQA)
+              "{want:.4g} ({where})", c=c, note=note, D=_D, want=1 / math.sqrt(_D), where=_see_gqa())
 
 
 def _gqa_shapes(gen: torch.Generator) -> list:
@@ -153,7 +158,7 @@ def _sink_explain(reference, inputs, outcomes) -> str | None:
         return None
     if torch.equal(got, ~want):
         return tr("your mask is True where a query may not attend and False where it may: here True means may "
-                  "attend ({where})", where=_SINKS)
+                  "attend ({where})", where=_see_sinks())
     ahead = got & torch.ones_like(got).triu(1)
     if ahead.any():
         i, j = (int(t) for t in ahead.nonzero()[0])
@@ -161,10 +166,10 @@ def _sink_explain(reference, inputs, outcomes) -> str | None:
             return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} may attend to key {j}, a sink that "
                       "comes after it: a sink is a past key like any other, so the whole mask stays causal (j <= i); "
                       "AND the sink columns with the causal mask ({where})", L=_SINK_L, W=_WINDOW, s=_SINK_COUNT,
-                      i=i, j=j, where=_SINKS)
+                      i=i, j=j, where=_see_sinks())
         return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} may attend to key {j}, a later position: "
                   "the mask is causal, j <= i, like the ring buffer it stands for ({where})", L=_SINK_L, W=_WINDOW,
-                  s=_SINK_COUNT, i=i, j=j, where=_SINKS)
+                  s=_SINK_COUNT, i=i, j=j, where=_see_sinks())
     row = got[_QUERY]
     recent = 0
     while recent <= _QUERY and bool(row[_QUERY - recent]):
@@ -176,17 +181,17 @@ def _sink_explain(reference, inputs, outcomes) -> str | None:
         return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} sees the {n} most recent keys, itself "
                   "included ({keys}){note}; window = {W} means keys {want}: i − j < window ({where})", L=_SINK_L,
                   W=_WINDOW, s=_SINK_COUNT, i=_QUERY, n=recent, keys=_keys(row)[-recent:] if recent else [],
-                  note=note, want=list(range(_QUERY - _WINDOW + 1, _QUERY + 1)), where=_SINKS)
+                  note=note, want=list(range(_QUERY - _WINDOW + 1, _QUERY + 1)), where=_see_sinks())
     if sinks != list(range(_SINK_COUNT)):
         what = tr("no sink") if not sinks else tr("keys {keys}", keys=sinks)
         return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} keeps {what} before its window; the sinks "
                   "are the first sinks positions, keys {want} (j < sinks), seen by every later query ({where})",
                   L=_SINK_L, W=_WINDOW, s=_SINK_COUNT, i=_QUERY, what=what, want=list(range(_SINK_COUNT)),
-                  where=_SINKS)
+                  where=_see_sinks())
     i = next(i for i in range(_SINK_L) if not torch.equal(got[i], want[i]))
     return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} may attend to keys {got}; it should see "
               "keys {want}: the sinks, then the window of the {W} most recent positions ({where})", L=_SINK_L,
-              W=_WINDOW, s=_SINK_COUNT, i=i, got=_keys(got[i]), want=_keys(want[i]), where=_SINKS)
+              W=_WINDOW, s=_SINK_COUNT, i=i, got=_keys(got[i]), want=_keys(want[i]), where=_see_sinks())
 
 
 def _sink_sizes(gen: torch.Generator) -> list:
