@@ -126,8 +126,11 @@ class Bound:
     worker in it), set once the worker is ready (:meth:`arm`), checked after each exercise
     (:meth:`tripped`), removed with :meth:`close`."""
 
-    def __init__(self, how: str | None = None) -> None:
+    def __init__(self, how: str | None = None, ram: tuple[Path, int] | None = None) -> None:
+        """``ram``: ``(folder, size)``, the student's unit folder, made a ``tmpfs`` of ``size`` bytes
+        where this process may mount one (:meth:`keep_in_ram`)."""
         global _COUNT
+        self.ram = self.keep_in_ram(*ram) if ram is not None else None
         self.kind = how or kind()
         with _LOCK:
             _COUNT += 1
@@ -139,6 +142,20 @@ class Bound:
         self._tripped = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    @staticmethod
+    def keep_in_ram(folder: Path, size: int) -> Path | None:
+        """Mount an empty ``tmpfs`` of ``size`` bytes on ``folder`` (before anything is in it) and return
+        ``folder``; None where it cannot be mounted. ``RLIMIT_FSIZE`` bounds each file, not how many: in a
+        folder of its own, what a student writes is RAM (charged to its cgroup), never the disk that the
+        grader and the students graded meanwhile share."""
+        from utils.grading import jail
+
+        try:
+            jail._mount("tmpfs", str(folder), "tmpfs", jail.MS_NOSUID | jail.MS_NODEV, f"size={size},mode=700")
+        except (jail.JailError, OSError):
+            return None
+        return folder
 
     def prefix(self) -> list[str]:
         """What goes before the worker's command line so that it starts inside the cgroup."""
@@ -210,8 +227,14 @@ class Bound:
         return over
 
     def close(self) -> None:
-        """Stop the watchdog; remove the cgroup once its processes are gone (killing any that are left)."""
+        """Stop the watchdog; remove the cgroup once its processes are gone (killing any that are left);
+        unmount the unit folder's ``tmpfs`` (what the student wrote there goes with it)."""
         self._stop.set()
+        if self.ram is not None:
+            from utils.grading import jail
+
+            jail._libc.umount2(os.fsencode(self.ram), jail.MNT_DETACH)
+            self.ram = None
         if self.folder is None:
             return
         for _ in range(50):

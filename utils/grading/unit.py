@@ -201,7 +201,8 @@ def run_unit(student: str, tasks: list[Task], settings: Settings, tmp_root: Path
              iso: sandbox.Isolation, guard: Guard | None = None) -> list[Row]:
     guard = guard or Guard()
     jobdir = Path(tempfile.mkdtemp(prefix="unit-", dir=tmp_root))
-    bound = memory.Bound(iso.memory or None)
+    bound = memory.Bound(iso.memory or None,  # the unit folder in RAM: a student cannot fill the grader's disk
+                         ram=(jobdir, settings.memory_mb * 2**20) if "mounts" in iso.extras else None)
     try:
         _run_unit(student, tasks, settings, jobdir, slot, iso, guard, bound)
     finally:
