@@ -184,7 +184,7 @@ def query_scores_figure(tokens: Sequence[str], scores: torch.Tensor, query_index
     bars_ax.set_title(tr("scores of query '{query}' (row {row})", query=query, row=query_index))
     attention_heatmap(scores, tokens, title=tr("all scores (L, S); the chosen row is outlined"), ax=heat_ax,
                       annotate=False, xlabel=tr("key token (S)"), ylabel=tr("query token (L)"))
-    _label_colorbar(heat_ax, tr("score q_i · k_j (unscaled dot product)"))
+    _label_colorbar(heat_ax, tr("score q_i · k_j (unscaled; x_i · x_j without projections)"))  # the explorer draws both
     heat_ax.add_patch(Rectangle((-0.5, query_index - 0.5), scores.shape[1], 1.0, fill=False,
                                 edgecolor="white", linewidth=2.5))
     fig.suptitle(title or tr("Query '{query}' scores highest against key '{key}' (position {position})",
