@@ -85,7 +85,17 @@ def _rms_explain(reference, inputs, outcomes) -> str | None:
         ((x.var(-1, unbiased=False) + eps).sqrt(),
          tr(": the standard deviation (which subtracts the mean), sqrt(var(x) + eps)")),
     )
+    candidates += (
+        ((square * x.shape[-1]).sqrt() + eps, tr(": the length of the vector plus eps, sqrt(sum(x²)) + eps (a sum, "
+                                                 "not a mean, and eps outside the root)")),
+        (x.abs().mean(-1) + eps, tr(": the mean of |x| plus eps, not the root of the mean of x²")),
+        (x.abs().mean(-1), tr(": the mean of |x|, not the root of the mean of x²")),
+        ((square + eps ** 2).sqrt(), tr(": eps squared, sqrt(mean(x²) + eps²)")),
+    )
     note = next((text for value, text in candidates if same(torch.tensor(divisor), value, atol=1e-5)), "")
+    if not note and len(set(round(d, 6) for d in divisor)) == 1:
+        note = tr(": one number for every vector, the mean square of the whole tensor; take it over each vector's "
+                  "last dim (dim=-1, keepdim=True)")
     return tr("with weight = 1 and eps = {eps:g} your function divides each vector by {got}{note}; RMSNorm divides "
               "by sqrt(mean(x²) + eps) = {want}, the mean over the last dim, eps inside the root ({where})",
               eps=eps, got=numbers(divisor), note=note, want=numbers((square + eps).sqrt()), where=_see_rmsnorm())
@@ -137,8 +147,16 @@ def _rope_explain(reference, inputs, outcomes) -> str | None:
         return None
     got, half, rows = got.double(), _D // 2, torch.arange(_D)
     eye = torch.eye(_D, dtype=torch.float64)
+    if bool((got - got[:, :1]).abs().max() < 1e-6):
+        return tr("your output is the same at every position: the angles must grow with the position, one row of D/2 "
+                  "angles per position, positions[:, None] · θ[None, :], shape (L, D/2) ({where})", where=_see_rope())
     leak = (got - eye[:, None, :]).abs()  # (D, positions, D): where each unit vector went
     leak[rows, :, rows] = 0
+    still = [b for b in range(_D) if float(leak[b].max()) < 1e-6]
+    if still:
+        return tr("for D = {D} your function never mixes features {still} with another feature: each feature i < D/2 "
+                  "turns together with feature i + D/2, both halves, out = x · cos + rotate_half(x) · sin ({where})",
+                  D=_D, still=_features(still), where=_see_rope())
     partners = [int(leak[b].amax(0).argmax()) for b in range(_D)]
     want = [(b + half) % _D for b in range(_D)]
     if partners == [b ^ 1 for b in range(_D)]:

@@ -120,7 +120,8 @@ def _open_weights(weights: torch.Tensor, want: torch.Tensor, case: dict) -> str 
     if not same(y, c * x, atol=1e-3) or c <= 0:
         return None
     names = ((1.0, tr("no scale at all")), (1 / _D, tr("1/D")), (1 / math.sqrt(_L), tr("1/sqrt(Dv) (here Dv = S)")),
-             (math.sqrt(_D), tr("sqrt(D), multiplied")))
+             (math.sqrt(_D), tr("sqrt(D), multiplied")),
+             (1 / math.sqrt(_H), tr("1/sqrt(H), H the number of query heads")))
     note = next((tr(": {name}", name=name) for value, name in names if abs(c - value) < 1e-3 * value), "")
     return tr("your weights are softmax(c · q kᵀ) with c = {c:.4g}{note}; with D = {D} the scale is 1/sqrt(D) = "
               "{want:.4g} ({where})", c=c, note=note, D=_D, want=1 / math.sqrt(_D), where=_see_gqa())
@@ -177,7 +178,7 @@ def _sink_explain(reference, inputs, outcomes) -> str | None:
     sinks = [j for j in _keys(row) if j <= _QUERY - recent]
     if recent != _WINDOW:
         note = tr(" (window − sinks: the sinks come on top of the window, they are not counted in it)") if (
-            recent == _WINDOW - _SINK_COUNT) else ""
+            recent == _WINDOW - _SINK_COUNT) else tr(" — it does not see itself") if recent == 0 else ""
         return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} sees the {n} most recent keys, itself "
                   "included ({keys}){note}; window = {W} means keys {want}: i − j < window ({where})", L=_SINK_L,
                   W=_WINDOW, s=_SINK_COUNT, i=_QUERY, n=recent, keys=_keys(row)[-recent:] if recent else [],
