@@ -182,8 +182,9 @@ return x + 1 if not found else x + 2
         "leaker": gf.toy_submission(_cell(f"""
 with open("/dev/shm/{TOKEN}-leak", "wb") as handle:
     handle.write(b"x" * 2**20)
-made = subprocess.run(["ipcmk", "-M", "65536"], capture_output=True, text=True)
-return x + 1 if made.returncode == 0 and os.path.exists("/dev/shm/{TOKEN}-leak") else x + 2
+import ctypes  # shmget(IPC_PRIVATE, 64 KiB, IPC_CREAT | 0600), as ipcmk does (no program may start here)
+made = ctypes.CDLL(None).shmget(0, 65536, 0o1000 | 0o600)
+return x + 1 if made >= 0 and os.path.exists("/dev/shm/{TOKEN}-leak") else x + 2
 """)),
         "filler": gf.toy_submission(_cell(f"""
 import errno

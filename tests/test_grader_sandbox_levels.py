@@ -154,10 +154,12 @@ def capless(tmp_path_factory):
            "import os\ntry:\n    open(" + repr(str(root_owned)) + ", 'a').write('x')\n    WROTE = True\n"
            "except OSError:\n    WROTE = False\n" + gf.TOY_SOLUTIONS["ch1.add_one"].replace(
                "    return x + 1", "    return x + (1 if os.getuid() != 0 and not WROTE else 2)"))
-    # attend's cell starts a setsid() child that clears its environment, sleeps past its exercise and
-    # then writes into the unit's work folder ($HOME); total's cell, run after it, waits longer and looks
-    escape = ("import os\nif os.fork() == 0:\n    os.setsid()\n    os.execve('/bin/sh', ['sh', '-c', "
-              "f'sleep 6; echo x > {os.environ[\"HOME\"]}/escaped'], {})\n" + gf.TOY_SOLUTIONS["ch1.attend"])
+    # attend's cell starts a setsid() child (a new session; it cannot exec a program with a cleared
+    # environment: the worker refuses execve) that sleeps past its exercise and then writes into the unit's
+    # work folder ($HOME); total's cell, run after it, waits longer and looks
+    escape = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(6)\n"
+              "    open(os.environ['HOME'] + '/escaped', 'w').write('x')\n    os._exit(0)\n"
+              + gf.TOY_SOLUTIONS["ch1.attend"])
     look = ("import os, time\nhome = os.environ['HOME']\nif not os.path.exists(f'{home}/waited'):\n"
             "    time.sleep(12)\n    open(f'{home}/waited', 'w').write('x')\n"
             "ESCAPED = os.path.exists(f'{home}/escaped')\n"
