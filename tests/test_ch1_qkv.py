@@ -260,6 +260,10 @@ def test_linear_weight_figure():
     assert len({ax.images[0].get_clim() for ax in fig.axes[:3]}) == 1
     with pytest.raises(ValueError, match="weight"):
         linear_weight_figure(linear.weight.detach(), linear)
+    named = linear_weight_figure(weight, linear, name="lin")  # the chapter's own name for the layer
+    assert [ax.get_title() for ax in named.axes[1:3]] == ["lin.weight: (D, E) = (4, 6)", "lin.bias: (D,) = (4,)"]
+    with pytest.raises(ValueError, match="name: .*'lin.w'"):
+        linear_weight_figure(weight, linear, name="lin.w")
 
 
 def test_query_scores_figure():

@@ -121,11 +121,11 @@ def test_chapter_1_and_2_figures_and_explorers_in_chinese():
         quizzes = ch1_quiz(), ch2_quiz()
     assert fig.axes[0].get_title() == "查询 'b' 的分数（第 1 行）" and fig.axes[0].get_xlabel() == "键词元 (S)"
     assert scale.axes[1].get_ylabel() == "权重" and "温度" in scale._suptitle.get_text()
-    assert "个查询中有" in state.summary and "橙色虚线：填充的查询行" in polarity._suptitle.get_text()
+    assert "看不到任何键的查询" in state.summary and "橙色虚线：填充的查询行" in polarity._suptitle.get_text()
     assert [q.title for q in quizzes] == ["第 1 章测验", "第 2 章测验"]
     plt.close("all")
     english = mask_polarity_state("causal", "mha").summary
-    assert english.endswith("of 6 queries see no key, 1 rows are NaN"), english
+    assert english.endswith("queries that see no key: 1 of 6; NaN rows: 1"), english  # no "1 rows"
 
 
 def test_chapter_1_scores_title_is_measured_on_the_scores_and_comes_from_the_catalogue():

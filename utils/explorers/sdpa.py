@@ -200,7 +200,7 @@ def mask_polarity_state(kind: str = "both", api: str = "sdpa", inverted: bool = 
         verdict = tr("the weights you meant, except {n} NaN rows where ours are zeros", n=int(nan_rows.sum()))
     else:
         verdict = tr("NOT the weights you meant in {n} rows", n=int((~rows_as_meant).sum()))
-    summary = tr("{call}: {verdict}; {blind} of {length} queries see no key, {nan} rows are NaN", call=call,
+    summary = tr("{call}: {verdict}; queries that see no key: {blind} of {length}; NaN rows: {nan}", call=call,
                  verdict=verdict, blind=int(fully_masked.sum()), length=length, nan=int(nan_rows.sum()))
     words = iter(_POLARITY_WORDS * length)
     tokens = [next(words) if keep else "<pad>" for keep in real.tolist()]

@@ -68,12 +68,14 @@ def parameter_free_figure(tokens: Sequence[str], scores: torch.Tensor, weights: 
     return fig
 
 
-def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear) -> Figure:
+def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear, *, name: str = "linear") -> Figure:
     """Show a projection matrix W (E, D) next to ``linear.weight`` (D, E) and ``linear.bias`` (D,).
 
     Args:
         weight: (E, D), the matrix of the maths, used as ``x @ weight``.
         linear: the ``nn.Linear(E, D)`` holding the same map; its weight is ``weight.T``.
+        name: the layer's name in the learner's code, shown in the panel titles (``lin.weight``).
+            Default: ``"linear"``.
 
     Returns:
         A figure with three panels: W, ``linear.weight`` (the same numbers, transposed) and the bias.
@@ -83,6 +85,8 @@ def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear) -> Figur
     >>> [ax.get_title() for ax in fig.axes[:3]]
     ['W: (E, D) = (3, 2)', 'linear.weight: (D, E) = (2, 3)', 'linear.bias: (D,) = (2,)']
     """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name: expected the layer's Python name, e.g. 'lin', got {name!r}")
     if weight.dim() != 2 or tuple(weight.shape) != (linear.in_features, linear.out_features):
         raise ValueError(f"weight: expected shape (E, D) = {(linear.in_features, linear.out_features)} "
                          f"to match {linear}, got {tuple(weight.shape)}")
@@ -94,8 +98,8 @@ def linear_weight_figure(weight: torch.Tensor, linear: torch.nn.Linear) -> Figur
     fig, axes = plt.subplots(1, 3, figsize=(11, 4.4), gridspec_kw={"width_ratios": [d, e, 1.2]}, layout="constrained")
     panels = [
         (to_numpy(weight), f"W: (E, D) = ({e}, {d})", tr("output feature (D)"), tr("input feature (E)")),
-        (to_numpy(stored), f"linear.weight: (D, E) = ({d}, {e})", tr("input feature (E)"), tr("output feature (D)")),
-        (to_numpy(bias)[:, None], f"linear.bias: (D,) = ({d},)", "", tr("output feature (D)")),
+        (to_numpy(stored), f"{name}.weight: (D, E) = ({d}, {e})", tr("input feature (E)"), tr("output feature (D)")),
+        (to_numpy(bias)[:, None], f"{name}.bias: (D,) = ({d},)", "", tr("output feature (D)")),
     ]
     for ax, (array, title, xlabel, ylabel) in zip(axes, panels):
         image = ax.imshow(array, cmap=CMAP, vmin=low, vmax=high, aspect="auto")
