@@ -1,0 +1,284 @@
+"""Chapter 7's explorers, figures, quiz and budgets: the pure state functions (:mod:`utils.explorers.llm`),
+checked against the model code they describe (the sink-window cache's slots against
+:class:`~utils.llm.cache.SinkKVCache` itself), the figures and the wiring on a tiny random Llama decoder,
+and :mod:`utils.llm.reference`'s guard where transformers is missing."""
+
+from __future__ import annotations
+
+import html
+import re
+from types import SimpleNamespace
+
+import pytest
+import torch
+from i18n_support import english_by_default  # noqa: F401  (autouse: every test starts in English)
+
+from utils.explorers.llm import (
+    SCORES,
+    heads_state,
+    held_positions,
+    merge_map,
+    piece_label,
+    run_label,
+    sink_cache_state,
+    text_attention,
+)
+from utils.llm.cache import SinkKVCache
+from utils.llm.model import LlamaConfig, LlamaDecoder
+
+
+class ByteTokenizer:
+    """A stand-in for SmolLM2's byte-level tokenizer: one token per UTF-8 byte (ids 0..255), so a Chinese
+    character is three tokens that decode to a replacement mark until all three are there."""
+
+    def encode(self, text):
+        return SimpleNamespace(ids=list(text.encode("utf-8")))
+
+    def decode(self, ids):
+        return bytes(ids).decode("utf-8", errors="replace")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=256, d_model=32, num_layers=3, num_heads=4, num_kv_heads=2, d_ff=48)
+    return LlamaDecoder(config).eval(), ByteTokenizer()
+
+
+# --- pure state -------------------------------------------------------------------------------------------
+
+def test_piece_labels_show_spaces_and_line_breaks():
+    assert [piece_label(t) for t in (" the", "a\nb", "\t", "")] == ["·the", "a\\nb", "\\t", "∅"]
+
+
+def test_merge_map_sums_a_pieces_columns_and_averages_its_rows():
+    weights = torch.tensor([[1.0, 0, 0, 0], [0.5, 0.5, 0, 0], [0.2, 0.3, 0.5, 0], [0.1, 0.2, 0.3, 0.4]])
+    merged = merge_map(weights, [[0], [1, 2], [3]])
+    assert merged.shape == (3, 3)
+    torch.testing.assert_close(merged.sum(-1), torch.ones(3))
+    torch.testing.assert_close(merged[1], torch.tensor([0.35, 0.65, 0.0]))  # rows 1 and 2, averaged
+    torch.testing.assert_close(merged[2], torch.tensor([0.1, 0.5, 0.4]))  # columns 1 and 2, summed
+    torch.testing.assert_close(merge_map(weights, [[0], [1], [2], [3]]), weights)
+    with pytest.raises(ValueError, match="groups"):
+        merge_map(weights, [[0], [2], [1, 3]])
+
+
+@pytest.mark.parametrize("window,sinks", [(1, 0), (3, 0), (4, 2), (2, 4), (5, 1)])
+def test_held_positions_are_the_sink_caches_own(window, sinks):
+    cache = SinkKVCache(window=window, sinks=sinks)
+    for step in range(20):
+        cache.attend(torch.randn(1, 2, 1, 4), torch.randn(1, 1, 1, 4), torch.randn(1, 1, 1, 4))
+        assert held_positions(step, window, sinks) == cache.positions.tolist(), step
+
+
+def test_held_positions_refuses_bad_input():
+    with pytest.raises(ValueError, match="window"):
+        held_positions(3, 0, 1)
+
+
+def _losses(T=30, window=4, sinks=2):
+    return {(None, 0): torch.full((T - 1,), 1.0), (window, 0): torch.full((T - 1,), 3.0),
+            (window, sinks): torch.full((T - 1,), 1.5)}
+
+
+def test_sink_cache_state_counts_what_is_held_and_dropped():
+    state = sink_cache_state(20, 4, 2, _losses(), bytes_per_token=10)
+    assert state.visible == [0, 1, 17, 18, 19, 20] and state.evicted == 15
+    assert state.slots[state.written] == 20
+    assert (state.cache_bytes, state.full_bytes) == (60, 210)
+    assert list(state.losses) == [run_label(None), run_label(4), run_label(4, 2)]
+    early = sink_cache_state(1, 4, 2, _losses())
+    assert early.visible == [0, 1] and early.evicted == 0
+
+
+def test_sink_cache_state_refuses_a_step_outside_the_text_or_an_unmeasured_run():
+    with pytest.raises(ValueError, match="step"):
+        sink_cache_state(30, 4, 2, _losses())
+    with pytest.raises(ValueError, match="losses"):
+        sink_cache_state(3, 8, 2, _losses())
+
+
+def test_text_attention_merges_byte_tokens_and_scores_every_head(tiny):
+    model, tokenizer = tiny
+    run = text_attention(model, tokenizer, "注意a注意")  # 3 bytes per character
+    assert len(run.ids) == 13 and run.labels == ["注", "意", "a", "注", "意"]
+    assert run.maps.shape == (3, 4, 13, 13)
+    for score in SCORES:
+        assert run.scores[score].shape == (3, 4)
+    state = heads_state(run, 2, 3, "induction", groups_of=2)
+    assert state.head_map.shape == (5, 5) and state.kv_head == 1
+    torch.testing.assert_close(state.head_map.sum(-1), torch.ones(5))
+    assert state.value == pytest.approx(float(run.scores["induction"][2, 3]))
+
+
+def test_text_attention_says_why_a_score_or_a_run_is_missing(tiny):
+    model, tokenizer = tiny
+    once = text_attention(model, tokenizer, "abc")
+    assert once.scores["induction"] is None and "No token occurs twice" in once.message
+    assert heads_state(once, 0, 0, "induction").grid is None
+    short = text_attention(model, tokenizer, "a")
+    assert short.maps is None and "at least two tokens" in short.message
+    assert heads_state(short, 0, 0).head_map is None
+    long = text_attention(model, tokenizer, "ab" * 40, max_tokens=16)
+    assert len(long.ids) == 16 and "first 16" in long.message
+
+
+def test_heads_state_refuses_a_head_the_model_lacks(tiny):
+    model, tokenizer = tiny
+    run = text_attention(model, tokenizer, "abab")
+    with pytest.raises(ValueError, match="layer, head"):
+        heads_state(run, 3, 0)
+    with pytest.raises(ValueError, match="score"):
+        heads_state(run, 0, 0, "sinks")
+
+
+# --- figures and wiring (draws figures) ----------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_figures_have_titles_labels_and_token_ticks(tiny):
+    from utils.plotting.llm import (
+        head_scores_figure,
+        heads_explorer_figure,
+        kv_group_figure,
+        sink_cache_figure,
+        streaming_loss_figure,
+    )
+
+    model, tokenizer = tiny
+    run = text_attention(model, tokenizer, "the cat. the cat.")
+    fig = head_scores_figure({"sink": run.scores["sink"]})
+    assert "first token" in fig._suptitle.get_text() and fig.axes[0].get_ylabel() == "layer"
+    fig = kv_group_figure(run.maps[1], run.labels, layer=1, groups_of=2)
+    assert fig.axes[3].get_title() == "query head 4 (KV head 2)"
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == run.labels
+    fig = heads_explorer_figure(heads_state(run, 1, 2, "previous", groups_of=2))
+    assert fig.axes[1].get_title().startswith("Layer 2, Head 3 (KV head 2): ")
+    fig = streaming_loss_figure({run_label(None): torch.rand(100), run_label(8): torch.rand(100)}, evict_at=8)
+    assert fig.axes[0].get_xlabel() == "position in the text (tokens)"
+    assert "window 8 alone" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()][1]
+    fig = sink_cache_figure(sink_cache_state(20, 4, 2, _losses()))
+    assert fig.axes[0].get_title().startswith("Step 20: 6 positions held")
+    with pytest.raises(ValueError, match="maps"):
+        kv_group_figure(run.maps[1], run.labels, layer=1, groups_of=3)
+
+
+def _offered(box):
+    """Each control's values as the static edition's page offers them."""
+    from utils.htmlbook.explorers import explorer_html
+    from utils.widgets.grid import grid_controls, grid_size
+
+    grid = grid_controls(box.controls, box.declared_grid)
+    manifest = {"controls": [c.to_json() for c in grid], "states": [[0, 0, None, []]] * grid_size(grid),
+                "images": ["state.webp"], "captions": [[]], "renders": 1, "render_s": 0.0, "note": None}
+    block = explorer_html(manifest, "explorers", "explorer-1")
+    return grid, grid_size(grid), block
+
+
+@pytest.mark.slow
+def test_heads_explorer_redraws_and_declares_a_small_grid_of_fixed_texts(tiny):
+    from utils.widgets.llm import heads_explorer
+
+    model, tokenizer = tiny
+    examples = ["the cat. the cat.", "注意注意", "abc"]
+    box = heads_explorer(model, tokenizer, examples, groups_of=2)
+    try:
+        assert box.state.labels == [piece_label(c) for c in examples[0]]  # one byte, one piece
+        assert box.state.score == "sink" and box.state.grid.shape == (3, 4)
+        box.controls["score"].value = "induction"
+        box.controls["text"].value = "abc"
+        assert box.state.grid is None and "No token occurs twice" in box.children[3].value
+        box.controls["text"].value = "注意注意"
+        assert box.state.labels == ["注", "意", "注", "意"]
+        box.controls["layer"].value, box.controls["head"].value = 3, 4
+        assert (box.state.layer, box.state.head, box.state.kv_head) == (2, 3, 1)
+        grid, size, block = _offered(box)
+        assert [c.values for c in grid if c.name == "text"][0] == tuple(examples)  # the fixed texts, no other
+        assert size <= 128, size  # the static edition renders every state: keep it small
+        assert html.escape("注意注意") in block
+    finally:
+        box.close()
+
+
+@pytest.mark.slow
+def test_sink_cache_explorer_steps_and_switches_sinks():
+    from utils.widgets.llm import sink_cache_explorer
+
+    box = sink_cache_explorer(_losses(T=200, window=8, sinks=4), bytes_per_token=3)
+    try:
+        assert box.state.sinks == 4 and box.state.window == 8
+        box.controls["step"].value = 100
+        assert box.state.visible[:4] == [0, 1, 2, 3] and box.state.cache_bytes == 12 * 3
+        box.controls["sinks"].value = 0
+        assert box.state.visible == list(range(93, 101))
+        box.play.value = 150
+        assert box.state.step == 150
+        grid, size, block = _offered(box)
+        steps = [c for c in grid if c.name == "step"][0]
+        assert len(steps.values) <= 10 and size <= 20
+        assert re.search(r'type="range"', block)
+    finally:
+        box.close()
+    with pytest.raises(ValueError, match="losses"):
+        sink_cache_explorer({(None, 0): torch.ones(9), (4, 0): torch.ones(9), (8, 1): torch.ones(9)})
+
+
+def test_the_quiz_answers_what_the_chapter_measures():
+    from utils.llm.cache import kv_cache_bytes_per_token
+    from utils.widgets.llm import ch7_quiz
+
+    quiz = ch7_quiz()
+    assert len(quiz.questions) >= 3
+    config = LlamaConfig(vocab_size=49152, d_model=576, num_layers=30, num_heads=9, num_kv_heads=3, d_ff=1536)
+    ratio = kv_cache_bytes_per_token(config, num_kv_heads=9) / kv_cache_bytes_per_token(config)
+    numeric = [q for q in quiz.questions if not hasattr(q, "options")][0]
+    assert numeric.grade(str(ratio))[0] and not numeric.grade("9")[0]
+    texts = [q.question for q in quiz.questions]
+    assert any("first token" in t for t in texts)  # the sink is not a bug
+    assert any("share" in t and "query heads" in t for t in texts)  # GQA shares K and V, not Q
+    assert any("stream" in t for t in texts)  # a window without sinks is not what production runs
+    for question in quiz.questions:
+        if hasattr(question, "options"):
+            assert question.grade(question.answer)[0]
+            assert not any(question.grade(i)[0] for i in range(len(question.options)) if i != question.answer)
+
+
+# --- the chapter's budgets and its independent reference ------------------------------------------------------
+
+def test_chapter_7_has_the_issues_budgets():
+    from nbval_budgets import judge, rss_budget, time_budget
+
+    assert time_budget("solutions/07_attention_in_a_real_model.ipynb") == 120
+    assert rss_budget("solutions/zh/07_attention_in_a_real_model.ipynb") == int(1.5 * 2**30)
+    assert rss_budget("solutions/06_attention_at_scale.ipynb") == 2**30
+    row = {"wall_s": 10.0, "peak_rss_bytes": 1400 * 2**20, "kernel_cpu_s": 100.0, "cells": 3}
+    assert judge({"solutions/07_x.ipynb": row})["solutions/07_x.ipynb"]["problems"] == []
+    assert judge({"solutions/06_x.ipynb": row})["solutions/06_x.ipynb"]["problems"]
+
+
+def test_reference_is_skipped_without_transformers_and_refuses_bad_prompts(monkeypatch):
+    import utils.llm.reference as reference
+
+    monkeypatch.setattr(reference.importlib.util, "find_spec", lambda name: None)
+    assert reference.transformers_reference(["hello"]) is None
+    monkeypatch.setattr(reference.importlib.util, "find_spec", lambda name: object())
+    with pytest.raises(ValueError, match="prompts"):
+        reference.transformers_reference("hello")
+    with pytest.raises(ValueError, match="new_tokens"):
+        reference.transformers_reference(["hello"], new_tokens=0)
+
+
+@pytest.mark.slow
+def test_reference_process_gives_transformers_tokens_and_logits():
+    """The separate process's results equal the course's model on the same prompt (tests/test_llm.py compares
+    the two in one process; this checks what the chapter shows)."""
+    pytest.importorskip("transformers")
+    from utils.llm import load_smollm2
+    from utils.llm.reference import transformers_reference
+
+    (result,) = transformers_reference(["The capital of France is"], new_tokens=4)
+    model, tokenizer = load_smollm2()
+    ids = tokenizer.encode("The capital of France is").ids
+    assert result["ids"] == ids
+    with torch.no_grad():
+        torch.testing.assert_close(model(torch.tensor([ids]))[0], result["logits"], atol=5e-4, rtol=0)
+    assert model.generate(torch.tensor([ids]), 4)[0].tolist() == result["generated"]

