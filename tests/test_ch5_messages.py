@@ -127,7 +127,7 @@ def test_loss_and_sentence_titles_built_from_data_in_the_learners_language():
     assert titles() == ("Adam at lr = 3e-2, no warm-up: post-LN stays near chance, pre-LN learns with spikes",
                         "Every head on one held-out sentence: 'she' refers to 'girl'")  # the stored figures'
     with using_language("zh"):
-        assert titles() == ("Adam，学习率 = 3e-2，不预热：post-LN 一直停在随机猜测附近，pre-LN 能学会，但损失出现尖峰",
+        assert titles() == ("Adam，学习率 = 3e-2，不预热：post-LN 一直停在随机猜测附近，pre-LN 能学会，但损失会骤升",
                             "每个头在一个留出句子上的注意力：“she”指代“girl”")
     assert plots.loss_curves(losses, lr=2.5e-3).axes[0].get_title().startswith("Adam at lr = 2.5e-3, no warm-up")
     assert plots.loss_curves(losses, lr=3e-2, title="t").axes[0].get_title() == "t"
