@@ -299,7 +299,7 @@ def test_the_course_registry_is_in_course_order_without_a_list_of_chapters():
     from utils.exercises.registry import all_exercises, chapter_modules
 
     names = [module.__name__.rpartition(".")[2] for module in chapter_modules()]
-    assert names == ["qkv", "sdpa", "multihead", "positional", "transformer", "at_scale"]
+    assert names == ["qkv", "sdpa", "multihead", "positional", "transformer", "at_scale", "llm"]
     chapters = [exercise.chapter for exercise in all_exercises().values()]
     assert chapters == sorted(chapters, key=lambda chapter: int(chapter[2:]))
 
