@@ -128,7 +128,7 @@ def sink_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:
         {"L": rng.randint(4, 6), "window": 10, "sinks": 2},  # a window wider than the sequence: causal
         {"L": 10, "window": 2, "sinks": 0},  # no sinks: chapter 6's causal window
         {"L": 5, "window": 1, "sinks": 3},  # more sinks than the window holds
-        {"L": 1, "window": 1, "sinks": 1},
+        {"L": 2, "window": 1, "sinks": 3},  # more sinks than positions: every key a sink (none in the future)
         {"L": rng.randint(14, 18), "window": 5, "sinks": 4},  # StreamingLLM's four sinks
     ]
 
