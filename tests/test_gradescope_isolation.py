@@ -26,6 +26,7 @@ import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import grader_fixtures as gf
 import pytest
@@ -175,9 +176,10 @@ def setup_venv(bundle):
         yield run_setup_sh(root, dependencies)
 
 
-def run_dropped(root: Path, drop: str, python: Path, *args: str) -> dict:
+def run_dropped(root: Path, drop: str, python: Path, *args: str, refused: bool = False) -> Any:
     """``run_autograder`` under ``capsh --drop=DROP`` (capabilities gone from the bounding set, as in a
-    container started without them), with ``python`` as the runner's interpreter."""
+    container started without them), with ``python`` as the runner's interpreter: ``results.json``, or with
+    ``refused`` the finished process (a refused run writes no ``results.json``)."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env |= {
         "AUTOGRADER_ROOT": str(root),
@@ -193,6 +195,8 @@ def run_dropped(root: Path, drop: str, python: Path, *args: str) -> dict:
         text=True,
         timeout=600,
     )
+    if refused:
+        return result
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
 
@@ -276,18 +280,15 @@ def test_a_student_process_that_left_its_parent_is_killed_before_results_json():
 # --------------------------------------------------------------------------------------------------
 
 
-def test_grading_is_refused_where_the_sandbox_cannot_switch_uid(bundle, autograder_root, monkeypatch):
+def test_grading_is_refused_where_the_sandbox_cannot_switch_uid(bundle, autograder_root, monkeypatch, capsys):
     root = lay_out_attack(autograder_root, bundle)
     monkeypatch.setattr(sandbox, "isolation", lambda *a, **k: sandbox.Isolation("session", (), ""))
     graded = []
     monkeypatch.setattr(gradescope, "grade", lambda *a, **k: graded.append(1) or {"rows": []})
-    data = run_gradescope(root, registry=gf.TOY_REGISTRY)
-    assert graded == [] and data["score"] == 0 and scored(data) == []
-    assert data["output"].startswith("Your submission was not graded: the autograder cannot run your code safely")
-    note = instructor_notes(data)[ISOLATION]
-    assert note["status"] == "failed" and "refused to grade" in note["output"]
-    assert "--allow-weak-isolation" in note["output"] and "session" in note["output"]
-    assert json.loads((root / "results" / "results.json").read_text(encoding="utf-8")) == data
+    assert run_gradescope(root, registry=gf.TOY_REGISTRY) is None and graded == []
+    assert not (root / "results" / "results.json").exists()  # an autograder error on Gradescope, not a 0
+    said = capsys.readouterr().out
+    assert "refused to grade" in said and "--allow-weak-isolation" in said and "session" in said
 
     allowed = run_gradescope(root, registry=gf.TOY_REGISTRY, allow_weak_isolation=True)
     assert graded == [1]
@@ -334,11 +335,10 @@ def test_without_cap_sys_admin_the_students_code_runs_as_a_stranger(bundle, auto
 @WITH_SETUP_VENV
 def test_where_no_uid_switch_is_possible_grading_is_refused_and_nothing_runs(bundle, autograder_root, setup_venv):
     root = lay_out_attack(autograder_root, bundle)
-    data = run_dropped(root, "cap_sys_admin,cap_setuid,cap_setgid", setup_venv)
-    assert data["score"] == 0 and scored(data) == []
-    note = instructor_notes(data)[ISOLATION]
-    assert note["status"] == "failed" and "--allow-weak-isolation" in note["output"]
-    assert_honest(data)
+    done = run_dropped(root, "cap_sys_admin,cap_setuid,cap_setgid", setup_venv, refused=True)
+    assert done.returncode == 1 and not (root / "results" / "results.json").exists()
+    assert "refused to grade" in done.stdout and "--allow-weak-isolation" in done.stdout
+    assert "PWNED" not in done.stdout + done.stderr  # the cell never ran
 
 
 @pytest.mark.sandbox

@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from utils.exercises.common import Status
+from utils.exercises.definition import points_text
 from utils.grading import sandbox
 from utils.grading.batch import grade
 from utils.grading.gradescope_results import (
@@ -72,7 +72,6 @@ SANDBOX_UIDS = range(sandbox.UID_BASE, sandbox.UID_BASE + 2**22)
 """The uids the grader's sandbox may run learner code as (from ``UID_BASE``: a block per grader process, a uid
 per job slot). Only this process's descendants are ever killed, so a wide range costs nothing."""
 ISOLATION_TEST = "grader isolation (instructors only)"
-FAILURE_TEST = "autograder error (instructors only)"
 
 
 class WeakIsolationRefused(RuntimeError):
@@ -231,15 +230,16 @@ def _student_name(metadata: Mapping[str, Any]) -> str:
 
 
 def _gather(submission: Path, folder: Path) -> list[str]:
-    """Copy every notebook under ``submission`` into ``folder`` (flat); return what was not taken, with why."""
+    """Copy every notebook and zip under ``submission`` into ``folder`` (flat), each with its modification
+    time (of two copies of a chapter, the newer is graded); return what was not taken, with why."""
     folder.mkdir(parents=True)
     skipped = []
     for path in sorted(submission.rglob("*")) if submission.is_dir() else []:
         rel = path.relative_to(submission)
         if any(part.startswith(".") for part in rel.parts) or (path.is_dir() and not path.is_symlink()):
             continue  # .ipynb_checkpoints and other hidden copies; folders are walked
-        if path.suffix != ".ipynb":
-            skipped.append(f"{rel.as_posix()} (not a notebook)")
+        if path.suffix.lower() not in (".ipynb", ".zip"):
+            skipped.append(f"{rel.as_posix()} (not a notebook or zip)")
             continue
         if path.is_symlink() or not path.is_file():
             skipped.append(f"{rel.as_posix()} (not a regular file)")
@@ -247,7 +247,7 @@ def _gather(submission: Path, folder: Path) -> list[str]:
         target = folder / "__".join(rel.parts)
         while target.exists():  # a/b.ipynb and a__b.ipynb
             target = target.with_name("_" + target.name)
-        shutil.copyfile(path, target)
+        shutil.copy2(path, target)  # the time too: choose_copy grades the newest of two copies
     return skipped
 
 
@@ -283,10 +283,13 @@ def _grade(
             lang=config.get("lang", "en"),
             chapters=None if chapters is None else frozenset(chapters),
         )
-    notes = [tr("Not graded: {files}.", files=", ".join(skipped))] if skipped else []
+    # decided from names and times before any code ran (which copy of a chapter is graded, and why)
+    skipped += [entry.line() for entry in summary.get("unplaced", ())]
+    notes = [tr("Not graded: {files}.", files="; ".join(skipped))] if skipped else []
     if not any(row.status != Status.MISSING for row in summary["rows"]):
         notes.append(tr("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter saved them."))
-    print(f"gradescope: graded {student}: {sum(row.points for row in summary['rows'])} points", flush=True)
+    points = points_text(sum(row.points for row in summary["rows"]))
+    print(f"gradescope: graded {student}: {points} points", flush=True)
     return summary["rows"], notes
 
 
@@ -296,7 +299,7 @@ def run_gradescope(
     registry: Mapping[str, Any] | None = None,
     jobs: int = 1,
     allow_weak_isolation: bool | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """Grade ``root/submission`` and write ``root/results/results.json``; return what was written.
 
     Args:
@@ -307,14 +310,16 @@ def run_gradescope(
         allow_weak_isolation: grade even where the sandbox cannot switch to an unprivileged uid. Default:
             ``None``, the bundle's setting (``allow_weak_isolation`` in ``gradescope.json``, false when absent).
 
-    Whatever goes wrong, a ``results.json`` with score 0 is written: a fixed message for students, the
-    reason in a test only instructors see.
+    When grading is refused (:class:`WeakIsolationRefused`) or the grader fails, no ``results.json`` is left
+    (an earlier one is removed) and None is returned, the reason printed for the instructor: Gradescope
+    then shows the submission as an autograder error ("The autograder failed to execute correctly", its
+    name for a run without a valid ``results.json``), not as a score of 0, and the instructor can re-run
+    it once the cause is fixed. :func:`main` exits 1.
     """
     started = time.perf_counter()
     root = Path(root)
+    (root / "results" / "results.json").unlink(missing_ok=True)  # only this run's verdict may stand
     visibility, lang = "after_published", "en"
-    rows: list[Any] = []
-    notes: list[str] = []
     instructor: list[dict[str, Any]] = []
     try:
         try:
@@ -337,21 +342,12 @@ def run_gradescope(
             if killed:
                 print(f"gradescope: killed {killed} leftover processes of the sandbox", flush=True)
     except WeakIsolationRefused as exc:
-        print(f"gradescope: {exc}", file=sys.stderr, flush=True)
-        instructor.append(instructor_test(ISOLATION_TEST, False, str(exc)))
-        with using_language(lang):
-            notes = [
-                tr(
-                    "Your submission was not graded: the autograder cannot run your code safely on this "
-                    "machine. Your instructor can see why; resubmitting will not help until they fix it."
-                )
-            ]
-    except Exception as exc:  # noqa: BLE001  (Gradescope must get a results.json, with the reason)
-        print(f"gradescope: the grader failed: {exc!r}", file=sys.stderr, flush=True)
-        instructor.append(instructor_test(FAILURE_TEST, False, f"{type(exc).__name__}: {exc}"[:2000]))
-        rows = []
-        with using_language(lang):
-            notes = [tr("The autograder failed; your instructor can see why. Ask them before resubmitting.")]
+        print(f"gradescope: {exc} No results.json is written: Gradescope shows an autograder error.", flush=True)
+        return None
+    except Exception as exc:  # noqa: BLE001  (an autograder error, with the reason for the instructor)
+        print(f"gradescope: the grader failed: {exc!r}. No results.json is written: Gradescope shows an autograder "
+              f"error; re-run the submission once the cause is fixed.", flush=True)
+        return None
     seconds = time.perf_counter() - started
     with using_language(lang):
         data = gradescope_results(rows, seconds, visibility, "\n".join(notes), instructor)
@@ -389,8 +385,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--registry", default=None, help=argparse.SUPPRESS)  # tests: "module:NAME"
     args = parser.parse_args(argv)
     become_subreaper()
-    run_gradescope(args.root, registry=_registry(args.registry), allow_weak_isolation=args.allow_weak_isolation)
-    return 0
+    data = run_gradescope(args.root, registry=_registry(args.registry), allow_weak_isolation=args.allow_weak_isolation)
+    return 0 if data is not None else 1  # no results.json: Gradescope reports an autograder error
 
 
 if __name__ == "__main__":
