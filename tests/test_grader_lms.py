@@ -167,7 +167,8 @@ def run_grader(site: Path, *args: str) -> subprocess.CompletedProcess:
 
 def test_grader_outside_the_repository_uses_the_shipped_list(tmp_path):
     site = installed_copy(tmp_path)
-    gf.student(tmp_path / "subs", "kim", {"x.ipynb": gf.notebook([])})  # no exercise cell: nothing runs
+    first = manifest.load_manifest()[0]["id"]  # one cell that does not parse: judged, but nothing runs
+    gf.student(tmp_path / "subs", "kim", {"x.ipynb": gf.notebook([(first, "def broken(:\n")])})
     done = run_grader(site, str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--seed", "1", "--jobs", "1")
     assert done.returncode == 0, done.stderr
     with open(tmp_path / "out" / "results.csv", newline="", encoding="utf-8") as handle:

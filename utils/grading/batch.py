@@ -10,18 +10,21 @@ plans and runs their units in the sandbox and judges them, the reports (:mod:`~u
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from utils.exercises.common import Status
 from utils.grading import engine, intake, lms, report, sandbox
 from utils.grading.unit import Row
 from utils.i18n.messages import using_language
 from utils.paths import REPO_ROOT as COURSE_ROOT
 
-__all__ = ["MAX_LISTED", "NoExercises", "NoSubmissions", "default_course", "default_jobs", "grade", "unplaced_rows"]
+__all__ = ["EARLIER_RUN", "MAX_LISTED", "NoExercises", "NoSubmissions", "NothingToGrade", "OutputExists",
+           "check_out", "default_course", "default_jobs", "grade", "unplaced_rows"]
 
 MAX_LISTED = 20
 """Unplaced entries printed one by one on stderr; every one is in ``results.csv``."""
@@ -42,6 +45,26 @@ class NoExercises(ValueError):
     pass
 
 
+class NothingToGrade(ValueError):
+    """No submission holds an exercise of the graded chapters (nothing is written)."""
+
+
+class OutputExists(ValueError):
+    """``--out`` holds an earlier run and ``--overwrite`` was not given."""
+
+
+EARLIER_RUN = ("results.csv", "grades.csv", "canvas.csv", "feedback/index.csv")
+"""The files that show a folder holds an earlier run of the grader."""
+
+
+def check_out(out_dir: str | Path) -> None:
+    """Raise :class:`OutputExists` when ``out_dir`` holds an earlier run (:data:`EARLIER_RUN`)."""
+    found = [name for name in EARLIER_RUN if (Path(out_dir) / name).exists()]
+    if found:
+        raise OutputExists(f"--out {out_dir} holds an earlier run ({', '.join(found)}): pass --overwrite to replace "
+                           f"it (hand edits there are lost), or choose another --out")
+
+
 def default_course() -> Path | None:
     """This checkout when it has ``solutions/`` notebooks, else None: the exercise list shipped with the
     package (:mod:`utils.grading.manifest`), which is what a pip-installed grader uses."""
@@ -53,7 +76,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
           memory_mb: int = 2048, progress: bool = True, layout: str = "auto", roster: str | Path | None = None,
           lms_format: str | None = None, columns: str = "chapter",
           feedback: str = "public", lang: str = "en", chapters: frozenset[int] | None = None,
-          allow_weak_isolation: bool | None = None) -> dict[str, Any]:
+          allow_weak_isolation: bool | None = None, overwrite: bool | None = None, refuse_empty: bool = False,
+          zero_missing: bool = False) -> dict[str, Any]:
     """Grade every student in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
@@ -75,6 +99,15 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
             :class:`~utils.grading.isolation.WeakIsolation` before any submission is read. None (the
             default): as :func:`~utils.grading.isolation.allow_weak_isolation` last set it in this process
             (refused unless a caller allowed it, as the Gradescope runner does for its bundle's setting).
+        overwrite: False: refuse (:class:`OutputExists`, before reading anything) an ``out_dir`` that holds an
+            earlier run; True: replace it, removing the earlier run's ``canvas.csv`` when this run writes none;
+            None (the default, for callers with a fresh folder): write as False would, without the check. Either
+            way the feedback files of an earlier run's students who are not in this run are removed
+            (:func:`~utils.grading.report.write_all`), so no stale feedback stays beside the new.
+        refuse_empty: raise :class:`NothingToGrade`, before anything is written, when no submission holds an
+            exercise of the graded chapters (``--chapters`` naming the wrong chapter, the wrong folder).
+        zero_missing: in ``canvas.csv``, write 0 for a column none of whose exercises the student's submission
+            holds. Default False: leave the cell empty, so that Canvas keeps the grade it has.
         lang: the language of the feedback (``feedback/*.md`` and the CSVs' feedback column): ``"en"`` or
             ``"zh"`` (:mod:`utils.i18n.messages`). Ids, statuses and points in the CSVs stay the same.
 
@@ -92,15 +125,19 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
         return _grade(submissions_dir, out_dir, jobs=jobs, timeout=timeout, seed=seed, course_root=course_root,
                       registry=registry, memory_mb=memory_mb, progress=progress, layout=layout, roster=roster,
                       lms_format=lms_format, columns=columns, feedback=feedback, chapters=chapters,
-                      allow_weak_isolation=allow_weak_isolation)
+                      allow_weak_isolation=allow_weak_isolation, overwrite=overwrite, refuse_empty=refuse_empty,
+                      zero_missing=zero_missing)
 
 
 def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, registry, memory_mb, progress, layout,
-           roster, lms_format, columns, feedback, chapters, allow_weak_isolation) -> dict[str, Any]:
+           roster, lms_format, columns, feedback, chapters, allow_weak_isolation, overwrite, refuse_empty,
+           zero_missing) -> dict[str, Any]:
     started = time.perf_counter()
     from utils.exercises.credit import check_mode
 
     check_mode(feedback)
+    if overwrite is False:
+        check_out(out_dir)
     if allow_weak_isolation is not None:
         sandbox.allow_weak_isolation(allow_weak_isolation)
     sandbox.isolation()  # a weak sandbox is refused here, before any submission is read
@@ -142,6 +179,8 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         if bar is not None:
             bar.close()
     rows = results.rows
+    if refuse_empty and rows and all(r.status == Status.MISSING for r in rows):
+        raise NothingToGrade(_nothing_to_grade(the_plan, chapters, out_dir))
     unplaced = [*found.unplaced, *results.unplaced]
     _report_reading(results, len(unplaced))
     ids = [e.id for e in the_plan.exercises]
@@ -149,9 +188,11 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     sheet = None
     if lms_format == "canvas":
         sheet = lms.canvas_csv(rows, the_plan.students, the_plan.exercises, roster=the_roster,
-                               canvas_ids=found.canvas_ids, columns=columns)
+                               canvas_ids=found.canvas_ids, columns=columns, zero_missing=zero_missing)
         report.atomic_write(Path(out_dir) / "canvas.csv", sheet.text)
         _report_canvas(sheet)
+    elif overwrite:
+        (Path(out_dir) / "canvas.csv").unlink(missing_ok=True)  # the earlier run's, not this one's
     totals = {s: sum(r.points for r in rows if r.student == s) for s in the_plan.students}
     return {
         "students": the_plan.students, "exercises": ids, "rows": rows, "totals": totals,
@@ -162,6 +203,20 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         "skipped": [u.line() for u in unplaced], "canvas": sheet, "notes": results.notes,
         "chapters": sorted({e.chapter for e in the_plan.exercises} - {None}),
     }
+
+
+def _nothing_to_grade(the_plan: engine.Plan, chapters: frozenset[int] | None, out_dir: str | Path) -> str:
+    """One line: no submission holds a graded exercise, and which chapters the submissions do hold."""
+    held = sorted({int(m[1]) for submission in the_plan.submissions for exercise_id in submission.cells
+                   if (m := re.match(r"ch(\d+)\.", exercise_id))})
+    graded = sorted({e.chapter for e in the_plan.exercises} - {None})
+    what = (f"chapter{'s' if len(graded) > 1 else ''} {', '.join(map(str, graded))} (--chapters)"
+            if chapters is not None else "this course")
+    found = (f"exercises of chapter{'s' if len(held) > 1 else ''} {', '.join(map(str, held))} only" if held
+             else "no exercise cell at all")
+    who = "the submission holds" if len(the_plan.students) == 1 else f"the {len(the_plan.students)} submissions hold"
+    return (f"no submission holds an exercise of {what}: {who} {found}. Nothing was written to {out_dir}; check "
+            f"--chapters and the submissions folder")
 
 
 def unplaced_rows(unplaced: list[intake.Unplaced]) -> list[Row]:
@@ -207,7 +262,11 @@ def _report_canvas(sheet: lms.CanvasSheet) -> None:
         _say(f"grader: canvas.csv: {student!r} is left out: {why}")
     if sheet.absent:
         _say(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a submission "
-             f"(grade cells left empty): {', '.join(sheet.absent[:MAX_LISTED])}")
+             f"(grade cells left empty): {'; '.join(sheet.absent[:MAX_LISTED])}")  # names hold commas
+    if sheet.kept:
+        _say(f"grader: canvas.csv: {report.plural(len(sheet.kept), 'grade cell')} left empty where the submission "
+             f"holds none of the column's exercises, so Canvas keeps the grade it has (--zero-missing writes 0): "
+             f"{'; '.join(f'{student} ({column})' for student, column in sheet.kept[:MAX_LISTED])}")
     if sheet.left_out:
         _say(f"grader: canvas.csv: left out {report.plural(len(sheet.left_out), 'graded column')} that the roster "
              f"has no Canvas assignment for: {', '.join(sheet.left_out)}; create the assignment in Canvas, export the "

@@ -5,7 +5,8 @@
 (``python -m utils.grade gradescope-bundle OUT.zip``, which writes a Gradescope autograder, is
 :mod:`utils.builder.gradescope_bundle`: :mod:`utils.grade` sends it there.)
 Exit status: 0 when the batch completed, whatever the scores; 2 for bad arguments, no submissions, a
-course with no exercises or an unusable roster.
+course with no exercises, no submission holding an exercise of the graded chapters, an ``--out`` that
+holds an earlier run (without ``--overwrite``) or an unusable roster.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ import sys
 from pathlib import Path
 
 from utils.grading import course, intake, lms, report, sandbox
-from utils.grading.batch import NoExercises, NoSubmissions, default_course, default_jobs, grade
+from utils.grading.batch import (
+    NoExercises,
+    NoSubmissions,
+    NothingToGrade,
+    OutputExists,
+    default_course,
+    default_jobs,
+    grade,
+)
 from utils.grading.course_secret import SecretError, read_secret
 from utils.i18n.messages import LANGUAGES
 
@@ -61,6 +70,9 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
         "also write an LMS gradebook: canvas writes OUT/canvas.csv for Canvas's grade import"))
     parser.add_argument("--columns", choices=lms.COLUMNS, default="chapter", help=(
         "gradebook columns of --format: one per chapter (default) or one per exercise"))
+    parser.add_argument("--zero-missing", action="store_true", help=(
+        "canvas.csv: write 0 where a student's submission holds none of a column's exercises (default: leave the "
+        "cell empty, so that Canvas keeps the grade it has)"))
     parser.add_argument("--course", type=Path, default=None, help=(
         "the course folder whose solutions/*.ipynb give the exercises and their points (default: this "
         "checkout's solutions/ when present, else the exercise list installed with the package)"))
@@ -86,7 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     seeds.add_argument("--seed-file", type=Path, default=None, metavar="FILE", help=(
         "read the seed from FILE (one integer, '#' lines allowed, mode 0600: nbgrader's grading_secret.txt "
         "is one); unlike --seed it is not on the command line, which any process on this machine can read"))
-    parser.add_argument("--memory", type=_positive(int), default=2048, help="MiB per exercise (default: 2048)")
+    parser.add_argument("--memory", type=_positive(int), default=2048, help=(
+        "MiB of RAM per student: all of a student's processes together, above what its worker holds once torch is "
+        "imported (and the size of its tmpfs work folder where the grader mounts one; default: 2048)"))
+    parser.add_argument("--overwrite", action="store_true", help=(
+        "replace an earlier run in --out (its grades.csv and hand edits there are lost); without it the grader "
+        "refuses an --out that holds results.csv, grades.csv, canvas.csv or feedback/"))
     add_intake_arguments(parser)
     parser.add_argument("--feedback", choices=("full", "public", "score"), default="public", help=(
         "what the reports say: full (every diagnosis), public (default: full diagnoses for public cases; for "
@@ -124,8 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         summary = grade(args.submissions, args.out, jobs=args.jobs, timeout=args.timeout, seed=seed,
                         course_root=args.course, memory_mb=args.memory, layout=args.layout, roster=args.roster,
                         lms_format=args.lms_format, columns=args.columns, feedback=args.feedback,
-                        lang=args.lang, chapters=chapters, allow_weak_isolation=args.allow_weak_isolation)
-    except (NoSubmissions, NoExercises, lms.RosterError, course.ChapterError, sandbox.WeakIsolation) as exc:
+                        lang=args.lang, chapters=chapters, allow_weak_isolation=args.allow_weak_isolation,
+                        overwrite=args.overwrite, refuse_empty=True, zero_missing=args.zero_missing)
+    except (NoSubmissions, NoExercises, NothingToGrade, OutputExists, lms.RosterError, course.ChapterError,
+            sandbox.WeakIsolation) as exc:
         print(report.console(str(exc) if isinstance(exc, sandbox.WeakIsolation) else f"grader: {exc}"),
               file=sys.stderr)
         return 2

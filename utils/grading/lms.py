@@ -34,6 +34,10 @@ later ones with the export that has the ids.
 
 There is one row per roster student, in roster order; a student without a submission gets empty grade
 cells (Canvas keeps the grade it has), and a submission without a roster row is left out and reported.
+A cell of a column none of whose exercises the student's submission holds (every one ``missing``: a
+student who handed in chapter 1 only, graded for chapter 2) is left empty too, so that Canvas keeps the
+grade it has rather than getting a 0 (:attr:`CanvasSheet.kept`, printed); ``zero_missing``
+(``--zero-missing``) writes 0 there instead, for the run after the deadline.
 The display columns (``Student``, ``Section``) are escaped against formula injection; identity columns
 are written exactly as they are, so that Canvas can match them.
 """
@@ -48,6 +52,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
+from utils.exercises.common import Status
 from utils.exercises.definition import points_text
 from utils.grading import files
 from utils.grading.report import escape_cell
@@ -127,6 +132,7 @@ class CanvasSheet:
     absent: list[str]  # roster students (their Student or ID) with no submission
     left_out: list[str] = field(default_factory=list)
     new: list[str] = field(default_factory=list)
+    kept: list[tuple[str, str]] = field(default_factory=list)  # (student, column) left empty: nothing handed in
 
 
 def check_identities(roster: Roster | None, canvas_ids: Mapping[str, str]) -> None:
@@ -191,7 +197,8 @@ def points_cell(value: object) -> str:
 
 
 def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, roster: Roster | None = None,
-               canvas_ids: Mapping[str, str] | None = None, columns: str = "chapter") -> CanvasSheet:
+               canvas_ids: Mapping[str, str] | None = None, columns: str = "chapter",
+               zero_missing: bool = False) -> CanvasSheet:
     """The Canvas gradebook CSV for graded ``rows`` (see the module's docstring for every rule).
 
     Args:
@@ -201,10 +208,14 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
         roster: the LMS identities; ``None`` needs ``canvas_ids`` (the Canvas layout).
         canvas_ids: student -> Canvas user id, from Canvas file names.
         columns: ``"chapter"`` or ``"exercise"``. Default: ``"chapter"``.
+        zero_missing: write 0 (not an empty cell) where the student's submission holds none of a column's
+            exercises. Default: False.
     """
     canvas_ids = dict(canvas_ids or {})
     check_identities(roster, canvas_ids)
     points = {(r.student, r.exercise): r.points for r in rows}
+    missing = {(r.student, r.exercise) for r in rows if r.status == Status.MISSING}
+    kept: list[tuple[str, str]] = []
     layout, left_out, new = canvas_columns(exercises, columns, roster)
     headers = [header for header, _ids, _max in layout]
     if roster is None:
@@ -233,11 +244,16 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
             absent.append(identity.get("Student") or identity.get("ID") or f"row {index + 2}")
             cells += [""] * len(layout)
         else:
-            cells += [points_cell(sum(points.get((student, e), 0) for e in ids)) for _name, ids, _max in layout]
+            for name, ids, _max in layout:
+                if not zero_missing and all((student, e) in missing for e in ids):
+                    kept.append((student, name))
+                    cells.append("")
+                else:
+                    cells.append(points_cell(sum(points.get((student, e), 0) for e in ids)))
         table.append(cells)
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
-    return CanvasSheet(buffer.getvalue(), unmatched, absent, left_out, new)
+    return CanvasSheet(buffer.getvalue(), unmatched, absent, left_out, new, kept)
 
 
 __all__ = ["COLUMNS", "IDENTITY", "MATCH_COLUMNS", "CanvasSheet", "Roster", "RosterError", "canvas_columns",

@@ -126,7 +126,8 @@ def feedback_md(student: str, rows: Sequence) -> str:
              "", tr("| exercise | points | status | what to do |"), "|---|---|---|---|"]
     for r in mine:
         mark = PASS if r.status == Status.PASSED else FAIL
-        lines.append(f"| `{r.exercise}` | {points_text(r.points)} / {points_text(r.max_points)} | {mark} "
+        name = f"`{r.exercise}`" if r.exercise else tr("(a file not graded)")  # an unplaced row has no exercise
+        lines.append(f"| {name} | {points_text(r.points)} / {points_text(r.max_points)} | {mark} "
                      f"{status_text(r.status)} | {_md(r.feedback)} |")
         lines.extend(_part_md(r))
     return "\n".join(lines) + "\n"
@@ -194,12 +195,28 @@ def feedback_index_csv(names: dict[str, str]) -> str:
 
 
 def write_all(out_dir: Path, rows: Sequence, students: Sequence[str], exercise_ids: Sequence[str]) -> None:
+    """Write every report into ``out_dir``. The feedback files an earlier run wrote there (those its
+    ``feedback/index.csv`` lists) for students who are not in this run are removed, so that no stale
+    feedback stays beside the new; a file the index does not list is never touched."""
     atomic_write(out_dir / "results.csv", results_csv(rows))
     atomic_write(out_dir / "grades.csv", grades_csv(rows, students, exercise_ids))
     names = feedback_files(students)
+    for stale in earlier_feedback(out_dir / "feedback") - set(names.values()):
+        (out_dir / "feedback" / stale).unlink(missing_ok=True)
     for student, file in names.items():
         atomic_write(out_dir / "feedback" / file, feedback_md(student, rows))
     atomic_write(out_dir / "feedback" / "index.csv", feedback_index_csv(names))
+
+
+def earlier_feedback(folder: Path) -> set[str]:
+    """The feedback file names ``folder/index.csv`` lists (an earlier run's), each a plain ``.md`` name."""
+    try:
+        table = list(csv.reader(io.StringIO((folder / "index.csv").read_text(encoding="utf-8",
+                                                                             errors="surrogateescape"))))
+    except OSError:
+        return set()
+    return {line[0] for line in table[1:] if line and line[0].endswith(".md") and line[0] == Path(line[0]).name
+            and not line[0].startswith(".") and (folder / line[0]).is_file()}
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

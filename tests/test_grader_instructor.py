@@ -1,0 +1,139 @@
+"""What an instructor's walkthrough of ``python -m utils.grade`` found (issue 35, helper W3): nothing an
+instructor has is lost without asking.
+
+- ``--chapters 1`` on a download that holds chapter 2 only exits 2 with one line, and writes nothing;
+- a student whose submission holds none of a column's exercises gets an empty ``canvas.csv`` cell (Canvas
+  keeps the grade it has), unless ``--zero-missing``; a Canvas-shaped import proves no grade is lost;
+- an ``--out`` that holds an earlier run is refused unless ``--overwrite``; with it, the earlier run's
+  feedback files of students absent now are gone, and nothing else of the folder is touched;
+- the reports' cosmetics: an unplaced row's name in the feedback, names with commas on stderr.
+"""
+
+from __future__ import annotations
+
+import grader_fixtures as gf
+import pytest
+from test_grader_chapters import CH2, REGISTRY, canvas_import, gradebook_of, people_of, two_chapter_course
+
+from utils.grading import cli, lms, report
+from utils.grading.course import CourseExercise
+from utils.grading.intake import UNPLACED
+from utils.grading.unit import Row
+
+GRADEBOOK = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,01_toy (501),02_more (502)\n"
+    "    Points Possible,,,,,5,1\n"
+    '"Jones, Bob",11,,bob,,4.00,\n'
+    '"Lee, Ann",12,,ann,,2.00,1\n'
+)
+
+
+@pytest.fixture
+def registry(monkeypatch):
+    from utils import exercises
+
+    monkeypatch.setattr(exercises, "all_exercises", lambda: REGISTRY)
+    return REGISTRY
+
+
+def run(tmp_path, *args: str) -> int:
+    return cli.main([str(tmp_path / "subs"), "--course", str(tmp_path / "course"), "--jobs", "1", "--seed", "3",
+                     "--memory", "512", "--timeout", "4", *args])
+
+
+@pytest.mark.sandbox
+def test_a_chapter_no_submission_holds_exits_2_and_writes_nothing(tmp_path, registry, capsys):
+    two_chapter_course(tmp_path / "course")
+    gf.student(tmp_path / "subs", "bob", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    gf.student(tmp_path / "subs", "ann", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    (tmp_path / "gradebook.csv").write_text(GRADEBOOK, encoding="utf-8")
+    code = run(tmp_path, "--chapters", "1", "--format", "canvas", "--roster", str(tmp_path / "gradebook.csv"),
+               "--out", str(tmp_path / "out"))
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "no submission holds" in line]
+    assert code == 2 and len(lines) == 1, err
+    assert "chapter 1 (--chapters)" in lines[0] and "exercises of chapter 2 only" in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+CHAPTERS = [CourseExercise("ch1.add_one", 2, "01_toy.ipynb", 1), CourseExercise("ch1.attend", 3, "01_toy.ipynb", 1),
+            CourseExercise("ch2.total", 1, "02_more.ipynb", 2)]
+
+
+def rows_of(student: str, statuses: dict[str, str]) -> list[Row]:
+    return [Row(student, e.id, e.points if statuses[e.id] == "passed" else 0, e.points, statuses[e.id], "")
+            for e in CHAPTERS]
+
+
+def test_a_column_the_submission_holds_nothing_of_keeps_the_roster_grade(tmp_path):
+    """Bob handed in chapter 2 only: his 4.00 for chapter 1 survives the import; Ann's chapter 1 is graded."""
+    (tmp_path / "gradebook.csv").write_text(GRADEBOOK, encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "gradebook.csv")
+    rows = rows_of("bob", {"ch1.add_one": "missing", "ch1.attend": "missing", "ch2.total": "passed"})
+    rows += rows_of("ann", {"ch1.add_one": "passed", "ch1.attend": "missing", "ch2.total": "missing"})
+    before = gradebook_of(GRADEBOOK)
+    sheet = lms.canvas_csv(rows, ["bob", "ann"], CHAPTERS, roster=roster)
+    after = canvas_import(before, people_of(GRADEBOOK), sheet.text)
+    assert {k: v for k, v in after.items() if before[k] != v} == {("11", "502"): "1", ("12", "501"): "2"}
+    assert after[("11", "501")] == "4.00" and after[("12", "502")] == "1"  # nothing handed in: kept
+    assert sheet.kept == [("bob", "01_toy (501)"), ("ann", "02_more (502)")]
+    zero = lms.canvas_csv(rows, ["bob", "ann"], CHAPTERS, roster=roster, zero_missing=True)
+    after = canvas_import(before, people_of(GRADEBOOK), zero.text)
+    assert after[("11", "501")] == "0" and after[("12", "502")] == "0" and zero.kept == []
+
+
+def feedback_names(out) -> set[str]:
+    return {p.name for p in (out / "feedback").iterdir()}
+
+
+@pytest.mark.sandbox
+def test_an_earlier_run_in_out_is_refused_unless_overwrite_and_no_stale_feedback_stays(tmp_path, registry, capsys):
+    two_chapter_course(tmp_path / "course")
+    gf.student(tmp_path / "subs", "bob", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    gf.student(tmp_path / "subs", "ann", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    out = tmp_path / "out"
+    assert run(tmp_path, "--chapters", "2", "--out", str(out)) == 0
+    assert feedback_names(out) == {"ann.md", "bob.md", "index.csv"}
+    (out / "grades.csv").write_text("hand edited\n", encoding="utf-8")
+    (out / "feedback" / "notes.md").write_text("mine\n", encoding="utf-8")  # the instructor's, not listed
+    capsys.readouterr()
+    assert run(tmp_path, "--chapters", "2", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert f"--out {out} holds an earlier run (results.csv, grades.csv, feedback/index.csv)" in err
+    assert "--overwrite" in err and (out / "grades.csv").read_text(encoding="utf-8") == "hand edited\n"
+
+    (tmp_path / "subs" / "bob" / "02_more.ipynb").unlink()
+    (tmp_path / "subs" / "bob").rmdir()  # bob withdrew: his old feedback must not stay beside the new
+    assert run(tmp_path, "--chapters", "2", "--out", str(out), "--overwrite") == 0
+    assert feedback_names(out) == {"ann.md", "index.csv", "notes.md"}
+    assert "hand edited" not in (out / "grades.csv").read_text(encoding="utf-8")
+
+
+def test_stale_feedback_goes_and_unlisted_files_stay(tmp_path):
+    rows = [Row(s, "ch1.f", 1, 1, "passed", "") for s in ("ann", "bob")]
+    report.write_all(tmp_path, rows, ["ann", "bob"], ["ch1.f"])
+    (tmp_path / "feedback" / "mine.md").write_text("x", encoding="utf-8")
+    report.write_all(tmp_path, rows[:1], ["ann"], ["ch1.f"])
+    assert feedback_names(tmp_path) == {"ann.md", "index.csv", "mine.md"}
+
+
+def test_an_unplaced_row_in_the_feedback_names_no_empty_exercise():
+    rows = [Row("ann", "ch1.f", 1, 1, "passed", ""), Row("ann", "", 0, 0, UNPLACED, "notes.txt: not a notebook")]
+    text = report.feedback_md("ann", rows)
+    assert "``" not in text and "| (a file not graded) | 0 / 0 |" in text, text
+
+
+def test_roster_students_without_a_submission_are_listed_apart_though_names_hold_commas(capsys):
+    from utils.grading.batch import _report_canvas
+
+    _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob", "Lee, Ann"]))
+    assert "without a submission (grade cells left empty): Jones, Bob; Lee, Ann" in capsys.readouterr().err
+
+
+def test_help_says_memory_is_per_student(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "MiB of RAM per student: all of a student's processes together" in text
+    assert "--overwrite" in text and "--zero-missing" in text
+
