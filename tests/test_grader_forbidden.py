@@ -182,3 +182,27 @@ def test_an_earlier_cell_cannot_change_how_a_later_one_runs(bypass_batch):
     assert row(bypass_batch, "tamper")["status"] == "error"  # its own results were sabotaged by itself
     for eid in ("ch1.attend", "ch1.total"):  # attend uses torch.softmax; the patch died with its process
         assert row(bypass_batch, "tamper", eid)["status"] == "passed", row(bypass_batch, "tamper", eid)
+
+
+@pytest.mark.parametrize(
+    "source, named",
+    [
+        ("import subprocess\ndef f(x):\n    return subprocess.run(['python', '-c', '1'])", "import subprocess"),
+        ("from subprocess import check_output\ndef f(x):\n    return check_output('ls')", "from subprocess import ..."),
+        ("import os\ndef f(x):\n    os.system('python -c 1')\n    return x", "os.system"),
+        ("import os as o\ndef f(x):\n    return o.popen('ls').read()", "os.popen"),
+        ("import os\ndef f(x):\n    os.execv('/bin/sh', ['sh'])", "os.execv"),
+        ("import os\ndef f(x):\n    return os.spawnlp(os.P_WAIT, 'ls', 'ls')", "os.spawnlp"),
+        ("import os\ndef f(x):\n    return os.posix_spawn('/bin/ls', ['ls'], {})", "os.posix_spawn"),
+        ("from os import system\ndef f(x):\n    return system('ls')", "from os import system"),
+        ("import pty\ndef f(x):\n    return pty.spawn('sh')", "import pty"),
+    ],
+)
+def test_starting_a_program_is_named_by_the_static_check(source, named):
+    """No program starts from an exercise's process (seccomp refuses execve, test_grader_exec.py); the
+    static check names the call, so the row says why instead of an error from inside the sandbox."""
+    assert unsafe_in_source(source) == named
+
+
+def test_os_for_paths_is_still_allowed():
+    assert unsafe_in_source("import os\ndef f(x):\n    return os.path.join('a', 'b')") is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 import textwrap
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -25,7 +26,7 @@ UNSAFE_BUILTINS = frozenset({"exec", "eval", "compile", "__import__", "globals",
 UNSAFE_MODULES = frozenset({"importlib", "ctypes", "gc", "inspect", "builtins", "marshal", "pickle", "copyreg",
                             "types", "dill", "cloudpickle", "_thread", "code", "codeop", "runpy", "pdb", "pkgutil",
                             "zipimport", "imp", "site", "pydoc", "string", "logging", "unittest", "modulefinder",
-                            "shelve", "multiprocessing", "sys"})
+                            "shelve", "multiprocessing", "sys", "subprocess", "pty"})
 """Modules that import, run or reach code by name, or walk frames and live objects (``pkgutil.resolve_name``,
 ``pydoc.locate``, ``string.Formatter().get_field``, ``logging.config``'s factories, ``unittest.mock.patch``
 import by a string); as an attribute (``torch.sys``), a module reached through another one. ``sys`` itself
@@ -34,6 +35,10 @@ UNSAFE_ATTRIBUTES = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", 
                                "ag_frame", "gi_code", "tb_frame", "tb_next", "_getframe", "_current_frames",
                                "settrace", "setprofile", "attrgetter", "methodcaller"})
 """Frame walking (``sys._getframe().f_back``, a generator's or traceback's frame) and name-based access."""
+PROGRAM_STARTERS = re.compile(r"^(system|popen|exec[lv]p?e?|spawn[lv]p?e?|posix_spawnp?)$")
+"""``os``'s functions that start a program (``os.system``, ``os.popen``, ``os.execv``, ``os.spawnlp``,
+``os.posix_spawn``), like ``subprocess`` and ``pty`` in :data:`UNSAFE_MODULES`: no program starts from an
+exercise's process (seccomp refuses ``execve``), and the static check names the call, so the row says why."""
 SAFE_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__doc__"})
 """The only dunder attributes an exercise cell may touch (``super().__init__()``)."""
 _TORCH_MODULES = ("torch",)
@@ -126,7 +131,7 @@ def unsafe_in_source(source: str) -> str | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     torch_names = {"torch", "F", "nn"}
-    sys_names = set()
+    sys_names, os_names = set(), set()
     for node in ast.walk(tree):  # the names that modules are bound to, wherever they are imported
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -135,11 +140,13 @@ def unsafe_in_source(source: str) -> str | None:
                     torch_names.add((alias.asname or alias.name).split(".")[0])
                 if root == "sys":
                     sys_names.add(alias.asname or "sys")
+                if alias.name == "os":
+                    os_names.add(alias.asname or "os")
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     literal_getattr = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
                        and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) > 1}
     for node in ast.walk(tree):
-        reason = _unsafe_node(node, torch_names, sys_names)
+        reason = _unsafe_node(node, torch_names, sys_names) or _starts_program(node, os_names)
         if reason:
             return reason
         if isinstance(node, ast.Name) and node.id == "getattr" and id(node) not in literal_getattr:
@@ -149,6 +156,18 @@ def unsafe_in_source(source: str) -> str | None:
         if isinstance(node, ast.keyword) and (node.arg, _constant(node.value)) in (("allow_pickle", True),
                                                                                   ("weights_only", False)):
             return tr("{code} (unpickling runs code)", code=f"{node.arg}={_constant(node.value)}")
+    return None
+
+
+def _starts_program(node: ast.AST, os_names: set[str]) -> str | None:
+    """``os.system``, ``from os import popen``, ... (:data:`PROGRAM_STARTERS`), or None."""
+    if isinstance(node, ast.ImportFrom) and node.module == "os":
+        for alias in node.names:
+            if PROGRAM_STARTERS.match(alias.name):
+                return f"from os import {alias.name}"
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in os_names \
+            and PROGRAM_STARTERS.match(node.attr):
+        return f"os.{node.attr}"
     return None
 
 
