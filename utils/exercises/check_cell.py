@@ -93,7 +93,7 @@ def run_hidden_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int | 
                                                       n=len(cases), seed=seed))
         else:
             passed = sum(part.hidden[0] for part in graded.parts)
-            failing = [tr("{part} ({why})", part=credit.part_text(p.name),
+            failing = [tr("{part} ({why})", part=_failing_part(p),
                           why=tr(", ").join(map(category_text, p.hidden_categories)) or credit.status_text(p.status))
                        for p in graded.parts if not p.passed]
             verdict = Verdict(False, graded.status, tr("{name}: {passed} of {n} hidden cases pass (seed {seed}); not "
@@ -103,6 +103,15 @@ def run_hidden_check(exercise: Exercise, fn: Callable[..., Any], *, seed: int | 
     if not quiet:
         print(verdict.line)
     return verdict
+
+
+def _failing_part(part: credit.PartResult) -> str:
+    """A failing part as the hidden summary names it: an exercise with one part, "all cases", says how many of
+    its cases fail instead (some of them may pass)."""
+    if part.name != "all cases":
+        return credit.part_text(part.name)
+    failed = part.hidden[1] - part.hidden[0]
+    return tr("{n} hidden case", n=failed) if failed == 1 else tr("{n} hidden cases", n=failed)
 
 
 def run_check(exercise: Exercise, fn: Callable[..., Any], *, cases: str = "public", seed: int | None = None,

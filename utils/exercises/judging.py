@@ -16,7 +16,6 @@ from typing import Any
 import torch
 
 from utils.exercises.common import (
-    ERROR_MESSAGE_CHARS,
     FAIL,
     PASS,
     Case,
@@ -24,10 +23,10 @@ from utils.exercises.common import (
     Status,
     clone_case,
     gradient_report,
-    one_line,
     plain_copy,
 )
-from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.definition import Exercise
+from utils.exercises.mistake_search import Match, MistakeSearch, best_mistake
 from utils.exercises.probes import Evidence, observe
 from utils.i18n.messages import tr, translate
 
@@ -249,9 +248,10 @@ def _failure_verdict(
     exercise: Exercise, n_cases: int, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
     diagnose: bool = True, *, ran: Sequence[tuple[Case, Outcome]], evidence: Evidence | None = None,
 ) -> Verdict:
-    """The failing verdict: a listed mistake when it earns its name (:func:`_best_mistake`), else what was
-    observed about the closest one, if any, followed by the generic diagnosis of the first failure."""
-    found = _best_mistake(exercise, failures, ran) if diagnose else _MistakeSearch()
+    """The failing verdict: a listed mistake when it earns its name (:func:`_best_mistake`), else what the
+    probes observed, or the generic diagnosis of the first failure, with what a listed slip that fits some
+    cases only explains (:func:`_with_partial`)."""
+    found = _best_mistake(exercise, failures, ran) if diagnose else MistakeSearch()
     index, case, outcome, reason = failures[0]
     status = Status.ERROR if outcome.error else Status.FAILED
     category = "error" if reason is None else reason[0]
@@ -267,13 +267,41 @@ def _failure_verdict(
                                          "so these cases cannot tell which one you made: {slips} ({where})",
                                          n=len(found.tied[0].ran), slips=slips,
                                          where=_where(index, n_cases, case)), category)
-    observed = _partial_observation(found.partial, ran, n_cases) if found.partial is not None else ""
     verdict, probed = _generic_verdict(exercise, n_cases, failures, status, category, evidence, probe=diagnose)
-    if observed:  # what the probes saw of the learner's function leads; a slip that fits some cases follows
-        text = (tr("{verdict}. Also, {observed}", verdict=verdict.message, observed=observed) if probed else
-                tr("{observed} {verdict}", observed=observed, verdict=verdict.message))
-        return Verdict(False, status, text, category)
-    return verdict
+    if found.partial is None:
+        return verdict
+    return _with_partial(exercise, n_cases, failures, found.partial, ran, verdict, probed)
+
+
+def _with_partial(exercise: Exercise, n_cases: int,
+                  failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]], match: Match,
+                  ran: Sequence[tuple[Case, Outcome]], verdict: Verdict, probed: bool) -> Verdict:
+    """``verdict`` with what a listed slip that reproduces some failing cases only explains.
+
+    A probe's observation leads, and the slip follows it, unless the slip reproduces only errors (one shape
+    error looks like another) and fails a case the learner passes: then it is not what the learner did, and
+    the observation stands alone. Without a probe the slip leads: where it explains every failing case, it is
+    the whole story (the learner makes it on some inputs only); else the first failing case it does not
+    explain is described after it."""
+    observed = _partial_observation(match, ran, n_cases)
+    if probed:
+        if match.passes_where_it_fails and all(ran[i][1].error for i in match.explained):
+            return verdict
+        return Verdict(False, verdict.status, tr("{verdict}. Also, {observed}", verdict=verdict.message,
+                                                  observed=observed), verdict.category)
+    if not match.missed:
+        return Verdict(False, verdict.status, observed, verdict.category)
+    first = next(f for f in failures if f[0] == match.missed[0])
+    rest, status = [first, *(f for f in failures if f is not first)], Status.ERROR if first[2].error else Status.FAILED
+    category = "error" if first[3] is None else first[3][0]
+    unexplained, _ = _generic_verdict(exercise, n_cases, rest, status, category, probe=False)
+    return Verdict(False, unexplained.status, tr("{observed} {verdict}", observed=observed,
+                                                 verdict=_sentence(unexplained.message)), unexplained.category)
+
+
+def _sentence(text: str) -> str:
+    """``text`` as a sentence that follows another: its first letter a capital (no change in Chinese)."""
+    return text[:1].upper() + text[1:] if text[:1].islower() else text
 
 
 def _generic_verdict(exercise: Exercise, n_cases: int,
@@ -305,67 +333,20 @@ def _generic_verdict(exercise: Exercise, n_cases: int,
                 tr("your function raised {kind}: {message} ({where}).", kind=kind, message=message, where=where))
         return Verdict(False, status, text, category), False
     where = _where(index, n_cases, case)
+    if reason[0] == "dtype":  # the reason says where a dtype is lost; the exercise's hint is about other things
+        hint = ""
     text = (tr("{reason} ({where}). {hint}", reason=reason[1], where=where, hint=hint) if hint else
             tr("{reason} ({where}).", reason=reason[1], where=where))
     return Verdict(False, status, text, category), False
 
 
-@dataclass(frozen=True)
-class _Match:
-    """How far one listed mistake reproduces the learner on the cases run (indices into those cases)."""
-
-    mistake: Mistake
-    explained: tuple[int, ...]  # failing cases where the mistake gives the learner's outcome
-    missed: tuple[int, ...]  # failing cases where it does not
-    passes_where_it_fails: tuple[int, ...]  # cases the learner passes and the mistake does not
-    ran: tuple[int, ...]  # every case run
-
-    @property
-    def everywhere(self) -> bool:
-        return not self.missed and not self.passes_where_it_fails
-
-
-@dataclass(frozen=True)
-class _MistakeSearch:
-    """What the listed mistakes say about a failing learner (see :func:`_best_mistake`)."""
-
-    named: _Match | None = None  # the mistake that earns its name
-    tied: tuple[_Match, ...] = ()  # mistakes with different diagnoses that all reproduce every case
-    partial: _Match | None = None  # the mistake that reproduces the most failing cases, not all
-
-
 def _best_mistake(exercise: Exercise, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
-                  ran: Sequence[tuple[Case, Outcome]]) -> _MistakeSearch:
-    """Which listed mistake, if any, earns its name on the cases ``ran`` (``failures`` are the failing ones).
-
-    A mistake is **named** only when it reproduces the learner's outcome (output, or error type and
-    message) on every case run, failing and passing alike, and no listed mistake with another diagnosis
-    does too: every other one differs from the learner, hence from it, on some case run. Mistakes with
-    different diagnoses that all reproduce every case are **tied**: the cases cannot tell them apart.
-    Otherwise the **partial** match is the mistake that reproduces the most failing cases (the first
-    listed wins a tie): what it explains is an observation, never a diagnosis.
-    """
-    failing = {index: outcome for index, _, outcome, _ in failures}
-    matches = []
-    for mistake in exercise.mistakes:
-        explained = tuple(i for i, outcome in failing.items() if _reproduces(exercise, mistake, ran[i][0], outcome))
-        if not explained:
-            continue
-        missed = tuple(i for i in failing if i not in explained)
-        passes = tuple(i for i, (case, outcome) in enumerate(ran)
-                       if i not in failing and not _reproduces(exercise, mistake, case, outcome))
-        matches.append(_Match(mistake, explained, missed, passes, tuple(range(len(ran)))))
-    everywhere = [m for m in matches if m.everywhere]
-    diagnoses = {m.mistake.diagnosis: m for m in reversed(everywhere)}  # the first listed per diagnosis
-    if len(diagnoses) == 1:
-        return _MistakeSearch(named=everywhere[0])
-    if diagnoses:
-        return _MistakeSearch(tied=tuple(m for m in everywhere if diagnoses[m.mistake.diagnosis] is m))
-    best = max(matches, key=lambda m: len(m.explained), default=None)  # max keeps the first of equals
-    return _MistakeSearch(partial=best)
+                  ran: Sequence[tuple[Case, Outcome]]) -> MistakeSearch:
+    """:func:`~utils.exercises.mistake_search.best_mistake` with this module's :func:`compare`."""
+    return best_mistake(exercise, failures, ran, compare)
 
 
-def _partial_observation(match: _Match, ran: Sequence[tuple[Case, Outcome]], n_cases: int) -> str:
+def _partial_observation(match: Match, ran: Sequence[tuple[Case, Outcome]], n_cases: int) -> str:
     """What a mistake that reproduces some failing cases only explains, as an observation."""
     cases = (tr("case {i} of {n}", i=match.explained[0] + 1, n=n_cases) if len(match.explained) == 1 else
              tr("cases {indices} of {n}", indices=tr(", ").join(str(i + 1) for i in match.explained), n=n_cases))
@@ -376,19 +357,8 @@ def _partial_observation(match: _Match, ran: Sequence[tuple[Case, Outcome]], n_c
         return tr("on {cases} your function does what this known slip does: «{slip}»; it does not explain "
                   "{where}.", cases=cases, slip=slip, where=where)
     return tr("on {cases} your function does what this known slip does: «{slip}»; but your function passes "
-              "{where}, where that slip fails.", cases=cases, slip=slip, where=where)
-
-
-def _reproduces(exercise: Exercise, mistake: Mistake, case: Case, outcome: Outcome) -> bool:
-    """Whether ``mistake`` gives the learner's output, or raises the learner's error, on ``case`` (on a
-    case the learner passes, that is the reference's output, within the exercise's tolerance). Compared
-    both ways round: a float 0/1 mask and an integer one are different slips."""
-    try:
-        wrong = plain_copy(mistake.fn(**clone_case(case)))
-    except Exception as exc:
-        return outcome.error == (type(exc).__name__, one_line(str(exc), ERROR_MESSAGE_CHARS))
-    return outcome.error is None and all(compare(got, expected, exercise.atol, exercise.rtol) is None
-                                         for got, expected in ((outcome.output, wrong), (wrong, outcome.output)))
+              "{where}, where that slip fails: you make that slip on some inputs only.", cases=cases, slip=slip,
+              where=where)
 
 
 def _signature_advice(kind: str, message: str, case: Case) -> str:

@@ -167,6 +167,10 @@ def observe(exercise: ProbedExercise, failures: Sequence[Failure], evidence: Evi
             by_name[name] = (cases, outcomes[start:start + len(cases)])
             start += len(cases)
     determinism = _safe(_nondeterministic, *by_name.get("determinism", ([], [])))
+    if determinism and _safe(relate, exercise, failures, ("plus_bias",)):
+        return tr("your function gives a different output on every call, and each differs from the reference's "
+                  "by one vector added to every token: a layer built inside your function (a new nn.Linear draws "
+                  "new random weights and a bias on every call); use the weights you are given, x @ w"), None
     if determinism:
         return determinism, None
     residual = _safe(relate, exercise, failures, ("plus_input",))  # unmistakable: before the probes' guesses

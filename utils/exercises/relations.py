@@ -34,7 +34,9 @@ class ProbedExercise(Protocol):
 Failure = tuple[int, Case, Outcome, "tuple[str, str] | None"]
 """A failing case as the judge records it: ``(index, case, outcome, (category, reason) or None)``."""
 
-Found = dict[str, str]  # relation key -> the observation's text (a key says the same thing on every case)
+Found = dict[str, "str | None"]
+"""Relation key -> the observation's text (a key says the same thing on every case), or None where the relation
+holds only trivially on this case (a bias on an output of one row): it must show on some other case."""
 
 
 def relate(exercise: ProbedExercise, failures: Sequence[Failure], only: tuple[str, ...] = ()
@@ -54,13 +56,14 @@ def relate(exercise: ProbedExercise, failures: Sequence[Failure], only: tuple[st
             found = {k: v for k, v in found.items() if k.endswith(only)}
         if found is None:
             continue  # nothing comparable in this case (a wrong type, say)
-        common = found if common is None else {k: v for k, v in common.items() if k in found}
+        common = found if common is None else {k: v or found[k] for k, v in common.items() if k in found}
         first = position if first is None else first
         if not common:
             return None
-    if not common or first is None:
+    shown = [text for text in (common or {}).values() if text is not None]  # None: it holds, but trivially
+    if not shown or first is None:
         return None
-    return next(iter(common.values())), first
+    return shown[0], first
 
 
 def _relations_of(got: Any, expected: Any, case: Case, atol: float, rtol: float) -> Found | None:
@@ -68,7 +71,8 @@ def _relations_of(got: Any, expected: Any, case: Case, atol: float, rtol: float)
         for i, (g, e) in enumerate(zip(got, expected)):
             found = _relations_of(g, e, case, atol, rtol)
             if found is not None and not (isinstance(g, torch.Tensor) and _close(g, e, atol, rtol).all()):
-                return {f"{i}:{k}": tr("output[{i}]: {text}", i=i, text=v) for k, v in found.items()}
+                return {f"{i}:{k}": None if v is None else tr("output[{i}]: {text}", i=i, text=v)
+                        for k, v in found.items()}
         return None
     if not (isinstance(got, torch.Tensor) and isinstance(expected, torch.Tensor) and expected.is_floating_point()
             and got.is_floating_point() and got.numel() > 0):
@@ -84,6 +88,7 @@ def _relations_of(got: Any, expected: Any, case: Case, atol: float, rtol: float)
     if not bad.any():
         return found
     found.update(_plus_input(g, e, case, atol, rtol))
+    found.update(_plus_bias(g, e, atol, rtol))
     found.update(_nonfinite_in_masked_rows(g, e, case))
     found.update(_scale(g, e, case, atol, rtol))
     found.update(_shift(g, e, atol, rtol))
@@ -104,6 +109,21 @@ def _plus_input(g: torch.Tensor, e: torch.Tensor, case: Case, atol: float, rtol:
             return {"plus_input": tr("your output is the reference's plus the input `{name}`: an extra residual "
                                      "connection, or `{name}` added where it does not belong", name=name)}
     return {}
+
+
+def _plus_bias(g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> Found:
+    """The output is the reference's plus one vector, the same for every token: a bias (trivially so on one row)."""
+    if g.ndim < 1 or not torch.isfinite(g).all():
+        return {}
+    if g.ndim < 2 or g.numel() // max(g.shape[-1], 1) < 2:
+        return {"plus_bias": None}
+    rows = (g - e).reshape(-1, g.shape[-1])
+    bias = rows[0]
+    if bool(bias.abs().max() <= 10 * atol) or not _close(g, e + bias, atol, rtol).all():
+        return {}
+    return {"plus_bias": tr("your output is the reference's plus one vector, the same for every token (a constant "
+                            "per output feature): a bias added where none belongs, or added twice (an nn.Linear "
+                            "adds one unless bias=False)")}
 
 
 def _masks(case: Case) -> list[torch.Tensor]:

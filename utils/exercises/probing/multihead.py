@@ -58,8 +58,9 @@ def _split_explain(reference, inputs, outcomes) -> str | None:
         return None
     order = _head_order(got, expected, 1)
     if order is not None:
-        return tr("your heads are all there but in another order: your heads 0, 1, … hold the reference's heads "
-                  "{order}; head h owns the features h·D … (h+1)·D - 1 of each token", order=order)
+        return tr("your heads are all there but in another order: for x of shape (N, L, E) = (2, 3, 6) and "
+                  "num_heads = 2, your heads 0, 1 hold the reference's heads {order}; head h owns the features "
+                  "h·D … (h+1)·D - 1 of each token", order=order)
     for n, h, t, d in itertools.product(range(_N), range(_H), range(_L), range(_D)):
         value = float(got[n, h, t, d])
         if value == float(expected[n, h, t, d]):
@@ -88,8 +89,9 @@ def _merge_explain(reference, inputs, outcomes) -> str | None:
         return None
     order = _head_order(got, expected, -1)
     if order is not None:
-        return tr("your heads are all there but side by side in another order: your blocks of D features hold "
-                  "heads {order}; head 0's D features come first, then head 1's", order=order)
+        return tr("your heads are all there but side by side in another order: for x of shape (N, H, L, D) = "
+                  "(2, 2, 3, 3), your blocks of D features hold heads {order}; head 0's D features come first, "
+                  "then head 1's", order=order)
     for n, t, e in itertools.product(range(_N), range(_L), range(_H * _D)):
         value = float(got[n, t, e])
         if value == float(expected[n, t, e]):

@@ -1,0 +1,87 @@
+"""Which listed :class:`~utils.exercises.definition.Mistake` earns its name on a failing learner's cases.
+
+Trusted side only, a part of :mod:`utils.exercises.judging` (which prints what is found): a mistake is
+*named* when it reproduces the learner on every case run, *tied* with others when the cases cannot tell
+them apart, and otherwise the one that reproduces the most failing cases is a *partial* match, which
+the judge reports as an observation, never as a diagnosis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from utils.exercises.common import ERROR_MESSAGE_CHARS, Case, Outcome, clone_case, one_line, plain_copy
+from utils.exercises.definition import Exercise, Mistake
+
+Compare = Callable[[Any, Any, float, float], "str | None"]
+"""The judge's comparison: None when two outputs match within a tolerance, else a reason."""
+
+
+@dataclass(frozen=True)
+class Match:
+    """How far one listed mistake reproduces the learner on the cases run (indices into those cases)."""
+
+    mistake: Mistake
+    explained: tuple[int, ...]  # failing cases where the mistake gives the learner's outcome
+    missed: tuple[int, ...]  # failing cases where it does not
+    passes_where_it_fails: tuple[int, ...]  # cases the learner passes and the mistake does not
+    ran: tuple[int, ...]  # every case run
+
+    @property
+    def everywhere(self) -> bool:
+        return not self.missed and not self.passes_where_it_fails
+
+
+@dataclass(frozen=True)
+class MistakeSearch:
+    """What the listed mistakes say about a failing learner (see :func:`_best_mistake`)."""
+
+    named: Match | None = None  # the mistake that earns its name
+    tied: tuple[Match, ...] = ()  # mistakes with different diagnoses that all reproduce every case
+    partial: Match | None = None  # the mistake that reproduces the most failing cases, not all
+
+
+def best_mistake(exercise: Exercise, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
+                 ran: Sequence[tuple[Case, Outcome]], compare: Compare) -> MistakeSearch:
+    """Which listed mistake, if any, earns its name on the cases ``ran`` (``failures`` are the failing ones).
+
+    A mistake is **named** only when it reproduces the learner's outcome (output, or error type and
+    message) on every case run, failing and passing alike, and no listed mistake with another diagnosis
+    does too: every other one differs from the learner, hence from it, on some case run. Mistakes with
+    different diagnoses that all reproduce every case are **tied**: the cases cannot tell them apart.
+    Otherwise the **partial** match is the mistake that reproduces the most failing cases (the first
+    listed wins a tie): what it explains is an observation, never a diagnosis.
+    """
+    failing = {index: outcome for index, _, outcome, _ in failures}
+    matches = []
+    for mistake in exercise.mistakes:
+        explained = tuple(i for i, outcome in failing.items()
+                          if reproduces(exercise, mistake, ran[i][0], outcome, compare))
+        if not explained:
+            continue
+        missed = tuple(i for i in failing if i not in explained)
+        passes = tuple(i for i, (case, outcome) in enumerate(ran)
+                       if i not in failing and not reproduces(exercise, mistake, case, outcome, compare))
+        matches.append(Match(mistake, explained, missed, passes, tuple(range(len(ran)))))
+    everywhere = [m for m in matches if m.everywhere]
+    diagnoses = {m.mistake.diagnosis: m for m in reversed(everywhere)}  # the first listed per diagnosis
+    if len(diagnoses) == 1:
+        return MistakeSearch(named=everywhere[0])
+    if diagnoses:
+        return MistakeSearch(tied=tuple(m for m in everywhere if diagnoses[m.mistake.diagnosis] is m))
+    best = max(matches, key=lambda m: len(m.explained), default=None)  # max keeps the first of equals
+    return MistakeSearch(partial=best)
+
+
+def reproduces(exercise: Exercise, mistake: Mistake, case: Case, outcome: Outcome, compare: Compare) -> bool:
+    """Whether ``mistake`` gives the learner's output, or raises the learner's error, on ``case`` (on a
+    case the learner passes, that is the reference's output, within the exercise's tolerance). Compared
+    both ways round: a float 0/1 mask and an integer one are different slips."""
+    try:
+        wrong = plain_copy(mistake.fn(**clone_case(case)))
+    except Exception as exc:
+        return outcome.error == (type(exc).__name__, one_line(str(exc), ERROR_MESSAGE_CHARS))
+    return outcome.error is None and all(compare(got, expected, exercise.atol, exercise.rtol) is None
+                                         for got, expected in ((outcome.output, wrong), (wrong, outcome.output)))
