@@ -39,6 +39,9 @@ __all__ = [
 
 _NEG_INF = float("-inf")
 _FULLY_MASKED = "see 'Fully masked rows' in section 2"
+_MINUS_1E9 = ("your running max is -1e9 where it must stay -inf (a fully masked row), and in float16 -1e9 does not "
+              "even exist (clamp or masked_fill with it raises): a large finite number is not -inf — chapter 2's "
+              f"myth check on -1e9 ('Three masking myths, run'); guard the shift instead — {_FULLY_MASKED}")
 
 
 def online_softmax_update_reference(running_max: torch.Tensor, running_sum: torch.Tensor, block: torch.Tensor):
@@ -62,10 +65,8 @@ ONLINE = Exercise(
                 "must come out as max -inf, sum 0: shift both exponentials by 0 where the new max is -inf "
                 "(guarding only one of them is not enough, and -1e9 is no help: float16 turns it into -inf) "
                 f"— {_FULLY_MASKED}"),
-        Mistake("clamped_max", wrong._online_clamped_max,
-                "your running max is -1e9 where it must stay -inf (a fully masked row), and in float16 "
-                "-1e9 does not even exist (clamp raises): a large finite number is not -inf — chapter 2's "
-                f"myth check on -1e9 ('Three masking myths, run'); guard the shift instead — {_FULLY_MASKED}"),
+        Mistake("clamped_max", wrong._online_clamped_max, _MINUS_1E9),
+        Mistake("minus_1e9_everywhere", wrong._online_minus_1e9_everywhere, _MINUS_1E9),  # the same, in the inputs
         Mistake("no_rescale", wrong._online_no_rescale,
                 "when the max rises from m to m', the old sum was measured relative to m: multiply it by "
                 "exp(m - m') before adding the new block's terms"),
@@ -372,6 +373,10 @@ CACHE = Exercise(
         Mistake("scale_by_cache_length", wrong_cache._cache_scale_by_cache_length,
                 "scale by sqrt(D), the head dim (q_new.shape[-1]), not by the square root of the cache length T "
                 "(k_cache.shape[-2])"),
+        Mistake("keys_and_values_swapped", wrong_cache._cache_keys_and_values_swapped,
+                "you swapped the roles of keys and values: your scores compare the query with the values and "
+                "your output averages the keys. Scores come from the keys, softmax(q kᵀ / sqrt(D)); the average "
+                "is over the values, weights @ v"),
         Mistake("keys_as_values", wrong_cache._cache_keys_as_values,
                 "the weights multiply the values: weights @ v (the value cache with v_new appended), not the keys"),
         Mistake("full_transpose", wrong_cache._cache_full_transpose,

@@ -195,6 +195,15 @@ MULTI_HEAD_MISTAKES = [
     _mistake("split_interleaved",
              "your head h takes every H-th feature instead of the block h*D .. (h+1)*D-1: split the last "
              f"axis as (H, D), heads first, view(N, L, H, D) — see {_SECTION_SPLIT}.", split="interleaved"),
+    _mistake("split_and_merge_interleaved",
+             "your heads take every H-th feature (view(N, L, D, H)), and your merge puts them back the same way: "
+             "head h is the block of features h*D .. (h+1)*D-1, so split with view(N, L, H, D).transpose(1, 2) "
+             f"and merge with .transpose(1, 2).reshape(N, L, E) — see {_SECTION_SPLIT}.",
+             split="interleaved", merge="feature_major"),
+    _mistake("v_split_no_transpose",
+             "your q and k are split right, but v is reshaped straight to (N, H, L, D) without a transpose, "
+             "which scrambles tokens and heads in the values; split v like q and k: view(N, L, H, D), then "
+             f"transpose(1, 2) — see {_SECTION_SPLIT}.", split_v="no_transpose"),
     _mistake("one_head",
              "you ran a single head over all E features: split into num_heads heads of D = E // num_heads "
              "features and attend in each.", split="one_head"),

@@ -285,6 +285,11 @@ ADD = Exercise(
             "Keep the dtype of x: for a float64 batch (and table) your sum comes back float32, and it must stay "
             "float64 (look for a .float() cast, or a tensor made without dtype=)",
         ),
+        Mistake(
+            "cast_to_table_dtype", wrong._cast_to_table_dtype,
+            "Your sum takes the dtype of pe, not of x (a `.to(pe.dtype)`): with a float64 x and a float32 table "
+            "it comes back float32. Keep the dtype of x: cast the table's rows to it, pe[:L].to(x.dtype)",
+        ),
     ],
     forbidden=("utils", "utils.positional.PositionalEncoding", "utils.positional.sinusoidal_encoding"),
     hint="x is (N, L, E) and pe is (max_len, E); (L, E) broadcasts over N.",
@@ -322,6 +327,11 @@ SHIFT = Exercise(
     parts=edges.SHIFT_PARTS,
     points=3,
     mistakes=[
+        Mistake(
+            "cosines_only", wrong._cosines_only,
+            "Your blocks hold cos(k w_i) on their diagonal and nothing beside it: each 2 x 2 block is a "
+            f"rotation, so sin(k w_i) and -sin(k w_i) go off its diagonal ({_ROTATION})",
+        ),
         Mistake(  # before "transposed": on a negative k the two give the same matrix
             "absolute_k", wrong._absolute_k,
             "Your matrix is right for k >= 0 but shifts forward for a negative k as well: use k as it is, "

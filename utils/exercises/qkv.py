@@ -109,6 +109,9 @@ _PROJECT_MISTAKES = [
             "your V equals your K: you used w_k for the values too (a copy-paste slip?). V needs w_v."),
     Mistake("v_uses_w_q", wrong._v_uses_w_q,
             "your V equals your Q: you used w_q for the values too (a copy-paste slip?). V needs w_v."),
+    Mistake("all_use_w_q", wrong._all_use_w_q,
+            "your K and V both equal your Q: you used w_q for all three (a line copied and not edited?). "
+            "K needs w_k and V needs w_v."),
     Mistake("scaled_by_sqrt_e", wrong._scaled_by_sqrt_e,
             "your Q, K, V are √E times too small: you divided by √E. The weights already carry that scale "
             "(they are drawn with std 1/√E), so the projection is a plain product, with no scaling of its own."),
@@ -235,6 +238,9 @@ _SCORES_MISTAKES = [
     Mistake("elementwise", wrong._elementwise,
             "q * k multiplies entry by entry (and only runs when L = S). A score is a dot product of one query "
             "with one key, for every (query, key) pair: a matrix product, (..., L, D) with (..., D, S)."),
+    Mistake("elementwise_summed", wrong._elementwise_summed,
+            "(q * k).sum(-1) gives one score per position, query i with key i only (and runs only when L = S). "
+            "A score is needed for every (query, key) pair: a matrix product, (..., L, D) with (..., D, S)."),
     Mistake("cosine", wrong._cosine,
             "you normalised q and k: these are cosine similarities. The scores are raw dot products, whose "
             "size depends on the vectors' lengths: see 'Myth check: \"Q Kᵀ computes how similar each word "

@@ -50,6 +50,9 @@ _MYTH_1E4 = "see the myth check \"-1e4 is negative enough\" in section 6"
 _MYTH_INF = "see the myth check \"Use -inf and you are done\" in section 6"
 _SCALE = "section 2 measures why"
 _STEPS = "the four steps of section 1"
+_RENORMALISED = ("you zero the blocked weights after the softmax and renormalise: when the allowed keys score far "
+                 "below a blocked one their weights underflow to 0 and you divide 0 by 0. Mask the scores, before "
+                 "the softmax")
 
 
 def _twins(name: str, fn, diagnosis: str) -> tuple[Mistake, Mistake]:
@@ -143,13 +146,15 @@ SDPA = Exercise(
                 "a query whose keys are all masked gets NaN (the softmax of a row of -inf is 0/0); it must get "
                 "zero weights and a zero output, like the reference: set such rows to 0 after the softmax "
                 f"({_MYTH_INF})"),
-        Mistake("renormalise_after_softmax", wrong._sdpa_renormalise_after_softmax,
-                "you zero the blocked weights after the softmax and renormalise: when the allowed keys score far "
-                "below a blocked one their weights underflow to 0 and you divide 0 by 0. Mask the scores, before "
-                "the softmax"),
+        Mistake("renormalise_after_softmax", wrong._sdpa_renormalise_after_softmax, _RENORMALISED),
+        Mistake("renormalise_clamped", wrong._sdpa_renormalise_clamped, _RENORMALISED),
         Mistake("mask_after_softmax", wrong._sdpa_mask_after_softmax,
                 "your weights rows no longer sum to 1: you zeroed the blocked weights after the softmax. Mask the "
                 "scores before the softmax, so the allowed keys share all the weight"),
+        Mistake("bool_added", wrong._sdpa_bool_added,
+                "you added the bool mask to the scores: True becomes +1 and False 0, so a blocked key keeps its "
+                "score and an allowed one gains 1. Fill the blocked scores instead: "
+                "scores.masked_fill(~mask, float('-inf'))"),
         Mistake("fill_zero", wrong._sdpa_fill_zero,
                 "your blocked keys still get weight: a score of 0 (masked_fill with 0, or scores * mask) does not "
                 "block a key, since exp(0) = 1. Fill the blocked scores with float('-inf')"),

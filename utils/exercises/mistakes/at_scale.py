@@ -48,6 +48,13 @@ def _online_clamped_max(running_max, running_sum, block):
     return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[..., None]).sum(-1)
 
 
+def _online_minus_1e9_everywhere(running_max, running_sum, block):  # -inf turned into -1e9 in the inputs
+    block = block.masked_fill(block == float("-inf"), -1e9)  # raises in float16
+    running_max = running_max.masked_fill(running_max == float("-inf"), -1e9)
+    new_max = torch.maximum(running_max, block.amax(dim=-1))
+    return new_max, running_sum * torch.exp(running_max - new_max) + torch.exp(block - new_max[..., None]).sum(-1)
+
+
 def _online_no_rescale(running_max, running_sum, block):
     new_max = torch.maximum(running_max, block.amax(dim=-1))
     shift = torch.where(new_max == _NEG_INF, 0.0, new_max)

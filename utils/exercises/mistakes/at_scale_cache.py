@@ -160,3 +160,8 @@ def _cache_full_transpose(q_new, k_new, v_new, k_cache, v_cache):
 def _cache_cat_default_dim(q_new, k_new, v_new, k_cache, v_cache):
     k_all, v_all = torch.cat([k_cache, k_new]), torch.cat([v_cache, v_new])  # dim 0, the batch: raises
     return _attend(q_new, k_all, v_all), k_all, v_all
+
+
+def _cache_keys_and_values_swapped(q_new, k_new, v_new, k_cache, v_cache):  # scores against V, average of K
+    k_all, v_all = _appended(k_new, v_new, k_cache, v_cache)
+    return _attend(q_new, v_all, k_all), k_all, v_all

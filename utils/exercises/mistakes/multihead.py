@@ -129,7 +129,7 @@ def _merge_last_axes(x):
 def _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, split="right", merge="right", project="x@w",
               out="x@w", scale="head", fill=float("-inf"), masking="fill", guard=True, softmax_dim=-1,
               swap_kv=False, k_transpose="last", causal=False, manual_softmax=False, softmax_dtype=None,
-              return_weights=False, guard_kind="fill", scale_weights=False):
+              return_weights=False, guard_kind="fill", scale_weights=False, split_v=None):
     """One configurable implementation, written as a learner would; each mistake changes one thing.
 
     ``guard`` zeroes the weights of query rows with no allowed key (the rule); without it they are NaN.
@@ -140,15 +140,15 @@ def _mha_with(x, w_q, w_k, w_v, w_o, num_heads, mask=None, *, split="right", mer
     H = 1 if split == "one_head" else num_heads
     D = E // H
 
-    def split_(t):
-        if split == "no_transpose":
+    def split_(t, how=split):
+        if how == "no_transpose":
             return t.reshape(N, H, L, D)
-        if split == "interleaved":
+        if how == "interleaved":
             return t.reshape(N, L, D, H).permute(0, 3, 1, 2)
         return t.reshape(N, L, H, D).transpose(1, 2)  # (N, H, L, D)
 
     wq, wk, wv = (w.T for w in (w_q, w_k, w_v)) if project == "x@w.T" else (w_q, w_k, w_v)
-    q, k, v = split_(x @ wq), split_(x @ wk), split_(x @ wv)
+    q, k, v = split_(x @ wq), split_(x @ wk), split_(x @ wv, split_v or split)  # split_v: v alone differs
     if swap_kv:
         k, v = v, k
     divisor = {"head": math.sqrt(D), "model": math.sqrt(E), "heads": math.sqrt(H), "none": 1.0,

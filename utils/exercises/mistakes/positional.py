@@ -214,6 +214,10 @@ def _cast_to_float32(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
     return (x + pe[: x.size(1)]).float()
 
 
+def _cast_to_table_dtype(x: torch.Tensor, pe: torch.Tensor) -> torch.Tensor:
+    return (x + pe[: x.size(1)]).to(pe.dtype)  # the sum takes the table's dtype, not x's
+
+
 # --------------------------------------------------------------------------------------------------
 # ch4.relative_shift_matrix
 # --------------------------------------------------------------------------------------------------
@@ -257,6 +261,10 @@ def _block_sin_cos_swapped(k: int, d_model: int) -> torch.Tensor:
 def _no_frequency(k: int, d_model: int) -> torch.Tensor:
     # rotates every pair by k radians instead of k * w_i
     return torch.block_diag(*[torch.tensor(_right(math.cos(k), math.sin(k))) for _ in range(d_model // 2)]).float()
+
+
+def _cosines_only(k: int, d_model: int) -> torch.Tensor:  # the diagonal of each block, no sines beside it
+    return _blocks(k, d_model, lambda c, s: [[c, 0.0], [0.0, c]])
 
 
 def _shift_exponent_pair_index(k: int, d_model: int) -> torch.Tensor:

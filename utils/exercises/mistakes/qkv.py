@@ -89,6 +89,10 @@ def _v_uses_w_q(x, w_q, w_k, w_v):
     return x @ w_q, x @ w_k, x @ w_q
 
 
+def _all_use_w_q(x, w_q, w_k, w_v):  # the first line copied twice, never edited
+    return x @ w_q, x @ w_q, x @ w_q
+
+
 def _scaled_by_sqrt_e(x, w_q, w_k, w_v):
     scale = math.sqrt(x.shape[-1])
     return x @ w_q / scale, x @ w_k / scale, x @ w_v / scale
@@ -219,6 +223,10 @@ def _reshaped_key(q, k):  # reshape (or view) to (..., D, S): the right shape, s
 
 def _elementwise(q, k):
     return q * k
+
+
+def _elementwise_summed(q, k):  # one score per position, query i with key i only
+    return (q * k).sum(-1)
 
 
 def _cosine(q, k):

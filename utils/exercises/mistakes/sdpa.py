@@ -131,16 +131,24 @@ def _sdpa_mask_after_softmax(q, k, v, mask=None):
     return _sdpa_from_scores(q, k, v, mask, lambda s, m: s.softmax(-1) if m is None else s.softmax(-1) * m)
 
 
-def _renormalised(scores, mask):
+def _renormalised(scores, mask, floor=0.0):
     weights = scores.softmax(-1)
     if mask is None:
         return weights
     weights = weights * mask
-    return weights / weights.sum(-1, keepdim=True)
+    return weights / weights.sum(-1, keepdim=True).clamp_min(floor)  # floor > 0 keeps 0/0 finite (0)
 
 
 def _sdpa_renormalise_after_softmax(q, k, v, mask=None):
     return _sdpa_from_scores(q, k, v, mask, _renormalised)
+
+
+def _sdpa_renormalise_clamped(q, k, v, mask=None):
+    return _sdpa_from_scores(q, k, v, mask, lambda s, m: _renormalised(s, m, 1e-30))
+
+
+def _sdpa_bool_added(q, k, v, mask=None):  # scores + mask: True becomes +1, False 0
+    return _sdpa_from_scores(q, k, v, mask, lambda s, m: (s if m is None else s + m).softmax(-1))
 
 
 def _sdpa_inverted_mask(q, k, v, mask=None):
