@@ -2,7 +2,8 @@
 
 Four batches of realistic wrong answers, written blind (from the notebooks' prose and templates, without
 reading the course's listed mistakes), each split at random into a half to tune diagnoses on and a
-half held out to measure them (see ``tests/learner_answers/README.md``), and correct answers written in
+half held out to measure them (see ``tests/learner_answers/README.md``), a fifth of learner reviewers'
+answers that diagnoses were tuned against (``review5/``, some exercises only), and correct answers written in
 other styles (einsum, loops, permute, hand-written softmax and LayerNorm).
 
 - No wrong answer gets ✅, on the public cases or the hidden ones.
@@ -29,6 +30,7 @@ from utils.exercises.judging import compare
 from utils.i18n.messages import translate, using_language
 
 WRONG = [a for split in SPLITS if split not in CORRECT_SPLITS for a in answers(split)]
+SLUG_CHAPTERS = {f"ch{n}" for n in range(1, 7)}  # the chapters of measure.SLUGS
 CORRECT = [a for split in CORRECT_SPLITS for a in answers(split)]
 
 
@@ -41,12 +43,21 @@ def _verdict(answer: dict, cases: str):
 def test_every_exercise_has_wrong_answers_in_both_halves_and_a_correct_alternative():
     from utils.exercises import all_exercises
 
-    ids = set(all_exercises())
+    ids = {i for i in all_exercises() if i.split(".")[0] in SLUG_CHAPTERS}  # ch7's answers: tune_ch7, its own test
     for split in ("tune", "heldout", "tune3", "heldout3", "tune4", "heldout4"):
         assert {a["exercise"] for a in WRONG if a["split"] == split} == ids, split
     for split in CORRECT_SPLITS:
         assert {a["exercise"] for a in CORRECT if a["split"] == split} == ids, split
     assert all(a.get("correct") for a in CORRECT) and not any(a.get("correct") for a in WRONG)
+
+
+def test_the_review_batch_covers_chapters_1_to_6_with_exercises_that_exist():
+    """``review5/`` holds only the reviewers' answers (some exercises): every chapter 1 to 6 at least once."""
+    from utils.exercises import all_exercises
+
+    ids = {a["exercise"] for a in WRONG if a["split"] == "review5"}
+    assert ids <= set(all_exercises()), ids - set(all_exercises())
+    assert {exercise_id.split(".")[0] for exercise_id in ids} == SLUG_CHAPTERS, ids
 
 
 @pytest.mark.slow

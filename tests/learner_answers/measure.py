@@ -1,14 +1,15 @@
 """Run every learner answer through the check cell's public and hidden checks and record the lines.
 
     .venv/bin/python -m tests.learner_answers.measure \
-        [--split tune|heldout|tune2|heldout2|tune3|heldout3|tune4|heldout4|alternatives|alternatives2|all] \
+        [--split tune|heldout|tune2|heldout2|tune3|heldout3|tune4|heldout4|review5|alternatives|alternatives2|all] \
         [--out FILE]
 
 Each record: ``{id, exercise, split, mistake, part, correct, public_line, hidden_line, public_passed,
 hidden_passed}``, in English. Without ``--out`` the JSON goes to stdout. Wrong answers live in ``tune/``
 (for tuning diagnoses) and ``heldout/`` (for measuring them; never read it while tuning), a second, harder
 batch in ``tune2/`` and ``heldout2/``, a third in ``tune3/`` and ``heldout3/`` and a fourth in ``tune4/`` and
-``heldout4/`` (same rules), correct answers in other styles in ``alternatives/`` and ``alternatives2/``.
+``heldout4/`` (same rules), the learner reviewers' answers that diagnoses were tuned against in ``review5/``
+(chapters 1 to 6, some exercises only), correct answers in other styles in ``alternatives/`` and ``alternatives2/``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Iterator
 from typing import Any
 
 SLUGS = ("qkv", "sdpa", "multihead", "positional", "transformer", "at_scale")
-SPLITS = ("tune", "heldout", "tune2", "heldout2", "tune3", "heldout3", "tune4", "heldout4", "alternatives",
+SPLITS = ("tune", "heldout", "tune2", "heldout2", "tune3", "heldout3", "tune4", "heldout4", "review5", "alternatives",
           "alternatives2")
 CORRECT_SPLITS = ("alternatives", "alternatives2")  # correct answers in other styles; every other split is wrong
 
