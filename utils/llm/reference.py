@@ -67,7 +67,7 @@ def _run(folder: str) -> None:
 
     from utils.llm.loader import smollm2_gguf_path
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(1)  # one thread: on a busy machine more threads mostly wait for each other
     request = json.loads((Path(folder) / "request.json").read_text())
     path = smollm2_gguf_path()
     # from_pretrained refuses a GGUF file unless accelerate is importable, although its float32 dequantising
