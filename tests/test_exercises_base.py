@@ -93,7 +93,7 @@ def test_mistakes_get_their_diagnosis(mistake, capsys):
 
 
 def test_generic_mismatch_has_location(capsys):
-    line = _line(lambda x: _softmax(x) + 0.1, capsys)
+    line = _line(lambda x: _softmax(x) + 0.1 * x.cos(), capsys)  # off by an amount no relation names
     assert line.startswith(FAIL) and "max abs error" in line and "case 1" in line
 
 
