@@ -96,6 +96,32 @@ def _kv_cache():
     return kv_cache_explorer(model, torch.randint(0, len(REPEAT_VOCAB), (1, 9)), new_tokens=32)
 
 
+def _tiny_llama():
+    from test_ch7_explorers import ByteTokenizer  # one byte, one token: the chapter's byte merging is exercised
+
+    from utils.llm import LlamaConfig, LlamaDecoder
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=256, d_model=32, num_layers=3, num_heads=4, num_kv_heads=2, d_ff=48)
+    return LlamaDecoder(config).eval(), ByteTokenizer()
+
+
+def _heads_llm():
+    from utils.widgets.llm import heads_explorer
+
+    model, tokenizer = _tiny_llama()
+    return heads_explorer(model, tokenizer, ["the cat. the cat.", "注意注意", "abc"], groups_of=2)
+
+
+def _sink_cache():
+    from utils.widgets.llm import sink_cache_explorer
+
+    T, window, sinks = 200, 8, 4
+    losses = {(None, 0): torch.full((T - 1,), 1.0), (window, 0): torch.full((T - 1,), 3.0),
+              (window, sinks): torch.full((T - 1,), 1.5)}
+    return sink_cache_explorer(losses, bytes_per_token=3)
+
+
 EXPLORERS: dict[str, Callable[[], Any]] = {
     "ch1 qkv_explorer": _qkv,
     "ch2 scale_explorer": _scale,
@@ -106,6 +132,8 @@ EXPLORERS: dict[str, Callable[[], Any]] = {
     "ch5 sentence_explorer": _sentence,
     "ch6 window_explorer": _window,
     "ch6 kv_cache_explorer": _kv_cache,
+    "ch7 heads_explorer": _heads_llm,
+    "ch7 sink_cache_explorer": _sink_cache,
 }
 """Every explorer a chapter builds, made with the arguments the chapter passes (untrained models: the grid
 does not depend on the weights)."""
@@ -192,7 +220,7 @@ def test_the_explorers_are_every_explorer_the_widgets_define():
     import utils.widgets as widgets_package
 
     defined = set()
-    for module_name in ("qkv", "sdpa", "multihead", "positional", "transformer", "at_scale"):
+    for module_name in ("qkv", "sdpa", "multihead", "positional", "transformer", "at_scale", "llm"):
         module = __import__(f"{widgets_package.__name__}.{module_name}", fromlist=["*"])
         defined |= {name for name, value in inspect.getmembers(module, inspect.isfunction)
                     if name.endswith("_explorer") and value.__module__ == module.__name__}
