@@ -27,11 +27,32 @@ CELLS = {
         "attention_explorer(model, pronoun_task(60, seed=2))"
     ),
     "window_explorer": "from utils.widgets.at_scale import window_explorer\nwindow_explorer()",
+    # chapter 7: a seeded, untrained Llama-style decoder of 3 layers and a byte tokenizer (one token per UTF-8
+    # byte, so a Chinese character is merged from three tokens as SmolLM2's are); the chapter's own model is
+    # 540 MB, which the Lab test has no need to load
+    "heads_explorer": (
+        "from types import SimpleNamespace\n"
+        "from utils.llm import LlamaConfig, LlamaDecoder\n"
+        "from utils.widgets.llm import heads_explorer\n"
+        "class Bytes:\n"
+        "    def encode(self, text): return SimpleNamespace(ids=list(text.encode('utf-8')))\n"
+        "    def decode(self, ids): return bytes(ids).decode('utf-8', errors='replace')\n"
+        "torch.manual_seed(0)\n"
+        "model = LlamaDecoder(LlamaConfig(vocab_size=256, d_model=32, num_layers=3, num_heads=4, num_kv_heads=2,\n"
+        "                                 d_ff=48)).eval()\n"
+        "heads_explorer(model, Bytes(), ['the cat. the cat.', '注意注意', 'abc'], groups_of=2)"
+    ),
+    "sink_cache_explorer": (
+        "from utils.widgets.llm import sink_cache_explorer\n"
+        "losses = {(None, 0): torch.full((199,), 1.0), (8, 0): torch.full((199,), 3.0),\n"
+        "          (8, 4): torch.full((199,), 1.5)}\n"
+        "sink_cache_explorer(losses, bytes_per_token=3)"
+    ),
 }
 """One cell per chapter explorer that no focused Lab test drives, in chapter order."""
 
-CHAPTERS = dict(zip(("ch1", "ch2", "ch3", "ch4", "ch5", "ch6"), CELLS))
-"""Chapter -> the name of its explorer in :data:`CELLS`."""
+CHAPTERS = dict(zip(("ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7"), CELLS))
+"""Chapter -> the name of its (first) explorer in :data:`CELLS`."""
 
 
 def build(name: str) -> Any:

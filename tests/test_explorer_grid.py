@@ -290,7 +290,7 @@ def course_explorers():
     return {chapter: functools.partial(build, name) for chapter, name in CHAPTERS.items()}
 
 
-@pytest.mark.parametrize("chapter", ["ch1", "ch2", "ch3", "ch4", "ch5", "ch6"])
+@pytest.mark.parametrize("chapter", ["ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7"])
 def test_every_course_explorer_declares_a_bounded_grid_holding_its_initial_state(chapter):
     box = course_explorers()[chapter]()
     grid = grid_controls(box.controls, box.declared_grid)
@@ -300,7 +300,7 @@ def test_every_course_explorer_declares_a_bounded_grid_holding_its_initial_state
         assert c.values[c.initial] == box.controls[c.name].value
 
 
-@pytest.mark.parametrize("chapter", ["ch1", "ch2", "ch3", "ch4", "ch5", "ch6"])
+@pytest.mark.parametrize("chapter", ["ch1", "ch2", "ch3", "ch4", "ch5", "ch6", "ch7"])
 def test_figure_png_draws_once_and_gives_matplotlibs_own_pixels(chapter, monkeypatch):
     """figure_png drops the do-nothing layout engine fig.tight_layout() leaves, which would cost savefig a
     second draw: the explorer's figure is drawn once, byte for byte what savefig gives with that draw."""

@@ -163,8 +163,8 @@ def heads_explorer_figure(state: HeadsState) -> Figure:
                 va="center", fontsize=11)
         return fig
     P = len(state.labels)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 5.6), layout="constrained",
-                                      gridspec_kw={"width_ratios": [1, 1.7]})
+    # tight_layout, not a layout engine: the static edition draws each of its states once (figure_png)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.5, 5.6), gridspec_kw={"width_ratios": [1, 1.7]})
     name = score_name(state.score)
     if state.grid is None:
         left.axis("off")
@@ -182,6 +182,7 @@ def heads_explorer_figure(state: HeadsState) -> Figure:
     value = "" if state.value is None else tr(": {value:.2f}", value=state.value)
     right.set_title(tr("Layer {layer}, Head {head} (KV head {kv}){value}", layer=state.layer + 1,
                        head=state.head + 1, kv=state.kv_head + 1, value=value), fontsize=10)
+    fig.tight_layout()
     return fig
 
 
@@ -191,8 +192,7 @@ _SLOT_CMAP = ListedColormap(["#DDDDDD", "#E69F00", "#56B4E9"])  # empty, sink, w
 def sink_cache_figure(state: SinkCacheState, *, smooth: int = 32) -> Figure:
     """The stepper: the cache's slots at this step (the sinks, then the ring of the window, the slot just
     written outlined), and the per-token loss of each run up to this step."""
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9.5, 6.2), layout="constrained",
-                                      gridspec_kw={"height_ratios": [1, 2.6]})
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9.5, 6.2), gridspec_kw={"height_ratios": [1, 2.6]})
     kinds = [0 if p < 0 else (1 if slot < state.sinks else 2) for slot, p in enumerate(state.slots)]
     top.imshow([kinds], cmap=_SLOT_CMAP, vmin=0, vmax=2, aspect="auto")
     top.add_patch(Rectangle((state.written - 0.5, -0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
@@ -210,4 +210,5 @@ def sink_cache_figure(state: SinkCacheState, *, smooth: int = 32) -> Figure:
     streaming_loss_figure(state.losses, smooth=smooth, evict_at=state.window + state.sinks, step=state.step,
                           ax=bottom)
     bottom.set_title(tr("Loss so far; the red line is this step"), fontsize=9)
+    fig.tight_layout()
     return fig
