@@ -408,11 +408,12 @@ LOGIT_ATOL = 5e-4
 def smollm2():
     from utils.llm import load_smollm2
 
-    torch.set_num_threads(2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # make test runs two workers on two cores: more threads only fight each other
     try:
         yield load_smollm2()
     finally:
-        torch.set_num_threads(1)
+        torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
@@ -485,12 +486,12 @@ def test_logits_equal_transformers_llama_on_the_same_file(smollm2, hf_smollm2, c
 def test_greedy_generation_equals_transformers(smollm2, hf_smollm2):
     model, tokenizer = smollm2
     hf_model, _ = hf_smollm2
-    for prompt in PROMPTS[:3]:
+    for prompt in PROMPTS[:2]:
         ids = torch.tensor([tokenizer.encode(prompt).ids])
-        ours = model.generate(ids, 20)
+        ours = model.generate(ids, 12)
         with torch.no_grad():
-            theirs = hf_model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=20,
-                                       min_new_tokens=20, do_sample=False)
+            theirs = hf_model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=12,
+                                       min_new_tokens=12, do_sample=False)
         assert ours.tolist() == theirs.tolist(), (tokenizer.decode(ours[0].tolist()),
                                                   tokenizer.decode(theirs[0].tolist()))
 
@@ -499,8 +500,8 @@ def test_greedy_generation_equals_transformers(smollm2, hf_smollm2):
 def test_real_model_generates_the_same_tokens_with_and_without_the_cache(smollm2):
     model, tokenizer = smollm2
     ids = torch.tensor([tokenizer.encode(PROMPTS[2]).ids])
-    cached = model.generate(ids, 16, use_cache=True)
-    assert torch.equal(cached, model.generate(ids, 16, use_cache=False))
+    cached = model.generate(ids, 8, use_cache=True)
+    assert torch.equal(cached, model.generate(ids, 8, use_cache=False))
     caches = model.new_caches()
     model(cached, caches)
     per_token = kv_cache_bytes_per_token(model.config)
@@ -536,7 +537,7 @@ MEASURE = """
 import json, resource, sys, time
 import torch
 from utils._proc import peak_rss_bytes
-torch.set_num_threads(2)
+torch.set_num_threads(1)
 wall, cpu = time.perf_counter(), time.process_time()
 from utils.llm import load_smollm2
 model, tokenizer = load_smollm2()
