@@ -95,6 +95,11 @@ lab-zh: setup
 	$(BIN)/python -m utils.lab --lang zh --port $(PORT) --work $(WORK)/zh
 
 # --- tests ----------------------------------------------------------------------------------------
+# One torch (OpenMP) thread per process while testing: xdist runs two workers on two cores, each running
+# a notebook kernel or a grader; two threads each would spin against each other (chapter 7's tests burned
+# five times the CPU). Learners' kernels (make lab) keep torch's default.
+test quick unit doctest nbval nbval-solutions nbval-chapters binder-test browser: export OMP_NUM_THREADS = 1
+
 test: test-prereqs setup-dev lint unit doctest nbval-solutions binder-test browser html
 	@echo "make test: all green"
 

@@ -61,3 +61,15 @@ def test_binder_runs_every_english_chapter():
     assert CHAPTERS and {p.parent for p in CHAPTERS} == {REPO / "chapters"}, CHAPTERS
     source = (REPO / "tests" / "test_binder_env.py").read_text()
     assert '@pytest.mark.parametrize("chapter", CHAPTERS' in source
+
+
+def test_every_test_stage_runs_torch_on_one_thread_per_process():
+    """Two xdist workers on two cores, each with torch's default of one thread per core, spin against each
+    other: the test stages export OMP_NUM_THREADS=1 (chapter 7's model tests took five times the CPU)."""
+    for goal in ("test", "quick", "unit", "nbval-solutions", "binder-test", "browser"):
+        out = subprocess.run(["make", "-n", "-p", "--no-print-directory", goal], cwd=REPO, capture_output=True,
+                             text=True, timeout=120, check=True).stdout
+        assert f"{goal}: OMP_NUM_THREADS = 1" in out, goal
+    lab = subprocess.run(["make", "-n", "-p", "--no-print-directory", "lab"], cwd=REPO, capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    assert "lab: OMP_NUM_THREADS" not in lab  # a learner's kernels keep torch's default
