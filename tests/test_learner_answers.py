@@ -43,11 +43,15 @@ def _verdict(answer: dict, cases: str):
 def test_every_exercise_has_wrong_answers_in_both_halves_and_a_correct_alternative():
     from utils.exercises import all_exercises
 
-    ids = {i for i in all_exercises() if i.split(".")[0] in SLUG_CHAPTERS}  # ch7's answers: tune_ch7, its own test
+    ids = {i for i in all_exercises() if i.split(".")[0] in SLUG_CHAPTERS}  # chapter 7's batches: below
     for split in ("tune", "heldout", "tune3", "heldout3", "tune4", "heldout4"):
         assert {a["exercise"] for a in WRONG if a["split"] == split} == ids, split
-    for split in CORRECT_SPLITS:
+    for split in ("alternatives", "alternatives2"):
         assert {a["exercise"] for a in CORRECT if a["split"] == split} == ids, split
+    chapter7 = {i for i in all_exercises() if i.startswith("ch7.")}
+    for split in ("tune_ch7", "heldout_ch7"):
+        assert {a["exercise"] for a in WRONG if a["split"] == split} == chapter7, split
+    assert {a["exercise"] for a in CORRECT if a["split"] == "alternatives_ch7"} == chapter7
     assert all(a.get("correct") for a in CORRECT) and not any(a.get("correct") for a in WRONG)
 
 
