@@ -321,7 +321,7 @@ NAMED = {  # answer -> words its public line must hold (the mistake, or the faul
     "rotate_half_rope__first_half_only": "never mixes features 0, 1, 2, 3",
     "rotate_half_rope__float32": "has dtype torch.float32, expected torch.float64",
     "rotate_half_rope__no_outer_product": "the same at every position",
-    "grouped_query_attention__expand_groups_first": "tiles the heads",
+    "grouped_query_attention__expand_groups_first": "expanding a new dim before H_kv",
     "grouped_query_attention__scale_by_heads": "1/sqrt(H), H the number of query heads",
     "grouped_query_attention__triu_kept": "gives weight to key 1, a later position",
     "grouped_query_attention__masked_with_zero": "gives weight to key 1, a later position",
@@ -332,7 +332,7 @@ NAMED = {  # answer -> words its public line must hold (the mistake, or the faul
     "sink_window_mask__band_tril_triu": "your window keeps one key too many",
     "sink_window_mask__sinks_at_the_end": "keeps no sink before its window",
     "sink_window_mask__float": "has dtype torch.float32, expected torch.bool",
-    "sink_window_mask__window_before_the_query": "it does not see itself",
+    "sink_window_mask__window_before_the_query": "your query 8 sees [5, 6, 7] but not itself (8)",
     "sink_window_mask__sink_rows": "keeps no sink before its window",
     "sink_window_mask__sinks_widen_the_window": "sees the 5 most recent keys",
 }
@@ -356,3 +356,99 @@ def test_a_realistic_wrong_answer_fails_and_its_line_names_the_fault(answer):
             for case in exercise.public_cases():
                 got, wrong = plain_copy(answer["fn"](**clone_case(case))), plain_copy(mistake.fn(**clone_case(case)))
                 assert compare(got, wrong, exercise.atol, exercise.rtol) is None, (mistake.name, case)
+
+
+# --------------------------------------------------------------------------------------------------
+# A fresh learner's wrong answers (round 2): each line names what was written, and not a slip that was not
+# --------------------------------------------------------------------------------------------------
+
+
+def _attend_with(query, key, value, is_causal, k_heads, v_heads):
+    G = query.shape[1] // key.shape[1]
+    k, v = k_heads(key, G), v_heads(value, G)
+    scores = query @ k.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    if is_causal:
+        scores = scores.masked_fill(torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1), float("-inf"))
+    return scores.softmax(-1) @ v
+
+
+def _interleaved(t, G):
+    return t.repeat_interleave(G, 1)
+
+
+def _tiled(t, G):
+    return t.repeat(1, G, 1, 1)
+
+
+def gqa__masked_after_softmax(query, key, value, is_causal=False):
+    G = query.shape[1] // key.shape[1]
+    k, v = key.repeat_interleave(G, 1), value.repeat_interleave(G, 1)
+    w = (query @ k.transpose(-2, -1) / math.sqrt(query.shape[-1])).softmax(-1)
+    if is_causal:
+        w = w * torch.ones(w.shape[-2:]).tril()
+    return w @ v
+
+
+def gqa__expand_before_h_kv(query, key, value, is_causal=False):
+    N, H_kv, S, D = key.shape
+    G = query.shape[1] // H_kv
+    k = key[:, None].expand(N, G, H_kv, S, D).reshape(N, G * H_kv, S, D)
+    v = value[:, None].expand(N, G, H_kv, S, value.shape[-1]).reshape(N, G * H_kv, S, value.shape[-1])
+    return _attend_with(query, k, v, is_causal, lambda t, G: t, lambda t, G: t)
+
+
+def gqa__values_tiled(query, key, value, is_causal=False):
+    return _attend_with(query, key, value, is_causal, _interleaved, _tiled)
+
+
+def gqa__keys_tiled(query, key, value, is_causal=False):
+    return _attend_with(query, key, value, is_causal, _tiled, _interleaved)
+
+
+def gqa__group_size_h_kv(query, key, value, is_causal=False):
+    G = key.shape[1]  # H_kv, not H // H_kv
+    return _attend_with(query, key.repeat_interleave(G, 1), value.repeat_interleave(G, 1), is_causal,
+                        lambda t, G: t, lambda t, G: t)
+
+
+def rope__negated_positions(x, positions, base=10000.0):
+    return rotate_half_rope__plain(x, -positions, base)
+
+
+def rope__chunk_positions(x, positions, base=10000.0):
+    angle = positions.double()[:, None] * _inv_freq(x.shape[-1], base)
+    angle = torch.cat((angle, angle), dim=-1)
+    x1, x2 = x.chunk(2, dim=-2)
+    return x * angle.cos().to(x.dtype) + torch.cat((-x2, x1), dim=-2) * angle.sin().to(x.dtype)
+
+
+def sink_window_mask__strictly_before(L, window, sinks):
+    i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+    return (j < i) & ((i - j < window) | (j < sinks))
+
+
+ROUND_2 = [  # (exercise, answer, words the line must hold, words it must not hold)
+    ("grouped_query_attention", gqa__masked_after_softmax, ["do not sum to 1", "-inf before the softmax"],
+     ["output differs"]),
+    ("grouped_query_attention", gqa__expand_before_h_kv, [".repeat(1, G, 1, 1)", "a new dim before H_kv",
+                                                          "key[:, :, None]"], []),
+    ("grouped_query_attention", gqa__values_tiled, ["your values", "[0, 1, 0, 1, 0, 1]"], ["your keys"]),
+    ("grouped_query_attention", gqa__keys_tiled, ["your keys", "[0, 1, 0, 1, 0, 1]"], ["your values"]),
+    ("grouped_query_attention", gqa__group_size_h_kv, ["G = H // H_kv"], []),
+    ("rotate_half_rope", rope__negated_positions, ["the sign in rotate_half", "the sign of the angle"],
+     ["your rotate_half has its minus sign on the wrong half"]),
+    ("rotate_half_rope", rope__chunk_positions, ["the last dim", "chunk(2, dim=-1)"], ["never mixes"]),
+    ("sink_window_mask", sink_window_mask__strictly_before, ["your query 8 sees [6, 7] but not itself (8)",
+                                                             "keep j <= i"], ["0 most recent"]),
+]
+
+
+@pytest.mark.parametrize(("name", "fn", "says", "never"), ROUND_2, ids=[a[1].__name__ for a in ROUND_2])
+def test_a_fresh_learners_wrong_answer_is_told_what_it_wrote(name, fn, says, never):
+    with using_language("en"):
+        verdict = _verdict(name, fn)
+    assert not verdict.passed
+    for words in says:
+        assert words in verdict.message, (words, verdict.message)
+    for words in never:
+        assert words not in verdict.message, (words, verdict.message)

@@ -145,8 +145,9 @@ ROPE = Exercise(
                 "and SmolLM pair feature i with feature i + D/2 (rotate_half): the same rotations of a permuted "
                 f"vector, but weights trained for one layout break in the other {_ROPE}"),
         Mistake("sign_flipped", wrong._rope_sign_flipped,
-                "your rotate_half has its minus sign on the wrong half: rotate_half([x1, x2]) = [-x2, x1], so that "
-                f"each pair turns by +angle; yours turns every pair the other way {_ROPE}"),
+                "each pair of your output turns by −angle, the other way: check the sign in rotate_half "
+                "(rotate_half([x1, x2]) = [-x2, x1], the minus on the second half), or the sign of the angle, "
+                f"+positions · θ {_ROPE}"),
         Mistake("angles_repeat_interleaved", wrong._rope_repeat_interleaved,
                 "you filled the D angles with repeat_interleave (θ0, θ0, θ1, θ1, …), the interleaved layout's order: "
                 "in rotate-half, feature i and feature i + D/2 share angle i, so the D angles are the D/2 angles "
@@ -202,9 +203,10 @@ GQA = Exercise(
     points=2,
     mistakes=(
         Mistake("tiled", wrong._gqa_tiled,
-                "query head h reads key/value head h // G (query heads 0 … G − 1 share the first one): "
-                ".repeat(1, G, 1, 1) tiles the heads (0, 1, 0, 1, …), so head h reads head h % H_kv; use "
-                f"repeat_interleave(G, dim=1), or expand and reshape {_GQA}"),
+                "query head h reads key/value head h // G (query heads 0 … G − 1 share the first one); yours are "
+                "tiled (kv0, kv1, kv0, kv1, …), so head h reads head h % H_kv: .repeat(1, G, 1, 1) gives that "
+                "order, and so does expanding a new dim before H_kv (key[:, None]); use repeat_interleave(G, "
+                f"dim=1), or expand a new dim after H_kv, key[:, :, None], then reshape {_GQA}"),
         Mistake("query_mean", wrong._gqa_query_mean,
                 "GQA shares the keys and values, not the queries: each of the H query heads keeps its own query "
                 f"and attends over its group's shared K and V; your query heads of one group were merged {_GQA}"),

@@ -153,6 +153,10 @@ def _rope_explain(reference, inputs, outcomes) -> str | None:
     leak = (got - eye[:, None, :]).abs()  # (D, positions, D): where each unit vector went
     leak[rows, :, rows] = 0
     still = [b for b in range(_D) if float(leak[b].max()) < 1e-6]
+    if len(still) == _D and _halves_of_positions(inputs[0], got):
+        return tr("your rotate_half cuts x in two along dim -2, the positions, so no feature turns with another: "
+                  "cut the last dim, the D features, x.chunk(2, dim=-1), and concatenate along it ({where})",
+                  where=_see_rope())
     if still:
         return tr("for D = {D} your function never mixes features {still} with another feature: each feature i < D/2 "
                   "turns together with feature i + D/2, both halves, out = x · cos + rotate_half(x) · sin ({where})",
@@ -173,6 +177,15 @@ def _rope_explain(reference, inputs, outcomes) -> str | None:
     if not same(cosines ** 2 + sines ** 2, torch.ones_like(cosines), atol=1e-3):
         return _not_a_rotation(got, cosines, half)
     return _angles_explain(torch.atan2(sines, cosines), half)
+
+
+def _halves_of_positions(case: dict, got: torch.Tensor) -> bool:
+    """Whether ``got`` is RoPE with rotate_half written over dim -2 (the positions) instead of the features."""
+    x = case["x"].double()
+    angle = case["positions"].double()[:, None] * _theta()
+    angle = torch.cat((angle, angle), dim=-1)  # (L, D)
+    first, second = x.chunk(2, dim=-2)
+    return same(got, x * angle.cos() + torch.cat((-second, first), dim=-2) * angle.sin(), atol=1e-4)
 
 
 def _theta() -> torch.Tensor:
@@ -209,8 +222,9 @@ def _angles_explain(angles: torch.Tensor, half: int) -> str | None:
         return same(torch.stack((a.cos(), a.sin())), torch.stack((b.cos(), b.sin())), atol=1e-4)
 
     if turns(angles, -right):
-        return tr("each pair of your output turns by minus the right angle: rotate_half([x1, x2]) is [-x2, x1], the "
-                  "minus on the second half; yours turns the other way ({where})", where=_see_rope())
+        return tr("each pair of your output turns by −angle, the other way: check the sign in rotate_half "
+                  "(rotate_half([x1, x2]) = [-x2, x1], the minus on the second half), or the sign of the angle, "
+                  "+positions · θ ({where})", where=_see_rope())
     if turns(angles, math.pi / 2 - right):
         return tr("at position 0 your output is rotate_half(x), not x: cos and sin are swapped; out = x · cos + "
                   "rotate_half(x) · sin, so that angle 0 leaves x as it is ({where})", where=_see_rope())

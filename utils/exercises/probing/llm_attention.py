@@ -1,12 +1,15 @@
 """Chapter 7's probes for grouped-query attention and the attention-sink mask.
 
 * ``grouped_query_attention``: (1) zero queries and values that are constant per key/value head (1, 2): each
-  output head shows which key/value head it read, compared with h // G; (2) values that are the identity
+  output head shows which key/value head's values it read, compared with h // G, and, with values that are the
+  identity in every head, whose keys its weights were taken with; (2) values that are the identity
   (Dv = S), so that the output *is* the attention weights: do they sum to 1 over the keys, do the query heads
   of one group differ, by what factor are the scores q·kᵀ scaled (read back by fitting the log-weights), and,
-  with is_causal=True, which keys each query may see.
+  with is_causal=True, which keys each query may see and whether its weights still sum to 1. (1) also runs five
+  (H, H_kv), two with H = H_kv²: right on those two only is a group size of H_kv, not H // H_kv.
 * ``sink_window_mask``: L = 12, window = 3, sinks = 2: future keys, then for query 8 the sinks it keeps and
-  the number of recent keys it sees, each compared with what the arguments say.
+  the number of recent keys it sees (and whether it sees itself), each compared with what the arguments
+  say.
 
 See :mod:`utils.exercises.probes` for the contract.
 """
@@ -36,10 +39,64 @@ def _see_sinks() -> str:
 _H, _H_KV, _L, _D = 6, 2, 5, 4
 
 
+_GROUPS = ((4, 2), (9, 3), (6, 2), (6, 3), (8, 2))  # (H, H_kv): H = H_kv² in the first two only
+
+
+def _group_inputs(gen: torch.Generator) -> list:
+    return [{"query": torch.randn(1, H, 2, 4, generator=gen), "key": torch.randn(1, H_kv, 2, 4, generator=gen),
+             "value": torch.randn(1, H_kv, 2, 3, generator=gen), "is_causal": False} for H, H_kv in _GROUPS]
+
+
+def _group_explain(reference, inputs, outcomes) -> str | None:
+    """Right exactly where H = H_kv²: a group size of H_kv. ``inputs`` and ``outcomes``: those of _group_inputs."""
+    if len(outcomes) < len(inputs):
+        return None
+    right = []
+    for case, outcome in zip(inputs, outcomes):
+        got, want = probe_output([outcome], 0), reference_output(reference, case)
+        right.append(got is not None and got.shape == want.shape and same(got.double(), want.double(), atol=1e-4))
+    if right != [H == H_kv ** 2 for H, H_kv in _GROUPS]:
+        return None
+    return tr("your function is right only where H = H_kv² ({good}) and not on {bad}: the group size is G = H // H_kv, "
+              "the number of query heads that share one key/value head, not H_kv ({where})",
+              good=", ".join(f"H = {H}, H_kv = {k}" for H, k in _GROUPS[:2]),
+              bad=", ".join(f"H = {H}, H_kv = {k}" for H, k in _GROUPS[2:]), where=_see_gqa())
+
+
 def _heads_inputs(gen: torch.Generator) -> list:
     value = torch.arange(1.0, _H_KV + 1)[None, :, None, None].expand(1, _H_KV, 3, 2).contiguous()  # head g: g + 1
+    identity = torch.eye(_L).expand(1, _H_KV, _L, _L).contiguous()  # the same values in every head: the weights
     return [{"query": torch.zeros(1, _H, 3, _D), "key": torch.randn(1, _H_KV, 3, _D, generator=gen), "value": value,
-             "is_causal": False}]
+             "is_causal": False},
+            {"query": torch.randn(1, _H, _L, _D, generator=gen), "key": torch.randn(1, _H_KV, _L, _D, generator=gen),
+             "value": identity, "is_causal": False}] + _group_inputs(gen)
+
+
+def _value_heads(got: torch.Tensor | None) -> list[int] | None:
+    """The key/value head whose values each query head read (values of head g are all g + 1), or None."""
+    if got is None or got.shape != (1, _H, 3, 2) or not got.is_floating_point():
+        return None
+    read = got.double().mean(dim=(0, 2, 3)) - 1  # (H,)
+    heads = [round(float(r)) for r in read]
+    if not same(got.double(), (read + 1)[None, :, None, None].expand_as(got), atol=1e-4) or not same(
+            read, torch.tensor(heads, dtype=torch.float64), atol=1e-4) or not all(0 <= h < _H_KV for h in heads):
+        return None
+    return heads
+
+
+def _key_heads(got: torch.Tensor | None, case: dict) -> list[int] | None:
+    """The key/value head whose keys each query head's weights were taken with, or None where none fits."""
+    if got is None or got.shape != (1, _H, _L, _L) or not got.is_floating_point():
+        return None
+    query, key = case["query"].double(), case["key"].double()
+    heads = []
+    for h in range(_H):
+        fits = [g for g in range(_H_KV) if same(got[0, h].double(), torch.softmax(
+            query[0, h] @ key[0, g].T / math.sqrt(_D), dim=-1), atol=1e-4)]
+        if not fits:
+            return None
+        heads.append(fits[0])
+    return heads
 
 
 def _heads_explain(reference, inputs, outcomes) -> str | None:
@@ -48,21 +105,27 @@ def _heads_explain(reference, inputs, outcomes) -> str | None:
         return tr("with {H} query heads and {H_kv} key/value heads your output has {H_kv} heads, one per key/value "
                   "head: GQA shares the keys and values, not the queries; every query head keeps its own query and "
                   "its own output, (N, H, L, Dv) ({where})", H=_H, H_kv=_H_KV, where=_see_gqa())
-    if got is None or got.shape != (1, _H, 3, 2) or not got.is_floating_point():
-        return None
-    read = got.double().mean(dim=(0, 2, 3)) - 1  # (H,): the key/value head each query head read
-    if not same(got.double(), (read + 1)[None, :, None, None].expand_as(got), atol=1e-4):
-        return None
-    heads = [round(float(r)) for r in read]
+    groups = _group_explain(reference, inputs[2:], outcomes[2:]) if len(outcomes) == len(inputs) else None
+    if groups is not None:
+        return groups
     G = _H // _H_KV
-    if not same(read, torch.tensor(heads, dtype=torch.float64), atol=1e-4) or heads == [h // G for h in range(_H)]:
+    want = [h // G for h in range(_H)]
+    values, keys = _value_heads(got), _key_heads(probe_output(outcomes, 1), inputs[1])
+    if values is None or (values == want and keys in (None, want)):
         return None
-    note = tr(": the heads are tiled (0, 1, 0, 1, …), as .repeat(1, G, 1, 1) gives") if heads == [
-        h % _H_KV for h in range(_H)] else ""
+    if keys == values or keys is None:
+        heads, what = values, tr("your keys and values") if keys == values else tr("your values")
+    elif values == want:
+        heads, what = keys, tr("your keys; the values are right")
+    else:
+        heads, what = values, tr("your values; the keys are right") if keys == want else tr("your values")
+    tiled = tr(": tiled (kv0, kv1, kv0, kv1, …), as .repeat(1, G, 1, 1) gives, or expanding a new dim before H_kv "
+               "(key[:, None]); expand after it instead, key[:, :, None]") if heads == [h % _H_KV for h in range(_H)] \
+        else ""
     return tr("with {H} query heads and {H_kv} key/value heads, your query heads 0 … {last} read key/value heads "
-              "{got}{note}; query head h reads head h // G = {want} (G = {G} consecutive query heads share one): "
-              "repeat_interleave(G, dim=1), or expand and reshape ({where})", H=_H, H_kv=_H_KV, last=_H - 1,
-              got=heads, note=note, want=[h // G for h in range(_H)], G=G, where=_see_gqa())
+              "{got} ({what}){note}; query head h reads head h // G = {want} (G = {G} consecutive query heads share "
+              "one): repeat_interleave(G, dim=1), or expand and reshape ({where})", H=_H, H_kv=_H_KV,
+              what=what, last=_H - 1, got=heads, note=tiled, want=want, G=G, where=_see_gqa())
 
 
 def _weights_inputs(gen: torch.Generator) -> list:
@@ -91,6 +154,12 @@ def _weights_explain(reference, inputs, outcomes) -> str | None:
         i, j = (int(t) for t in future.nonzero()[0])
         return tr("with is_causal=True your query {i} gives weight to key {j}, a later position: query i sees keys "
                   "0 … i, the diagonal included (tril with diagonal=0) ({where})", i=i, j=j, where=_see_gqa())
+    sums = causal.sum(-1)
+    if not same(sums, torch.ones_like(sums), atol=1e-4):
+        return tr("with is_causal=True the rows of your weights do not sum to 1 (query 0's row sums to {s:.3g}): "
+                  "zeroing weights after the softmax leaves the others as they were; mask the scores with -inf "
+                  "before the softmax, which then shares 1 among the keys left ({where})", s=float(sums[0, 0, 0]),
+                  where=_see_gqa())
     if bool((causal[0, 0].diagonal() < 1e-9).any()):
         return tr("with is_causal=True your queries give no weight to their own position (query 0 then sees no "
                   "key at all): the causal mask keeps the diagonal, j <= i ({where})", where=_see_gqa())
@@ -172,16 +241,24 @@ def _sink_explain(reference, inputs, outcomes) -> str | None:
                   "the mask is causal, j <= i, like the ring buffer it stands for ({where})", L=_SINK_L, W=_WINDOW,
                   s=_SINK_COUNT, i=i, j=j, where=_see_sinks())
     row = got[_QUERY]
+    if not bool(row[_QUERY]):
+        before = _QUERY
+        while before > 0 and bool(row[before - 1]):
+            before -= 1
+        return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} sees {keys} but not itself ({i}): keep "
+                  "j <= i, a query's own position included; window = {W} means keys {want}: 0 <= i − j < window "
+                  "({where})", L=_SINK_L, W=_WINDOW, s=_SINK_COUNT, i=_QUERY, keys=list(range(before, _QUERY)),
+                  want=list(range(_QUERY - _WINDOW + 1, _QUERY + 1)), where=_see_sinks())
     recent = 0
     while recent <= _QUERY and bool(row[_QUERY - recent]):
         recent += 1
     sinks = [j for j in _keys(row) if j <= _QUERY - recent]
     if recent != _WINDOW:
         note = tr(" (window − sinks: the sinks come on top of the window, they are not counted in it)") if (
-            recent == _WINDOW - _SINK_COUNT) else tr(" — it does not see itself") if recent == 0 else ""
+            recent == _WINDOW - _SINK_COUNT) else ""
         return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} sees the {n} most recent keys, itself "
                   "included ({keys}){note}; window = {W} means keys {want}: i − j < window ({where})", L=_SINK_L,
-                  W=_WINDOW, s=_SINK_COUNT, i=_QUERY, n=recent, keys=_keys(row)[-recent:] if recent else [],
+                  W=_WINDOW, s=_SINK_COUNT, i=_QUERY, n=recent, keys=_keys(row)[-recent:],
                   note=note, want=list(range(_QUERY - _WINDOW + 1, _QUERY + 1)), where=_see_sinks())
     if sinks != list(range(_SINK_COUNT)):
         what = tr("no sink") if not sinks else tr("keys {keys}", keys=sinks)
