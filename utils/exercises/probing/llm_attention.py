@@ -57,10 +57,9 @@ def _group_explain(reference, inputs, outcomes) -> str | None:
         right.append(got is not None and got.shape == want.shape and same(got.double(), want.double(), atol=1e-4))
     if right != [H == H_kv ** 2 for H, H_kv in _GROUPS]:
         return None
-    return tr("your function is right only where H = H_kv² ({good}) and not on {bad}: the group size is G = H // H_kv, "
-              "the number of query heads that share one key/value head, not H_kv ({where})",
-              good=", ".join(f"H = {H}, H_kv = {k}" for H, k in _GROUPS[:2]),
-              bad=", ".join(f"H = {H}, H_kv = {k}" for H, k in _GROUPS[2:]), where=_see_gqa())
+    return tr("your function is right only where H = H_kv², on (H, H_kv) = {good}, and not on {bad}: the group size "
+              "is G = H // H_kv, the number of query heads that share one key/value head, not H_kv ({where})",
+              good=", ".join(map(str, _GROUPS[:2])), bad=", ".join(map(str, _GROUPS[2:])), where=_see_gqa())
 
 
 def _heads_inputs(gen: torch.Generator) -> list:
