@@ -452,3 +452,16 @@ def test_a_fresh_learners_wrong_answer_is_told_what_it_wrote(name, fn, says, nev
         assert words in verdict.message, (words, verdict.message)
     for words in never:
         assert words not in verdict.message, (words, verdict.message)
+
+
+def sink_window_mask__window_and_sinks(L, window, sinks):
+    i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+    return (j <= i) & (i - j < window) & (j < sinks)
+
+
+def test_a_mask_that_ands_the_window_with_the_sinks_is_told_so_and_not_that_a_query_misses_itself():
+    with using_language("en"):
+        verdict = _verdict("sink_window_mask", sink_window_mask__window_and_sinks)
+    assert not verdict.passed
+    assert "join the two with | (or), not & (and)" in verdict.message, verdict.message
+    assert "not itself" not in verdict.message, verdict.message

@@ -239,8 +239,14 @@ def _sink_explain(reference, inputs, outcomes) -> str | None:
         return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} may attend to key {j}, a later position: "
                   "the mask is causal, j <= i, like the ring buffer it stands for ({where})", L=_SINK_L, W=_WINDOW,
                   s=_SINK_COUNT, i=i, j=j, where=_see_sinks())
+    i, j = torch.arange(_SINK_L)[:, None], torch.arange(_SINK_L)[None, :]
+    if torch.equal(got, (j <= i) & (i - j < _WINDOW) & (j < _SINK_COUNT)):
+        return tr("for L = {L}, window = {W} and sinks = {s}, your mask keeps only keys that are both in the window "
+                  "and sinks (query {i} sees {keys}): a query sees its window or the sinks, join the two with | (or), "
+                  "not & (and) ({where})", L=_SINK_L, W=_WINDOW, s=_SINK_COUNT, i=_QUERY, keys=_keys(got[_QUERY]),
+                  where=_see_sinks())
     row = got[_QUERY]
-    if not bool(row[_QUERY]):
+    if not bool(row[_QUERY]) and bool(row[_QUERY - 1]):
         before = _QUERY
         while before > 0 and bool(row[before - 1]):
             before -= 1
@@ -254,7 +260,7 @@ def _sink_explain(reference, inputs, outcomes) -> str | None:
     sinks = [j for j in _keys(row) if j <= _QUERY - recent]
     if recent != _WINDOW:
         note = tr(" (window − sinks: the sinks come on top of the window, they are not counted in it)") if (
-            recent == _WINDOW - _SINK_COUNT) else ""
+            recent == _WINDOW - _SINK_COUNT) else tr(" — it does not see itself") if recent == 0 else ""
         return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} sees the {n} most recent keys, itself "
                   "included ({keys}){note}; window = {W} means keys {want}: i − j < window ({where})", L=_SINK_L,
                   W=_WINDOW, s=_SINK_COUNT, i=_QUERY, n=recent, keys=_keys(row)[-recent:],
