@@ -290,3 +290,20 @@ def test_minus_1e9_put_into_the_online_softmax_inputs_is_named_once():
     assert line.startswith("your running max is -1e9 where it must stay -inf"), line
     assert "does not explain" not in line and "known slip" not in line
 
+
+
+def test_a_list_returned_is_called_a_list_not_a_tuple():
+    """A learner who returns ``.tolist()`` is told "list of 12", not "tuple of 12" (a fresh learner's finding,
+    chapter 7): the judge names the type the function returned, before copying it."""
+    import contextlib
+    import io
+
+    from utils.exercises import check
+
+    def sink_window_mask(L, window, sinks):
+        i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+        return ((j <= i) & ((i - j < window) | (j < sinks))).tolist()
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        line = check.sink_window_mask(sink_window_mask, quiet=True).line
+    assert "got list of" in line and "tuple" not in line, line

@@ -144,13 +144,15 @@ def clone_case(case: Case) -> Case:
 def plain_copy(value: Any) -> Any:
     """A plain copy of an output to compare: tensors become plain CPU ``torch.Tensor`` s (a subclass
     could lie through ``__torch_function__`` or an overridden method), numbers and strings their exact
-    built-in type (a subclass could lie through ``__eq__`` or ``__float__``), lists tuples."""
+    built-in type (a subclass could lie through ``__eq__`` or ``__float__``), tuples and lists plain ones
+    (a list stays a list, so that a message can say which one the function returned)."""
     if isinstance(value, torch.Tensor):
         with torch._C.DisableTorchFunctionSubclass():
             plain = torch.Tensor.cpu(torch.Tensor.detach(value))
         return plain.as_subclass(torch.Tensor) if type(plain) is not torch.Tensor else plain
     if isinstance(value, (tuple, list)):
-        return tuple(plain_copy(v) for v in value)
+        items = [plain_copy(v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):

@@ -75,6 +75,8 @@ def describe(value: Any) -> str:
         return tr("tensor {shape} {dtype}", shape=tuple(value.shape), dtype=str(value.dtype).replace("torch.", ""))
     if isinstance(value, tuple):
         return tr("tuple of {n}", n=len(value))
+    if isinstance(value, list):
+        return tr("list of {n}", n=len(value))
     return type(value).__name__
 
 
