@@ -14,6 +14,7 @@ import os
 import threading
 import time
 import warnings
+import zipfile
 
 import grader_fixtures as gf
 import pytest
@@ -21,7 +22,7 @@ from test_grader_chapters import CH1, CH2, two_chapter_course
 
 from utils.exercises.common import one_line
 from utils.exercises.definition import Mistake
-from utils.grading import batch, cli, engine, intake
+from utils.grading import batch, cli, course, engine, intake
 
 LONG = (
     "You took the mean of the entries, not their sum. The mean divides the sum by how many entries "
@@ -60,6 +61,13 @@ def edges(tmp_path_factory):
     os.utime(old, (1_600_000_000, 1_600_000_000))
     os.utime(new, (1_700_000_000, 1_700_000_000))  # the resubmission, named less like the chapter
     gf.student(subs, "broken", {"02_more.ipynb": '{"cells": [ not json'})
+    older = gf.student(subs, "cut", {"01_toy.ipynb": gf.notebook(list(ADD_TWO.items()))}) / "01_toy.ipynb"
+    newer = subs / "cut" / "01_toy (1).ipynb"
+    newer.write_text(json.dumps(gf.notebook(list(ADD_ONE.items())))[:40], encoding="utf-8")  # cut short
+    os.utime(older, (1_600_000_000, 1_600_000_000))
+    os.utime(newer, (1_700_000_000, 1_700_000_000))
+    gf.student(subs, "stray", {"01_toy.ipynb": gf.notebook(list(CH1.items())),
+                               "02_more.ipynb": gf.notebook(list(MEAN.items())), "notes.ipynb": "{"})
     gf.student(subs, "verbose", {"02_more.ipynb": gf.notebook(list(MEAN.items()))})
     for name in ("José Núñez", "张伟", "Alice", "alice"):
         gf.student(subs, name, {"x.ipynb": gf.notebook([])})
@@ -127,6 +135,26 @@ def test_of_a_chapter_handed_in_twice_the_newest_copy_is_graded_and_the_other_re
         "01_toy.ipynb: not graded for ch1.add_one: 01_toy (1).ipynb holds it too and "
         "was modified later; the newest copy is graded"
     ]
+
+
+@pytest.mark.sandbox
+def test_a_newest_copy_that_cannot_be_read_is_reported_and_the_older_copy_named(edges):
+    """Issue 35: a resubmission cut short was dropped silently and the older copy graded as if it were all."""
+    assert edges["rows"][("cut", "ch1.add_one")]["status"] == "failed"  # the older copy, the only one readable
+    [line] = [f for f in unplaced(edges, "cut") if f.startswith("01_toy (1).ipynb: ")]
+    assert "this is your newest copy of chapter 1, but it is not valid JSON" in line, line
+    assert "graded from an older copy instead: ch1.add_one (01_toy.ipynb)" in line, line
+    feedback = (edges["out"] / "feedback" / "cut.md").read_text(encoding="utf-8")
+    assert "01_toy (1).ipynb" in feedback and "this is your newest copy of chapter 1" in feedback
+    assert "01_toy (1).ipynb (this is your newest copy of chapter 1" in edges["err"]
+
+
+@pytest.mark.sandbox
+def test_a_notebook_that_cannot_be_read_is_never_dropped_silently(edges):
+    """Every exercise has a readable cell, so no row blames notes.ipynb: it gets a line of its own."""
+    assert {edges["rows"][("stray", e)]["status"] for e in (*CH1, "ch2.total")} <= {"passed", "failed"}
+    assert unplaced(edges, "stray") == ["notes.ipynb: this notebook is not valid JSON, so "
+                                        "nothing in it was graded; hand it in again as saved by Jupyter"]
 
 
 @pytest.mark.sandbox
@@ -209,3 +237,23 @@ def test_help_lists_the_gradescope_bundle_and_the_autograder_variables(capsys):
     assert "AUTOGRADER_ROOT the folder the autograder works in" in text and "default /autograder" in text
     assert "AUTOGRADER_PYTHON the Python that run_autograder grades with" in text
     assert "--chapters LIST grade only these chapters" in text
+
+
+def test_a_newest_copy_over_the_size_limit_in_a_zip_is_reported_with_the_copy_graded(tmp_path):
+    """Issue 35: a zip member over the notebook size limit vanished without a line."""
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    with zipfile.ZipFile(subs / "zoe.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(zipfile.ZipInfo("work/01_toy.ipynb", (2020, 1, 1, 0, 0, 0)),
+                         json.dumps(gf.notebook(list(CH1.items()))))
+        archive.writestr(zipfile.ZipInfo("work/01_toy (1).ipynb", (2024, 1, 1, 0, 0, 0)),
+                         "{" + " " * (21 * 2**20))  # 21 MB of spaces: a few kB zipped
+    [submission] = intake.collect(subs).students
+    exercises = course.load_course(two_chapter_course(tmp_path / "course"), REGISTRY)
+    _decided, tasks, skipped = engine.plan_student(submission, exercises, frozenset({1, 2}))
+    assert [t.course.id for t in tasks] == list(CH1)
+    [line] = [u.line() for u in skipped]
+    assert line == ("zoe.zip:work/01_toy (1).ipynb (this is your newest copy of chapter 1, but it is too large "
+                    "(more than 20 MB), so nothing in it was graded; graded from an older copy instead: "
+                    "ch1.add_one, ch1.attend (zoe.zip:work/01_toy.ipynb); hand it in again as saved by Jupyter "
+                    "if it holds newer work)")

@@ -52,6 +52,19 @@ def test_the_newest_of_two_copies_is_graded_and_the_student_is_told_which(bundle
            "was modified later; the newest copy is graded)" in data["output"], data["output"]
 
 
+def test_a_newest_copy_that_cannot_be_read_is_shown_with_the_copy_graded(bundle, autograder_root):
+    """Issue 35: the newer copy, cut short, was dropped without a word and the older one graded."""
+    root = lay_out(autograder_root, bundle, {"01_toy.ipynb": gf.toy_submission(WRONG)})
+    (root / "submission" / "01_toy (1).ipynb").write_text(json.dumps(gf.toy_submission())[:50], encoding="utf-8")
+    os.utime(root / "submission" / "01_toy (1).ipynb", (NEW, NEW))
+    os.utime(root / "submission" / "01_toy.ipynb", (OLD, OLD))
+    data = run_autograder(root, *TOY)
+    assert "01_toy (1).ipynb (this is your newest copy of chapter 1, but it is not valid JSON, so nothing in it " \
+           "was graded; graded from an older copy instead: ch1.add_one, ch1.attend, ch1.total (01_toy.ipynb)" \
+           in data["output"], data["output"]
+    assert data.get("output_visibility", "visible") == "visible"
+
+
 def zipped(members: dict[str, str]) -> bytes:
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:

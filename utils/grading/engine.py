@@ -17,7 +17,11 @@ unit's first phase (checking costs about 5 s per MB), so one huge submission cos
 
 **Copies and broken notebooks.** An exercise handed in twice is graded from the newer copy
 (:func:`choose_copy`); the other is reported as not graded. A notebook that cannot be read is blamed
-only for its own chapter's exercises when its name says the chapter; the others are ``missing``.
+only for its own chapter's exercises when its name says the chapter; the others are ``missing``. Every
+notebook that cannot be read (not valid JSON, over the size limit, not unpackable) is reported, never
+dropped: a row names it, or it gets a line of its own (``results.csv``, the feedback file, Gradescope's
+output). When it is the newest copy of a chapter, the chapter is graded from the older copy that could
+be read, and its line names that copy (:func:`_unreadable`): the student sees which work was graded.
 
 **Trust.** The worker writes only raw outputs; :func:`utils.exercises.judging.judge` compares them with the
 reference in this process (which never imports :mod:`utils.exercises.runner`), and
@@ -83,6 +87,8 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
     tasks: list[Task] = []
     skipped: dict[tuple[str, str], list[str]] = {}  # (file, why) -> exercise ids not graded from it
     submitted = {ex.chapter for ex in exercises if submission.cells.get(ex.id)}
+    blamed: set[str] = set()  # unreadable notebooks a row already names
+    graded_from: dict[str, str] = {}  # exercise id -> the file its graded copy is in
     for ex in exercises:
         def row(status: Status, feedback: str, _ex: course_mod.CourseExercise = ex) -> Row:
             return Row(submission.student, _ex.id, 0, _ex.points, status, one_line(feedback),
@@ -93,6 +99,7 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
             broken = _broken_notebook(submission, ex, chapters, submitted)
             if broken:
                 name, reason = broken
+                blamed.add(name)
                 decided[ex.id] = row(Status.INVALID, tr("{name} {reason}, so {id} could not be graded; submit the "
                                                    "notebook as saved by Jupyter", name=name, reason=reason,
                                                    id=ex.id))
@@ -101,6 +108,7 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
                                                    "the chapter notebook (its metadata carries the id)", id=ex.id))
             continue
         source, others = choose_copy(cells, submission.modified, ex)
+        graded_from[ex.id] = _chosen_file(cells, submission.modified, ex)
         for file, why in others:
             skipped.setdefault((file, why), []).append(ex.id)
         problem = course_mod.syntax_problem(source)
@@ -123,7 +131,38 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
         tasks.append(Task(ex, source))
     unplaced = [Unplaced(file, tr("not graded for {ids}: {why}", ids=", ".join(ids), why=why), submission.student)
                 for (file, why), ids in skipped.items()]
-    return decided, tasks, unplaced
+    return decided, tasks, [*unplaced, *_unreadable(submission, exercises, graded_from, blamed)]
+
+
+def _unreadable(submission: course_mod.Submission, exercises: list[course_mod.CourseExercise],
+                graded_from: Mapping[str, str], blamed: set[str]) -> list[Unplaced]:
+    """An entry for each notebook that could not be read (not valid JSON, too large, not unpackable),
+    so that none is dropped silently: every one a row does not already name, and always one that is
+    newer than the copy its chapter's exercises were graded from. That chapter is graded from the older
+    copy that could be read, and the entry says so: the student sees which copy gave the grade and can
+    hand in the newest again."""
+    entries = []
+    for name, reason in submission.invalid:
+        chapter = course_mod.chapter_of(_base_name(name))
+        when = submission.modified.get(name, 0.0)
+        older: dict[str, list[str]] = {}  # older copy graded -> the exercises graded from it
+        for ex in exercises:
+            chosen = graded_from.get(ex.id)
+            newer = chosen is not None and submission.modified.get(chosen, 0.0) < when
+            if newer and chapter is not None and ex.chapter == chapter:
+                older.setdefault(chosen, []).append(ex.id)
+        if older:
+            graded = "; ".join(f"{', '.join(ids)} ({file})" for file, ids in older.items())
+            why = tr("this is your newest copy of chapter {chapter}, but it {reason}, so nothing in it was "
+                     "graded; graded from an older copy instead: {graded}; hand it in again as saved by Jupyter "
+                     "if it holds newer work", chapter=chapter, reason=reason, graded=graded)
+        elif name in blamed:
+            continue
+        else:
+            why = tr("this notebook {reason}, so nothing in it was graded; hand it in again as saved by Jupyter",
+                     reason=reason)
+        entries.append(Unplaced(name, why, submission.student))
+    return entries
 
 
 def choose_copy(cells: list[tuple[str, str]], modified: Mapping[str, float], ex: course_mod.CourseExercise
@@ -136,10 +175,7 @@ def choose_copy(cells: list[tuple[str, str]], modified: Mapping[str, float], ex:
     own (``02_scaled_dot_product_attention.ipynb``) wins, then the name that sorts first. Of several cells
     in that notebook, the last one is graded, as running the notebook from the top defines it last.
     """
-    def key(file: str) -> tuple[float, bool, str]:
-        return -modified.get(file, 0.0), _base_name(file) != ex.notebook, file
-
-    files = sorted({file for file, _source in cells}, key=key)
+    files = _by_preference(cells, modified, ex)
     chosen = files[0]
     mine = [source for file, source in cells if file == chosen]
     others = []
@@ -154,6 +190,20 @@ def choose_copy(cells: list[tuple[str, str]], modified: Mapping[str, float], ex:
         others.append((chosen, tr("this notebook has {count} cells for it; the last one is graded, as running the "
                                   "notebook from the top would define it last", count=len(mine))))
     return mine[-1], others
+
+
+def _by_preference(cells: list[tuple[str, str]], modified: Mapping[str, float], ex: course_mod.CourseExercise
+                   ) -> list[str]:
+    """The files holding ``cells``, the one :func:`choose_copy` grades first."""
+    def key(file: str) -> tuple[float, bool, str]:
+        return -modified.get(file, 0.0), _base_name(file) != ex.notebook, file
+
+    return sorted({file for file, _source in cells}, key=key)
+
+
+def _chosen_file(cells: list[tuple[str, str]], modified: Mapping[str, float], ex: course_mod.CourseExercise) -> str:
+    """The file whose copy of ``ex`` :func:`choose_copy` grades."""
+    return _by_preference(cells, modified, ex)[0]
 
 
 def _base_name(file: str) -> str:

@@ -308,12 +308,14 @@ def _read_zip(path: Path, label: str, submission: Submission, unplaced: list[Unp
             with archive.open(info) as handle:  # read at most the cap, whatever the header says
                 content = handle.read(min(MAX_NOTEBOOK_BYTES, budget) + 1)
         except Exception as exc:  # noqa: BLE001  (BadZipFile, zlib.error, NotImplementedError...: it costs itself)
+            submission.modified[where] = _zip_time(info)  # so that a newer copy that cannot be read is told
             submission.invalid.append((where, f"cannot be unpacked ({type(exc).__name__})"))
             continue
         if len(content) > budget:
             return refuse(f"the zip unpacks to more than {MAX_ZIP_TOTAL // 2**20} MB; the rest was not read", where)
         budget -= len(content)
         if len(content) > MAX_NOTEBOOK_BYTES:
+            submission.modified[where] = _zip_time(info)
             submission.invalid.append((where, f"is too large (more than {MAX_NOTEBOOK_BYTES // 2**20} MB)"))
             continue
         submission.read_now(where, lambda notes, c=content: parse_notebook(c, notes), _zip_time(info))
