@@ -196,6 +196,10 @@ def test_an_earlier_cell_cannot_change_how_a_later_one_runs(bypass_batch):
         ("import os\ndef f(x):\n    return os.posix_spawn('/bin/ls', ['ls'], {})", "os.posix_spawn"),
         ("from os import system\ndef f(x):\n    return system('ls')", "from os import system"),
         ("import pty\ndef f(x):\n    return pty.spawn('sh')", "import pty"),
+        ("import posix\ndef f(x):\n    posix.system('ls')\n    return x", "posix.system"),  # os's own source
+        ("import posix as p\ndef f(x):\n    return p.posix_spawn('/bin/ls', ['ls'], {})", "posix.posix_spawn"),
+        ("from posix import execv\ndef f(x):\n    execv('/bin/sh', ['sh'])", "from posix import execv"),
+        ("import _posixsubprocess\ndef f(x):\n    return _posixsubprocess.fork_exec", "import _posixsubprocess"),
     ],
 )
 def test_starting_a_program_is_named_by_the_static_check(source, named):

@@ -12,7 +12,7 @@ import ast
 import inspect
 import re
 import textwrap
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from utils.exercises.common import resolve
@@ -26,7 +26,7 @@ UNSAFE_BUILTINS = frozenset({"exec", "eval", "compile", "__import__", "globals",
 UNSAFE_MODULES = frozenset({"importlib", "ctypes", "gc", "inspect", "builtins", "marshal", "pickle", "copyreg",
                             "types", "dill", "cloudpickle", "_thread", "code", "codeop", "runpy", "pdb", "pkgutil",
                             "zipimport", "imp", "site", "pydoc", "string", "logging", "unittest", "modulefinder",
-                            "shelve", "multiprocessing", "sys", "subprocess", "pty"})
+                            "shelve", "multiprocessing", "sys", "subprocess", "pty", "_posixsubprocess"})
 """Modules that import, run or reach code by name, or walk frames and live objects (``pkgutil.resolve_name``,
 ``pydoc.locate``, ``string.Formatter().get_field``, ``logging.config``'s factories, ``unittest.mock.patch``
 import by a string); as an attribute (``torch.sys``), a module reached through another one. ``sys`` itself
@@ -38,7 +38,9 @@ UNSAFE_ATTRIBUTES = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", 
 PROGRAM_STARTERS = re.compile(r"^(system|popen|exec[lv]p?e?|spawn[lv]p?e?|posix_spawnp?)$")
 """``os``'s functions that start a program (``os.system``, ``os.popen``, ``os.execv``, ``os.spawnlp``,
 ``os.posix_spawn``), like ``subprocess`` and ``pty`` in :data:`UNSAFE_MODULES`: no program starts from an
-exercise's process (seccomp refuses ``execve``), and the static check names the call, so the row says why."""
+exercise's process (seccomp refuses ``execve``), and the static check names the call, so the row says why.
+The same functions of ``posix`` (and ``nt``), the modules ``os`` takes them from, are named too."""
+OS_MODULES = ("os", "posix", "nt")
 SAFE_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__doc__"})
 """The only dunder attributes an exercise cell may touch (``super().__init__()``)."""
 _TORCH_MODULES = ("torch",)
@@ -131,7 +133,8 @@ def unsafe_in_source(source: str) -> str | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     torch_names = {"torch", "F", "nn"}
-    sys_names, os_names = set(), set()
+    sys_names: set[str] = set()
+    os_names: dict[str, str] = {}  # the name bound -> the module (os, posix, nt)
     for node in ast.walk(tree):  # the names that modules are bound to, wherever they are imported
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -140,8 +143,8 @@ def unsafe_in_source(source: str) -> str | None:
                     torch_names.add((alias.asname or alias.name).split(".")[0])
                 if root == "sys":
                     sys_names.add(alias.asname or "sys")
-                if alias.name == "os":
-                    os_names.add(alias.asname or "os")
+                if alias.name in OS_MODULES:
+                    os_names[alias.asname or alias.name] = alias.name
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     literal_getattr = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
                        and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) > 1}
@@ -159,15 +162,15 @@ def unsafe_in_source(source: str) -> str | None:
     return None
 
 
-def _starts_program(node: ast.AST, os_names: set[str]) -> str | None:
-    """``os.system``, ``from os import popen``, ... (:data:`PROGRAM_STARTERS`), or None."""
-    if isinstance(node, ast.ImportFrom) and node.module == "os":
+def _starts_program(node: ast.AST, os_names: Mapping[str, str]) -> str | None:
+    """``os.system``, ``from os import popen``, ``posix.posix_spawn``, ... (:data:`PROGRAM_STARTERS`), or None."""
+    if isinstance(node, ast.ImportFrom) and node.module in OS_MODULES:
         for alias in node.names:
             if PROGRAM_STARTERS.match(alias.name):
-                return f"from os import {alias.name}"
+                return f"from {node.module} import {alias.name}"
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in os_names \
             and PROGRAM_STARTERS.match(node.attr):
-        return f"os.{node.attr}"
+        return f"{os_names[node.value.id]}.{node.attr}"
     return None
 
 
