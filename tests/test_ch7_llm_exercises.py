@@ -465,3 +465,26 @@ def test_a_mask_that_ands_the_window_with_the_sinks_is_told_so_and_not_that_a_qu
     assert not verdict.passed
     assert "join the two with | (or), not & (and)" in verdict.message, verdict.message
     assert "not itself" not in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("source", [
+    "from torch.nn.attention.flex_attention import flex_attention\n"
+    "def grouped_query_attention(q, k, v, is_causal=False):\n    return flex_attention(q, k, v, enable_gqa=True)\n",
+    "import torch.nn.attention.flex_attention as fa\n"
+    "def grouped_query_attention(q, k, v, is_causal=False):\n    return fa.flex_attention(q, k, v, enable_gqa=True)\n",
+    "def grouped_query_attention(q, k, v, is_causal=False):\n"
+    "    return torch.nn.attention.flex_attention.flex_attention(q, k, v, enable_gqa=True)\n",
+])
+def test_flex_attention_with_enable_gqa_is_forbidden_for_grouped_query_attention(source):
+    """Issue 35 (R5): flex_attention(..., enable_gqa=True) does the whole exercise, as F.sdpa would."""
+    from torch.nn.attention import flex_attention as module
+
+    from utils.exercises.forbidden import forbidden_in_source
+
+    name = "torch.nn.attention.flex_attention.flex_attention"
+    assert forbidden_in_source(source, llm.GQA.forbidden) == name
+    cases = llm.GQA.public_cases()[:1]
+    outcome = run_cases(lambda query, key, value, is_causal=False: module.flex_attention(query, key, value,
+                                                                                          enable_gqa=True),
+                        cases, llm.GQA.forbidden)[0]
+    assert outcome.forbidden == name  # and a call at run time is caught too

@@ -228,7 +228,8 @@ GQA = Exercise(
         Mistake("causal_ignored", wrong._gqa_causal_ignored,
                 "with is_causal=True mask the future: query i sees keys 0 … i only"),
     ),
-    forbidden=("utils", "torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention"),
+    forbidden=("utils", "torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
+               "torch.nn.attention.flex_attention.flex_attention"),  # enable_gqa=True does it all
     hint="G = H // H_kv; repeat each key/value head G times next to itself (repeat_interleave(G, dim=1)), then "
          "softmax(q kᵀ / sqrt(D)) v per query head, with a causal mask (j <= i) when is_causal",
 )
