@@ -22,7 +22,7 @@ from test_grader_chapters import CH1, CH2, two_chapter_course
 
 from utils.exercises.common import one_line
 from utils.exercises.definition import Mistake
-from utils.grading import batch, cli, course, engine, intake
+from utils.grading import batch, cli, course, engine, intake, report
 
 LONG = (
     "You took the mean of the entries, not their sum. The mean divides the sum by how many entries "
@@ -257,3 +257,19 @@ def test_a_newest_copy_over_the_size_limit_in_a_zip_is_reported_with_the_copy_gr
                     "(more than 20 MB), so nothing in it was graded; graded from an older copy instead: "
                     "ch1.add_one, ch1.attend (zoe.zip:work/01_toy.ipynb); hand it in again as saved by Jupyter "
                     "if it holds newer work)")
+
+
+def test_control_and_bidirectional_characters_are_escaped_in_results_and_feedback_files(tmp_path):
+    """Issue 35 (R5): a name with ESC, U+202E or CR/LF reached results.csv and the feedback file raw (a
+    terminal that shows them obeys them; U+202E shows ``gpj.exe`` as ``exe.jpg``). Display cells and
+    feedback escape them, as the console does; ``student_id`` stays exact, the key gradebooks join on."""
+    name = "eve\x1b[2K\u202egpj.exe"
+    rows = [batch.unplaced_rows([intake.Unplaced("x\r\ngrader: 0 errors\u202e.txt", "not a notebook", name)])[0]]
+    report.write_all(tmp_path, rows, [name], [])
+    [line] = read_csv(tmp_path / "results.csv")
+    assert line["student"] == "eve\\x1b[2K\\u202egpj.exe" and line["student_id"] == name
+    assert line["feedback"] == "x\\r\\ngrader: 0 errors\\u202e.txt: not a notebook"
+    [file] = [f for f in (tmp_path / "feedback").iterdir() if f.suffix == ".md"]
+    text = file.read_text(encoding="utf-8")
+    assert not {"\x1b", "\u202e", "\r"} & set(text), repr(text)
+    assert "# Feedback for eve\\x1b[2K\\u202egpj.exe" in text and "x\\r\\ngrader: 0 errors\\u202e.txt" in text

@@ -4,9 +4,12 @@
 Every file is written atomically (a temporary file in the same folder, then ``os.replace``), so a
 crash never leaves a half-written grades file. Every CSV display cell is escaped against formula
 injection: a cell starting with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading
-``'`` so that spreadsheets show it as text. The one exception is the ``student_id`` column (the last
-one of both CSVs, and in ``feedback/index.csv``): the student's name exactly as the submission gave
-it, so that gradebook joins work (:class:`Raw`).
+``'`` so that spreadsheets show it as text, and its control and invisible format characters (ESC,
+``\r``, ``\n``, a bidirectional override such as U+202E) are written as Python escapes, as on the
+console (:func:`console`), so that a file or folder name cannot recolour a terminal that shows the file
+or reverse how a name reads; so are the feedback files. The one exception is the ``student_id`` column
+(the last one of both CSVs, and in ``feedback/index.csv``): the student's name exactly as the
+submission gave it, so that gradebook joins work (:class:`Raw`).
 
 **Parts.** ``results.csv`` has one line per student × exercise × part (column ``part``): the part's
 points, status and reason, in the batch's ``--feedback`` mode. A verdict about the whole exercise
@@ -39,14 +42,15 @@ class Raw(str):
 
 
 def escape_cell(value: object) -> object:
-    """``'=HYPERLINK(...)`` instead of ``=HYPERLINK(...)``; numbers and :class:`Raw` cells pass unchanged.
+    """``'=HYPERLINK(...)`` instead of ``=HYPERLINK(...)``, control characters escaped (:func:`console`);
+    numbers and :class:`Raw` cells pass unchanged.
 
-    >>> escape_cell("-2+3"), escape_cell(Raw("-2+3")), escape_cell(4)
-    ("'-2+3", '-2+3', 4)
+    >>> escape_cell("-2+3"), escape_cell(Raw("-2+3")), escape_cell(4), escape_cell("a\\x1b[2K\\r")
+    ("'-2+3", '-2+3', 4, 'a\\\\x1b[2K\\\\r')
     """
-    if isinstance(value, str) and not isinstance(value, Raw) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    if not isinstance(value, str) or isinstance(value, Raw):
+        return value
+    return "'" + console(value) if value.startswith(_FORMULA_START) else console(value)
 
 
 def console(text: object) -> str:
@@ -114,7 +118,7 @@ def grades_csv(rows: Sequence, students: Sequence[str], exercise_ids: Sequence[s
 
 
 def _md(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|").replace("<", "&lt;")
+    return " ".join(console(text).split()).replace("|", "\\|").replace("<", "&lt;")
 
 
 def feedback_md(student: str, rows: Sequence) -> str:
