@@ -88,6 +88,16 @@ def test_a_file_that_is_neither_is_named_with_what_is_read(bundle, autograder_ro
     assert "Not graded: notes.txt (not a notebook or zip)." in data["output"], data["output"]
 
 
+def test_a_file_name_with_control_or_bidirectional_characters_is_shown_escaped(bundle, autograder_root):
+    """A name such as ``x\u202etxt.exe`` (shown as ``xexe.txt``) or one with ESC is written as escapes."""
+    root = lay_out(autograder_root, bundle, {"01_toy.ipynb": gf.toy_submission(), "a\u202etxt.exe": "hi",
+                                             "b\x1b[2K.txt": "hi"})
+    data = run_autograder(root, *TOY)
+    assert "a\\u202etxt.exe (not a notebook or zip)" in data["output"], data["output"]
+    assert "b\\x1b[2K.txt (not a notebook or zip)" in data["output"], data["output"]
+    assert "\u202e" not in json.dumps(data, ensure_ascii=False) and "\x1b" not in data["output"]
+
+
 def run_main(root, *args):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env |= {"AUTOGRADER_ROOT": str(root), "AUTOGRADER_PYTHON": sys.executable, "OMP_NUM_THREADS": "1",

@@ -51,6 +51,7 @@ from utils.grading.gradescope_results import (
     gradescope_test,
     instructor_test,
 )
+from utils.grading.report import console
 from utils.i18n.messages import normalize_language, tr, using_language
 
 __all__ = [
@@ -285,7 +286,8 @@ def _grade(
         )
     # decided from names and times before any code ran (which copy of a chapter is graded, and why)
     skipped += [entry.line() for entry in summary.get("unplaced", ())]
-    notes = [tr("Not graded: {files}.", files="; ".join(skipped))] if skipped else []
+    # a name's control or bidirectional characters (ESC, U+202E) shown as escapes, as in the grader's files
+    notes = [tr("Not graded: {files}.", files=console("; ".join(skipped)))] if skipped else []
     if not any(row.status != Status.MISSING for row in summary["rows"]):
         notes.append(tr("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter saved them."))
     points = points_text(sum(row.points for row in summary["rows"]))
