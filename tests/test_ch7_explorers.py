@@ -123,6 +123,16 @@ def test_text_attention_says_why_a_score_or_a_run_is_missing(tiny):
     assert len(long.ids) == 16 and "first 16" in long.message
 
 
+def test_a_cut_inside_a_character_drops_its_bytes_and_shows_no_replacement_mark(tiny):
+    """A Chinese character is three byte tokens here: a cut after 16 tokens falls inside the sixth one,
+    whose first byte alone would show as "\ufffd" (a fresh Chinese reader saw it on a long typed text)."""
+    model, tokenizer = tiny
+    cut = text_attention(model, tokenizer, "灯塔看守人每天晚上点亮灯。", max_tokens=16)
+    assert cut.labels == list("灯塔看守人") and len(cut.ids) == 15
+    assert not any("\ufffd" in label for label in cut.labels)
+    assert len(cut.maps[0, 0]) == 15  # the model ran on the whole characters only
+
+
 def test_heads_state_refuses_a_head_the_model_lacks(tiny):
     model, tokenizer = tiny
     run = text_attention(model, tokenizer, "abab")

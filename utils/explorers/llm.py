@@ -96,6 +96,9 @@ def text_attention(model, tokenizer, text: str, *, max_tokens: int = MAX_TOKENS)
         message = tr("Only the first {n} of the text's {total} tokens are read.", n=max_tokens, total=len(ids))
         ids = ids[:max_tokens]
     pieces = merge_byte_tokens(tokenizer, ids)
+    if message and len(pieces) > 1 and "\ufffd" in pieces[-1][0]:  # the cut fell inside a character: drop its bytes
+        ids = ids[:len(ids) - len(pieces[-1][1])]
+        pieces = pieces[:-1]
     labels, groups, start = [], [], 0
     for piece, piece_ids in pieces:
         labels.append(piece_label(piece))
