@@ -149,7 +149,7 @@ def streaming_loss_figure(losses: Mapping[str, torch.Tensor], *, smooth: int = 3
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(losses))
     ax.grid(True, alpha=0.3)
     if own:
-        ax.set_title(tr("A window alone loses the first tokens and the loss jumps; a few sinks bring it back"))
+        ax.set_title(tr("A window alone loses the first tokens and the loss jumps; a few sinks bring most of it back"))
     return fig
 
 
