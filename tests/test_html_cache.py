@@ -158,7 +158,7 @@ def test_an_edit_to_one_chapters_mistakes_stales_only_that_chapters_two_entries(
         rebased.write_text(json.dumps({"notebook": digest(path),
                                        "files": {name: digest(copy / name) for name in files}}), encoding="utf-8")
     reasons = {notebook_label(p): stale_reason(p, tmp_path / "cache", package_root=copy) for p in paths}
-    assert len(paths) == 12 and set(reasons.values()) == {None}, reasons
+    assert len(paths) == 14 and set(reasons.values()) == {None}, reasons  # 7 chapters, 2 languages
     with open(copy / edited, "a", encoding="utf-8") as handle:
         handle.write("\n# an edit to chapter 6's mistakes or their Chinese diagnoses\n")
     stale = {notebook_label(p): stale_reason(p, tmp_path / "cache", package_root=copy) for p in paths}
