@@ -62,7 +62,8 @@ def grade_class(tmp: Path, attackers: dict[str, dict[str, str]], *, jobs: int = 
     assert "error" not in box, f"the batch crashed: {box['error']!r}"
     rows = rows_of(tmp / "out")
     students = box["summary"]["students"]
-    assert len(rows) == len(students) * len(gf.TOY_POINTS)
+    graded = {key: r for key, r in rows.items() if r["status"] != "unplaced"}  # files not graded: rows of their own
+    assert len(graded) == len(students) * len(gf.TOY_POINTS)
     assert len(list((tmp / "out" / "feedback").glob("*.md"))) == len(students)
     for name in HONEST:
         assert box["summary"]["totals"][name] == 6, [rows[(name, e)] for e in gf.TOY_POINTS]
@@ -278,6 +279,10 @@ def test_fifo_notebook_in_a_submission_is_invalid_and_does_not_hang(tmp_path):
         got = row(batch, "fifo_only", eid)
         assert got["status"] == "invalid" and "not a regular file" in got["feedback"], got
         assert row(batch, "fifo_and_real", eid)["status"] == "passed"
+    # beside a real notebook, the FIFO is not dropped silently: a row of its own says it was not graded
+    unplaced = [r for (student, _), r in batch["rows"].items()
+                if student == "fifo_and_real" and r["status"] == "unplaced"]
+    assert len(unplaced) == 1 and "not a regular file" in unplaced[0]["feedback"], unplaced
 
 
 def test_entries_that_are_not_student_folders_are_reported(tmp_path):
