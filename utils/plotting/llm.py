@@ -75,8 +75,8 @@ def kv_group_figure(maps: torch.Tensor, labels: Sequence[str], *, layer: int, gr
     same keys and values and still attend differently.
 
     >>> fig = kv_group_figure(torch.eye(4).expand(6, 4, 4), list("abcd"), layer=2, groups_of=3)
-    >>> len(fig.axes), fig.axes[4].get_title()
-    (6, 'query head 5 (KV head 2)')
+    >>> len(fig.axes), fig.axes[4].get_title()  # six heads and the colour bar
+    (7, 'query head 5 (KV head 2)')
     """
     H = maps.shape[0]
     if H % groups_of or maps.dim() != 3 or len(labels) != maps.shape[-1]:
