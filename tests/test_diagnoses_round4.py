@@ -25,6 +25,7 @@ import warnings
 
 import torch
 
+from tests.learner_answers.review5.qkv import project_qkv__linear_inside, project_qkv__linear_seeded_bias
 from utils.exercises import check
 from utils.i18n.messages import using_language
 
@@ -41,26 +42,8 @@ def _line(name, fn, cases="public"):
 # --------------------------------------------------------------------------------------------------
 
 
-def _linear_inside(x, w_q, w_k, w_v):
-    out = []
-    for w in (w_q, w_k, w_v):
-        lin = torch.nn.Linear(w.shape[0], w.shape[1]).to(x.dtype)
-        with torch.no_grad():
-            lin.weight.copy_(w.T)
-        out.append(lin(x).detach())
-    return tuple(out)
-
-
-def _linear_seeded(x, w_q, w_k, w_v):
-    out = []
-    for w in (w_q, w_k, w_v):
-        lin = torch.nn.Linear(w.shape[0], w.shape[1]).to(x.dtype)
-        torch.manual_seed(0)
-        lin.reset_parameters()
-        with torch.no_grad():
-            lin.weight.copy_(w.T)
-        out.append(lin(x))
-    return tuple(out)
+# the reviewers' answers themselves, from their learner-answer batch (tests/learner_answers/review5/)
+_linear_inside, _linear_seeded = project_qkv__linear_inside, project_qkv__linear_seeded_bias
 
 
 def test_a_linear_layer_built_inside_the_function_is_named_not_blamed_on_dropout():
