@@ -13,6 +13,7 @@ import pytest
 import torch
 from i18n_support import english_by_default  # noqa: F401  (autouse: every test starts in English)
 
+from utils._text import display_width
 from utils.explorers.llm import (
     SCORES,
     heads_state,
@@ -21,8 +22,10 @@ from utils.explorers.llm import (
     piece_label,
     run_label,
     sink_cache_state,
+    streaming_table,
     text_attention,
 )
+from utils.i18n.messages import set_language
 from utils.llm.cache import SinkKVCache
 from utils.llm.model import LlamaConfig, LlamaDecoder
 
@@ -89,6 +92,39 @@ def test_sink_cache_state_counts_what_is_held_and_dropped():
     assert list(state.losses) == [run_label(None), run_label(4), run_label(4, 2)]
     early = sink_cache_state(1, 4, 2, _losses())
     assert early.visible == [0, 1] and early.evicted == 0
+
+
+def _three_runs():
+    return {(None, 0): torch.tensor([2.0, 3.0, 3.0, 3.0]), (2, 0): torch.tensor([2.0, 3.0, 6.0, 6.0]),
+            (2, 1): torch.tensor([2.0, 3.0, 4.0, 3.5])}
+
+
+def test_streaming_table_computes_each_runs_means_and_the_share_recovered():
+    lines = streaming_table(_three_runs(), after=2).splitlines()
+    assert lines[0].split() == ["cache", "mean", "loss", "after", "position", "2", "perplexity", "there"]
+    # mean over all, mean from position 2 on, and exp of the latter
+    assert lines[1].split()[-3:] == ["2.750", "3.000", f"{torch.tensor(3.0).exp():.1f}"]
+    assert lines[2].split()[-3:] == ["4.250", "6.000", f"{torch.tensor(6.0).exp():.1f}"]
+    assert lines[3].split()[-3:] == ["3.125", "3.750", f"{torch.tensor(3.75).exp():.1f}"]
+    assert lines[4] == "the sinks recover 75% of what the window alone lost"  # (6 - 3.75) / (6 - 3)
+    assert len(streaming_table({(None, 0): _three_runs()[None, 0]}, after=1).splitlines()) == 2  # no share
+
+
+def test_streaming_table_lines_up_in_chinese():
+    set_language("zh")
+    lines = streaming_table(_three_runs(), after=2).splitlines()
+    assert lines[1].startswith("完整缓存") and "汇点挽回" in lines[4]
+    ends = {display_width(line) for line in lines[:4]}
+    assert len(ends) == 1, f"rows end at different columns: {lines[:4]}"  # numbers right-aligned
+
+
+def test_streaming_table_refuses_bad_input():
+    with pytest.raises(ValueError, match="after must be a position in 0..3"):
+        streaming_table(_three_runs(), after=4)
+    with pytest.raises(ValueError, match=r"losses must be 1-D.*\(3,\).*\(4,\)"):
+        streaming_table({**_three_runs(), (3, 0): torch.zeros(3)}, after=1)
+    with pytest.raises(ValueError, match="at least one run"):
+        streaming_table({}, after=0)
 
 
 def test_sink_cache_state_refuses_a_step_outside_the_text_or_an_unmeasured_run():

@@ -43,6 +43,7 @@ layer       modules                      why there
 core        ``utils``                    the package: ``setup``, ``get_device``
 core        ``utils._checks``            argument validation and its messages
 core        ``utils._proc``              a process's peak memory
+core        ``utils._text``              monospace text tables that count a wide character as two columns
 core        ``utils._tiles``             the blocks that the tiled forward and backward both cut
 core        ``utils.at_scale``           the chapters' computing, one module per topic (table above)
 core        ``utils.attention``
@@ -51,7 +52,7 @@ core        ``utils.device``
 core        ``utils.heads``
 core        ``utils.kv_cache``
 core        ``utils.layers``
-core        ``utils.llm``                chapter 7 (in progress): SmolLM2 read offline with the course's own decoder
+core        ``utils.llm``                chapter 7: SmolLM2 read offline with the course's own decoder
 core        ``utils.notebook_setup``
 core        ``utils.paths``              the repository root
 core        ``utils.positional``

@@ -5,13 +5,14 @@ from __future__ import annotations
 import platform
 import statistics
 import time
-import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import torch
+
+from utils._text import text_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -82,30 +83,6 @@ def _cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown"
-
-
-def text_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    """A plain-text table: columns padded to their widest cell, two spaces apart, no trailing spaces.
-
-    >>> print(text_table(("name", "ratio"), [("fast path", "0.95x"), ("explicit", "1.20x")]))
-    name       ratio
-    fast path  0.95x
-    explicit   1.20x
-    """
-    lines = [tuple(header), *(tuple(row) for row in body)]
-    widths = [max(_width(line[i]) for line in lines) for i in range(len(header))]
-    return "\n".join("  ".join(cell + " " * (w - _width(cell)) for cell, w in zip(line, widths)).rstrip()
-                     for line in lines)
-
-
-def _width(text: str) -> int:
-    """Columns ``text`` takes in a monospace font: a wide character (Chinese, full-width punctuation)
-    takes two, so that a table with Chinese headers stays aligned.
-
-    >>> _width("peak"), _width("峰值内存")
-    (4, 8)
-    """
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def save_plot(fig: Figure, path: Path) -> None:

@@ -17,11 +17,12 @@ from dataclasses import dataclass
 
 import torch
 
+from utils._text import text_table
 from utils.i18n.messages import tr
 from utils.llm.analysis import induction_score, merge_byte_tokens, previous_token_score, sink_share
 
 __all__ = ["SCORES", "TextAttention", "text_attention", "piece_label", "merge_map", "HeadsState", "heads_state",
-           "held_positions", "SinkCacheState", "sink_cache_state", "run_label"]
+           "held_positions", "SinkCacheState", "sink_cache_state", "run_label", "streaming_table"]
 
 SCORES = ("sink", "previous", "induction")
 """The per-head scores the explorer offers: the share on the first token, on the token before, and on the
@@ -243,3 +244,41 @@ def run_label(window: int | None, sinks: int = 0) -> str:
     if sinks == 0:
         return tr("window {window} alone", window=window)
     return tr("window {window} + {sinks} sinks", window=window, sinks=sinks)
+
+
+def streaming_table(losses: Mapping[tuple[int | None, int], torch.Tensor], after: int) -> str:
+    """StreamingLLM's measurement as a printed table, in the learner's language: for each run of
+    :func:`~utils.llm.streaming_loss` (keyed ``(window, sinks)``, ``window`` None for the full cache), the
+    mean loss over all predictions, over those from position ``after`` on, and the perplexity there; then,
+    when the three runs are there, the share of the window's loss that the sinks recover.
+
+    >>> losses = {(None, 0): torch.tensor([3.0, 3.0, 3.0]), (2, 0): torch.tensor([3.0, 5.0, 5.0]),
+    ...           (2, 1): torch.tensor([3.0, 3.5, 3.5])}
+    >>> print(streaming_table(losses, after=1))
+    cache               mean loss  after position 1  perplexity there
+    full cache              3.000             3.000              20.1
+    window 2 alone          4.333             5.000             148.4
+    window 2 + 1 sinks      3.333             3.500              33.1
+    the sinks recover 75% of what the window alone lost
+    """
+    if not losses:
+        raise ValueError("losses must hold at least one run, got none")
+    lengths = {tuple(loss.shape) for loss in losses.values()}
+    if len(lengths) != 1 or len(next(iter(lengths))) != 1:
+        raise ValueError(f"losses must be 1-D tensors of one length (T - 1,), got shapes {sorted(lengths)}")
+    length = next(iter(lengths))[0]
+    if not 0 <= after < length:
+        raise ValueError(f"after must be a position in 0..{length - 1} (the losses have {length}), got {after}")
+    header = (tr("cache"), tr("mean loss"), tr("after position {position}", position=after),
+              tr("perplexity there"))
+    body = [(run_label(*key), f"{loss.mean():.3f}", f"{loss[after:].mean():.3f}", f"{loss[after:].mean().exp():.1f}")
+            for key, loss in losses.items()]
+    lines = [text_table(header, body, align="<>>>")]
+    window = next((w for w, s in losses if w is not None and s == 0), None)
+    sinks = max((s for w, s in losses if window is not None and w == window), default=0)
+    if (None, 0) in losses and sinks > 0:
+        full, alone, kept = (losses[key][after:].mean() for key in ((None, 0), (window, 0), (window, sinks)))
+        if alone > full:
+            lines.append(tr("the sinks recover {share:.0%} of what the window alone lost",
+                            share=float((alone - kept) / (alone - full))))
+    return "\n".join(lines)

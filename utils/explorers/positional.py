@@ -5,12 +5,12 @@ a toggle, and :mod:`utils.plotting.positional` draws it.
 
 from __future__ import annotations
 
-import unicodedata
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import torch
 
+from utils._text import pad
 from utils.i18n.messages import tr
 from utils.positional import LearnedPositionalEncoding, apply_rotary, sinusoidal_encoding
 
@@ -154,8 +154,7 @@ def align_right(text: str, width: int) -> str:
     >>> [align_right(label, 6) for label in ("RoPE", "正弦")]
     ['  RoPE', '  正弦']
     """
-    columns = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-    return " " * max(0, width - columns) + text
+    return pad(text, width, ">")
 
 
 def offset_reading(first: PositionalExplorerState, second: PositionalExplorerState, offset: int, *,
