@@ -300,6 +300,31 @@ def test_outputs_of_a_chinese_run_are_kept_until_the_code_changes(course):
     assert "--execute solutions/zh/01_queries_keys_values.ipynb" in problems[0].reason
 
 
+def test_a_chinese_run_keeps_its_own_widget_state_not_the_english_one(course):
+    """The saved explorer widgets (what a static viewer and the HTML edition show) belong to the run that
+    made the outputs: Chinese labels with the Chinese outputs, never the English solution's."""
+    from utils.builder.course import build
+
+    state = "application/vnd.jupyter.widget-state+json"
+    path = course / "solutions" / f"{STEM}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["widgets"] = {state: {"state": {"m1": {"state": {"description": "step"}}}}}
+    nbformat.write(nb, path)
+    build(course, log=lambda _: None)
+    zh = course / "solutions" / "zh" / f"{STEM}.ipynb"
+    _mark_executed(zh, "中文输出\n")
+    ran = nbformat.read(zh, as_version=4)
+    ran.metadata["widgets"] = {state: {"state": {"m2": {"state": {"description": "步"}}}}}
+    nbformat.write(ran, zh)
+    build(course, log=lambda _: None)
+    kept = nbformat.read(zh, as_version=4)
+    assert kept.metadata["widgets"][state]["state"] == {"m2": {"state": {"description": "步"}}}
+    del ran.metadata["widgets"]  # a Chinese run that saved no widgets shows none, not the English ones
+    nbformat.write(ran, zh)
+    build(course, log=lambda _: None)
+    assert "widgets" not in nbformat.read(zh, as_version=4).metadata
+
+
 def test_executing_a_translation_needs_its_catalogue(course):
     from utils.builder.execution import execute
     from utils.notebook_files import BuildError

@@ -42,7 +42,8 @@ __all__ = ["render_translations", "translated_solution"]
 
 
 def _keep_outputs(nb: nbformat.NotebookNode, executed: nbformat.NotebookNode | None) -> bool:
-    """Give ``nb``'s code cells the outputs of ``executed`` when it ran the same code; whether it did."""
+    """Give ``nb``'s code cells the outputs of ``executed``, and its saved widget state, when it ran the same
+    code; whether it did."""
     if executed is None or code_digest(executed) != code_digest(nb):
         return False
     ran = {c["id"]: c for c in executed["cells"] if c["cell_type"] == "code"}
@@ -50,6 +51,9 @@ def _keep_outputs(nb: nbformat.NotebookNode, executed: nbformat.NotebookNode | N
         if cell["cell_type"] == "code":
             cell["outputs"] = copy.deepcopy(ran[cell["id"]]["outputs"])
             cell["execution_count"] = ran[cell["id"]].get("execution_count")
+    nb["metadata"].pop("widgets", None)  # the saved explorers belong to the run that made the outputs
+    if "widgets" in executed["metadata"]:
+        nb["metadata"]["widgets"] = copy.deepcopy(executed["metadata"]["widgets"])
     return True
 
 
