@@ -90,6 +90,8 @@ class Outcome:
     forbidden: str | None = None
     gradients: dict[str, str] = field(default_factory=dict)  # input name -> one of GRADIENT_STATES
     backward_error: str | None = None  # what backward through the function raised, in one line
+    gradient_values: dict[str, torch.Tensor] = field(default_factory=dict)  # input name -> its gradient
+    """The gradients along :func:`cotangent` (finite ones only), which the judge compares with the reference's."""
 
 
 GRADIENT_STATES = ("flows", "zero", "missing", "non-finite")
@@ -97,26 +99,38 @@ GRADIENT_STATES = ("flows", "zero", "missing", "non-finite")
 nonzero entry, an all-zero one, none (the graph was cut), or one with NaN or inf."""
 
 
-def gradient_report(fn: Any, case: Case) -> tuple[dict[str, str], str | None]:
-    """Call ``fn`` on a copy of ``case`` whose floating tensors require grad, differentiate the sum of
-    the finite entries of its floating outputs, and say what reaches each floating input.
+def cotangent(t: torch.Tensor, index: int) -> torch.Tensor:
+    """The fixed float64 direction the ``index``-th floating output of a call is differentiated along: random
+    numbers that depend on its shape and position only, so the runner and the judge (which differentiates the
+    reference) use the same one. A sum (all ones) would miss a wrong gradient that is constant along it: the
+    one of a softmax's normalisation, or of RMSNorm's factor."""
+    gen = torch.Generator().manual_seed(20240707 + index)
+    return torch.randn(tuple(t.shape), generator=gen, dtype=torch.float64)
 
-    Returns ``(states, backward_error)``: one of :data:`GRADIENT_STATES` per floating input, or ``({},
-    message)`` when the call or the backward pass raised.
+
+def gradient_report(fn: Any, case: Case) -> tuple[dict[str, str], str | None, dict[str, torch.Tensor]]:
+    """Call ``fn`` on a copy of ``case`` whose floating tensors require grad, differentiate the sum of
+    the finite entries of its floating outputs, and say what reaches each floating input; then, along
+    :func:`cotangent`, what the gradients are.
+
+    Returns ``(states, backward_error, values)``: one of :data:`GRADIENT_STATES` per floating input, or ``({},
+    message, {})`` when the call or the backward pass raised; ``values``: each finite gradient along the
+    cotangent, as a plain tensor (an input that gets none is left out).
     """
     args = clone_case(case)
     leaves = {key: value.requires_grad_(True) for key, value in args.items()
               if isinstance(value, torch.Tensor) and value.is_floating_point()}
     if not leaves:
-        return {}, None
+        return {}, None, {}
     try:
         outputs = [t for t in _tensors(fn(**args)) if t.is_floating_point() and t.requires_grad]
         if not outputs:
-            return {key: "missing" for key in leaves}, None
-        total = sum(torch.where(torch.isfinite(t), t, torch.zeros_like(t)).double().sum() for t in outputs)
-        grads = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
+            return {key: "missing" for key in leaves}, None, {}
+        finite = [torch.where(torch.isfinite(t), t, torch.zeros_like(t)).double() for t in outputs]
+        grads = torch.autograd.grad(sum(t.sum() for t in finite), list(leaves.values()), allow_unused=True,
+                                    retain_graph=True)
     except Exception as exc:  # the learner's code may raise anything in its backward pass
-        return {}, one_line(f"{type(exc).__name__}: {exc}", ERROR_MESSAGE_CHARS)
+        return {}, one_line(f"{type(exc).__name__}: {exc}", ERROR_MESSAGE_CHARS), {}
     states = {}
     for key, grad in zip(leaves, grads):
         if grad is None:
@@ -125,7 +139,17 @@ def gradient_report(fn: Any, case: Case) -> tuple[dict[str, str], str | None]:
             states[key] = "non-finite"
         else:
             states[key] = "flows" if bool(grad.ne(0).any()) else "zero"
-    return states, None
+    return states, None, _values_along_cotangent(finite, leaves)
+
+
+def _values_along_cotangent(finite: list[torch.Tensor], leaves: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    try:
+        total = sum((t * cotangent(t, i)).sum() for i, t in enumerate(finite))
+        grads = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
+    except Exception:  # a backward that runs once only: the states above still say what reaches the inputs
+        return {}
+    return {key: plain_copy(grad) for key, grad in zip(leaves, grads)
+            if grad is not None and bool(torch.isfinite(grad).all())}
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:

@@ -22,10 +22,10 @@ from utils.exercises.common import (
     Outcome,
     Status,
     clone_case,
-    gradient_report,
     plain_copy,
 )
 from utils.exercises.definition import Exercise
+from utils.exercises.gradient_check import gradient_reason
 from utils.exercises.mistake_search import Match, MistakeSearch, best_mistake
 from utils.exercises.probes import Evidence, observe
 from utils.i18n.messages import tr, translate
@@ -207,7 +207,7 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
         reason = compare_with_category(outcome.output, expected, exercise.atol, exercise.rtol)
         if reason is not None:
             failures.append((index, case, outcome, reason))
-        elif exercise.gradients and (untrainable := _gradient_reason(exercise, case, outcome)):
+        elif exercise.gradients and (untrainable := gradient_reason(exercise, case, outcome)):
             gradient_failures.append(tr("{reason} ({where})", reason=untrainable,
                                         where=_where(index, len(cases), case)))
     if failures:
@@ -219,31 +219,6 @@ def judge(exercise: Exercise, cases: Sequence[Case], outcomes: Sequence[Outcome]
         return Verdict(False, Status.ERROR, tr("your function ran on only {ran} of {n} cases",
                                                ran=len(outcomes), n=len(cases)), "error")
     return Verdict(True, Status.PASSED, tr("{name}: all {n} cases pass", name=exercise.func_name, n=len(cases)))
-
-
-def _gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | None:
-    """Why a right output would still not train, or None: the reference's gradients are the measure."""
-    if not outcome.gradients and outcome.backward_error is None:
-        return None  # not measured (no floating input, or an old worker)
-    expected, error = gradient_report(exercise.reference, case)
-    if error is not None or all(state == "missing" for state in expected.values()):
-        return None  # the reference itself is not differentiated here: nothing to ask of the learner
-    if outcome.backward_error is not None:
-        return tr("your output is right, but backward through your function fails ({error}): an in-place write "
-                  "such as `masked_fill_` or `w[...] = 0` on a tensor autograd still needs; use the out-of-place "
-                  "form (`w = w.masked_fill(...)`)", error=outcome.backward_error)
-    for name, state in expected.items():
-        got = outcome.gradients.get(name)
-        if state == "flows" and got in ("missing", "zero"):
-            return tr("your output is right, but no gradient reaches `{name}`: something cuts the graph "
-                      "(`.detach()`, `.data`, `torch.no_grad()`, or a new tensor made with `torch.tensor(...)`), "
-                      "so nothing before your function could learn", name=name)
-        if state in ("flows", "zero") and got == "non-finite":
-            return tr("your output is right, but the gradient reaching `{name}` contains NaN or inf: a NaN or an "
-                      "infinite value computed on the way (e.g. -inf added to the scores, or log(0)) poisons the "
-                      "backward pass even where the output hides it; fill with `masked_fill` instead of adding",
-                      name=name)
-    return None
 
 
 def _failure_verdict(

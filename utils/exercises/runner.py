@@ -108,7 +108,7 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
             # cannot be differentiated (an in-place write autograd needs) would never train.
             try:
                 with forbid(forbidden):
-                    outcome.gradients, outcome.backward_error = gradient_report(fn, case)
+                    outcome.gradients, outcome.backward_error, outcome.gradient_values = gradient_report(fn, case)
             except ForbiddenCall:
                 pass
         outcomes.append(outcome)

@@ -162,8 +162,13 @@ def dump_outcomes(outcomes: list[Outcome], folder: Path) -> None:
             encoded = writer.encode(outcome.output)
         except Exception as exc:  # a hostile tensor subclass, a full disk: report, do not crash
             encoded = {"t": "other", "type": type(exc).__name__}
+        try:
+            grads = {str(k): writer.encode(v) for k, v in outcome.gradient_values.items()}
+        except Exception:  # as for the output: a gradient that cannot be written is left out
+            grads = {}
         records.append({
             "output": encoded,
+            "gradient_values": grads,
             "error": list(outcome.error) if outcome.error else None,
             "mutated": list(outcome.mutated),
             "forbidden": outcome.forbidden,
@@ -332,9 +337,15 @@ def _outcome(reader: _Reader, record: Any, case_keys: list[str]) -> Outcome:
     backward_error = record.get("backward_error")
     if backward_error is not None and not isinstance(backward_error, str):
         raise DecodeError("bad backward_error entry")
+    values = record.get("gradient_values") or {}
+    if not isinstance(values, dict):
+        raise DecodeError("bad gradient_values entry")
+    gradient_values = {k: v for k, v in ((k, decode(reader, v)) for k, v in values.items() if k in case_keys)
+                       if isinstance(v, torch.Tensor) and v.is_floating_point()}
     return Outcome(output=decode(reader, record.get("output")), error=error, mutated=mutated,
                    forbidden=forbidden[:200] if forbidden else None, gradients=gradients,
-                   backward_error=" ".join(backward_error.split())[:300] if backward_error else None)
+                   backward_error=" ".join(backward_error.split())[:300] if backward_error else None,
+                   gradient_values=gradient_values)
 
 
 def safe_name(text: str) -> str:
