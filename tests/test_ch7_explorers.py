@@ -199,13 +199,43 @@ def test_figures_have_titles_labels_and_token_ticks(tiny):
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == run.labels
     fig = heads_explorer_figure(heads_state(run, 1, 2, "previous", groups_of=2))
     assert fig.axes[1].get_title().startswith("Layer 2, Head 3 (KV head 2): ")
-    fig = streaming_loss_figure({run_label(None): torch.rand(100), run_label(8): torch.rand(100)}, evict_at=8)
+    fig = streaming_loss_figure({run_label(None): torch.rand(100), run_label(8): torch.rand(100)},
+                                evict_at={run_label(8): 8})
     assert fig.axes[0].get_xlabel() == "position in the text (tokens)"
     assert "window 8 alone" in [t.get_text() for t in fig.axes[0].get_legend().get_texts()][1]
     fig = sink_cache_figure(sink_cache_state(20, 4, 2, _losses()))
     assert fig.axes[0].get_title().startswith("Step 20: 6 positions held")
     with pytest.raises(ValueError, match="maps"):
         kv_group_figure(run.maps[1], run.labels, layer=1, groups_of=3)
+
+
+
+def _dotted_lines(ax):
+    """The x of each dotted vertical line and the annotations of a loss figure's axes."""
+    lines = [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == ":"]
+    return lines, [text.get_text() for text in ax.texts]
+
+
+def test_the_loss_figure_marks_where_each_cache_starts_evicting():
+    from utils.plotting.llm import sink_cache_figure, streaming_loss_figure
+
+    curves = {run_label(*key): loss for key, loss in _losses(T=100, window=8, sinks=2).items()}
+    fig = streaming_loss_figure(curves, evict_at={run_label(8): 8, run_label(8, 2): 10})
+    lines, notes = _dotted_lines(fig.axes[0])
+    assert lines == [8, 10]  # the window alone drops its first position at 8, the window + 2 sinks at 10
+    assert [run_label(8) in n and "8" in n for n in notes] == [True, False]
+    assert run_label(8, 2) in notes[1] and "10" in notes[1]
+    assert "running mean over 32 tokens" in fig.axes[0].get_ylabel()
+    with pytest.raises(ValueError, match="evict_at"):
+        streaming_loss_figure(curves, evict_at={"window 9 alone": 9})
+    with pytest.raises(TypeError, match="evict_at"):
+        streaming_loss_figure(curves, evict_at=8)  # which run's cache? say it
+    state = sink_cache_state(20, 4, 2, _losses(), bytes_per_token=3 * 2**20)
+    fig = sink_cache_figure(state)
+    assert _dotted_lines(fig.axes[1])[0] == [4, 6]
+    assert "(18.00 MiB)" in fig.axes[0].get_title() and "(63.00 MiB)" in fig.axes[0].get_title()  # 6 and 21 held
+    fig = sink_cache_figure(sink_cache_state(20, 4, 0, {**_losses(), (4, 0): torch.ones(29)}))
+    assert _dotted_lines(fig.axes[1])[0] == [4]  # no sinks: one cache, one line
 
 
 def _offered(box):
@@ -282,6 +312,7 @@ def test_the_quiz_answers_what_the_chapter_measures():
     assert any("first token" in t for t in texts)  # the sink is not a bug
     assert any("share" in t and "query heads" in t for t in texts)  # GQA shares K and V, not Q
     assert any("stream" in t for t in texts)  # a window without sinks is not what production runs
+    assert "64 and 68 slots" in quiz.questions[-1].feedback[-1]  # not "the same size": the sinks add 4 slots
     for question in quiz.questions:
         if hasattr(question, "options"):
             assert question.grade(question.answer)[0]

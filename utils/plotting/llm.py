@@ -15,7 +15,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from utils.explorers.llm import HeadsState, SinkCacheState
+from utils.explorers.llm import HeadsState, SinkCacheState, run_label
 from utils.i18n.messages import tr
 from utils.plotting.common import CMAP, to_numpy
 
@@ -115,22 +115,31 @@ _STYLES = ("-", "--", "-.")
 _COLORS = ("#0072B2", "#D55E00", "#009E73")  # Okabe-Ito blue, vermillion, green: colour-blind safe
 
 
-def streaming_loss_figure(losses: Mapping[str, torch.Tensor], *, smooth: int = 32, evict_at: int | None = None,
-                          step: int | None = None, ax=None) -> Figure:
-    """Per-token loss along a text for each run (label -> ``(T - 1,)``), as a moving average of ``smooth``
-    tokens; ``evict_at`` draws where the window starts dropping positions, ``step`` a cursor (the curves stop
+def streaming_loss_figure(losses: Mapping[str, torch.Tensor], *, smooth: int = 32,
+                          evict_at: Mapping[str, int] | None = None, step: int | None = None, ax=None) -> Figure:
+    """Per-token loss along a text for each run (label -> ``(T - 1,)``), as a running mean over ``smooth``
+    tokens (a curve starts at position ``smooth``); ``evict_at`` (a run's label -> the position where its cache
+    first evicts one) draws a dotted line per run in that run's colour; ``step`` a cursor (the curves stop
     there).
 
     >>> fig = streaming_loss_figure({"full attention": torch.rand(300), "window 64 alone": torch.rand(300)},
-    ...                             evict_at=64)
-    >>> fig.axes[0].get_xlabel()
-    'position in the text (tokens)'
+    ...                             evict_at={"window 64 alone": 64})
+    >>> fig.axes[0].get_xlabel(), fig.axes[0].texts[0].get_text()
+    ('position in the text (tokens)', 'window 64 alone: evicts from position 64')
     """
+    if evict_at is not None and not isinstance(evict_at, Mapping):
+        raise TypeError(f"evict_at: expected a mapping from a run's label to a position, got {evict_at!r}")
+    evict_at = dict(evict_at or {})
+    unknown = sorted(set(evict_at) - set(losses))
+    if unknown:
+        raise ValueError(f"evict_at: expected labels among the runs {list(losses)}, got {unknown}")
     own = ax is None
     if own:
         fig, ax = plt.subplots(figsize=(7.6, 4.2), layout="constrained")
     fig = ax.figure
+    colors = {}
     for (label, loss), style, color in zip(losses.items(), _STYLES, _COLORS):
+        colors[label] = color
         loss = torch.as_tensor(loss, dtype=torch.float32)
         if step is not None:
             loss = loss[:max(step, 1)]
@@ -138,14 +147,16 @@ def streaming_loss_figure(losses: Mapping[str, torch.Tensor], *, smooth: int = 3
         x = torch.arange(len(curve)) + min(smooth, len(loss))  # the position each average ends at
         ax.plot(to_numpy(x), to_numpy(curve), style, color=color,
                 label=tr("{label}: mean {mean:.2f} nats", label=label, mean=float(loss.mean())))
-    if evict_at is not None:
-        ax.axvline(evict_at, color="gray", linestyle=":", linewidth=1)
-        ax.annotate(tr("the window starts dropping positions"), (evict_at, 1), xycoords=("data", "axes fraction"),
-                    xytext=(4, -12), textcoords="offset points", fontsize=8, color="gray")
+    for row, (label, position) in enumerate(sorted(evict_at.items(), key=lambda item: item[1])):
+        color = colors.get(label, "gray")
+        ax.axvline(position, color=color, linestyle=":", linewidth=1.2)
+        ax.annotate(tr("{label}: evicts from position {position}", label=label, position=position), (position, 1),
+                    xycoords=("data", "axes fraction"), xytext=(4, -12 - 11 * row), textcoords="offset points",
+                    fontsize=8, color=color)
     if step is not None:
         ax.axvline(step, color="red", linewidth=1)
     ax.set_xlabel(tr("position in the text (tokens)"))
-    ax.set_ylabel(tr("loss per token (nats), mean of {n}", n=smooth))
+    ax.set_ylabel(tr("loss per token (nats), running mean over {n} tokens", n=smooth))
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(losses))
     ax.grid(True, alpha=0.3)
     if own:
@@ -203,12 +214,13 @@ def sink_cache_figure(state: SinkCacheState, *, smooth: int = 32) -> Figure:
                    rotation=90)
     top.set_yticks([])
     top.set_xlabel(tr("cache slot, labelled with the position it holds (orange: sinks, blue: window)"), fontsize=8)
-    top.set_title(tr("Step {step}: {held} positions held ({kib:.0f} KiB), {evicted} dropped; a full cache would "
-                     "hold {full} ({full_kib:.0f} KiB)", step=state.step, held=len(state.visible),
-                     kib=state.cache_bytes / 2**10, evicted=state.evicted, full=state.step + 1,
-                     full_kib=state.full_bytes / 2**10), fontsize=9)
-    streaming_loss_figure(state.losses, smooth=smooth, evict_at=state.window + state.sinks, step=state.step,
-                          ax=bottom)
+    top.set_title(tr("Step {step}: {held} positions held ({mib:.2f} MiB), {evicted} evicted; a full cache would "
+                     "hold {full} ({full_mib:.2f} MiB)", step=state.step, held=len(state.visible),
+                     mib=state.cache_bytes / 2**20, evicted=state.evicted, full=state.step + 1,
+                     full_mib=state.full_bytes / 2**20), fontsize=9)
+    evict_at = {run_label(state.window, 0): state.window, state.label: state.window + state.sinks}
+    streaming_loss_figure(state.losses, smooth=smooth, step=state.step, ax=bottom,
+                          evict_at={label: at for label, at in evict_at.items() if label in state.losses})
     bottom.set_title(tr("Loss so far; the red line is this step"), fontsize=9)
     fig.tight_layout()
     return fig

@@ -227,7 +227,8 @@ def ch7_quiz() -> Quiz:
                 tr("Right: StreamingLLM keeps 4 sink tokens beside the window, which recovered most of the loss in "
                    "the chapter's measurement."),
                 tr("Then every new token would be predicted from the start of the text only."),
-                tr("With the same size, the window alone and the window with sinks gave very different losses."),
+                tr("With almost the same size (64 and 68 slots), the window alone and the window with sinks gave "
+                   "very different losses."),
             ],
             explanation=tr("Cutting a trained model's cache to a window is only safe if the sinks stay."),
         ),
