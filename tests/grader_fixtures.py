@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 import re
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -216,3 +218,35 @@ def exercise_rows(out: Path) -> dict[tuple[str, str], dict[str, str]]:
             got["status"] = r["status"]
         got["feedback"] += " | " + r["feedback"]
     return folded
+
+
+def blocked_folders() -> list[tuple[str, str]]:
+    """Folders an unprivileged user cannot pass on the way to this Python (pyenv under /root, say)."""
+    needed = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    found = set()
+    for path in needed:
+        parts = Path(path).parts
+        for depth in range(2, len(parts) + 1):
+            folder = str(Path(*parts[:depth]))
+            if not os.stat(folder).st_mode & 0o001:
+                found.add((folder, str(Path(*parts[:depth + 1]))))
+                break
+    return sorted(found)
+
+
+# In a mount namespace of its own: each blocking folder becomes a passable tmpfs holding only the folder
+# below it that leads to Python (as in a container whose Python is under /usr), then it execs argv (capsh
+# dropping capabilities, or setpriv becoming an unprivileged user). Format it with repo, blocked
+# (blocked_folders()) and argv.
+REACHABLE = """
+import os, sys
+sys.path.insert(0, {repo!r})
+from utils.grading.jail import MS_BIND, MS_PRIVATE, MS_REC, _mount
+_mount(None, "/", None, MS_REC | MS_PRIVATE)
+for blocked, inner in {blocked!r}:
+    fd = os.open(inner, os.O_PATH)
+    _mount("tmpfs", blocked, "tmpfs", 0, "mode=755,size=1m")
+    os.makedirs(inner)
+    _mount(f"/proc/self/fd/{{fd}}", inner, None, MS_BIND | MS_REC)
+os.execvp({argv!r}[0], {argv!r})
+"""

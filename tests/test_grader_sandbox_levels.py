@@ -109,36 +109,6 @@ print(json.dumps({{"summary": sandbox.isolation(check=False).summary(), "rows": 
 """
 
 
-def _blocked() -> list[str]:
-    """Folders an unprivileged user cannot pass on the way to this Python (pyenv under /root, say)."""
-    needed = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-    found = set()
-    for path in needed:
-        parts = Path(path).parts
-        for depth in range(2, len(parts) + 1):
-            folder = str(Path(*parts[:depth]))
-            if not os.stat(folder).st_mode & 0o001:
-                found.add((folder, str(Path(*parts[:depth + 1]))))
-                break
-    return sorted(found)
-
-
-# In a mount namespace of its own: each blocking folder becomes a passable tmpfs holding only the folder
-# below it that leads to Python, then capsh drops CAP_SYS_ADMIN and runs the command.
-REACHABLE = """
-import os, sys
-sys.path.insert(0, {repo!r})
-from utils.grading.jail import MS_BIND, MS_PRIVATE, MS_REC, _mount
-_mount(None, "/", None, MS_REC | MS_PRIVATE)
-for blocked, inner in {blocked!r}:
-    fd = os.open(inner, os.O_PATH)
-    _mount("tmpfs", blocked, "tmpfs", 0, "mode=755,size=1m")
-    os.makedirs(inner)
-    _mount(f"/proc/self/fd/{{fd}}", inner, None, MS_BIND | MS_REC)
-os.execvp("capsh", ["capsh", "--drop=cap_sys_admin", "--", "-c", {command!r}])
-"""
-
-
 @pytest.fixture(scope="module")
 def capless(tmp_path_factory):
     if os.geteuid() != 0 or not shutil.which("capsh") or not shutil.which("unshare"):
@@ -173,7 +143,8 @@ def capless(tmp_path_factory):
         script.write_text(GRADE.format(repo=str(gf.REPO), tests=str(gf.REPO / "tests"), allow=allow, top=str(top)))
         command = f"{sys.executable} {script}"
         if reachable:
-            setup = REACHABLE.format(repo=str(gf.REPO), blocked=_blocked(), command=command)
+            setup = gf.REACHABLE.format(repo=str(gf.REPO), blocked=gf.blocked_folders(),
+                                       argv=["capsh", "--drop=cap_sys_admin", "--", "-c", command])
             cmd = ["unshare", "--mount", sys.executable, "-c", setup]
         else:
             cmd = ["capsh", f"--drop={drop_caps}", "--", "-c", command]
