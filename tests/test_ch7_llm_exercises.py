@@ -21,9 +21,11 @@ import torch
 
 from tests.learner_answers.tune_ch7 import llm as tune
 from utils.exercises import check, llm
-from utils.exercises.common import clone_case, plain_copy
+from utils.exercises.common import clone_case
 from utils.exercises.credit import credit_for
+from utils.exercises.definition import Exercise
 from utils.exercises.judging import compare
+from utils.exercises.mistake_search import reproduces
 from utils.exercises.runner import run_cases
 from utils.i18n.messages import translate, using_language
 
@@ -320,13 +322,13 @@ NAMED = {  # answer -> words its public line must hold (the mistake, or the faul
     "rotate_half_rope__exponent_over_d_minus_2": "your exponents are [0, 0.333, 0.667, 1]",
     "rotate_half_rope__first_half_only": "never mixes features 0, 1, 2, 3",
     "rotate_half_rope__float32": "has dtype torch.float32, expected torch.float64",
-    "rotate_half_rope__no_outer_product": "the same at every position",
+    "rotate_half_rope__no_outer_product": "the outer product positions[:, None] * θ[None, :]",
     "grouped_query_attention__expand_groups_first": "expanding a new dim before H_kv",
     "grouped_query_attention__scale_by_heads": "1/sqrt(H), H the number of query heads",
     "grouped_query_attention__triu_kept": "gives weight to key 1, a later position",
-    "grouped_query_attention__masked_with_zero": "gives weight to key 1, a later position",
+    "grouped_query_attention__masked_with_zero": "a future key then scores 0, and exp(0) = 1 still gives it weight",
     "grouped_query_attention__scale_after_softmax": "do not sum to 1 over the keys",
-    "grouped_query_attention__repeat_on_batch": "your function is right on query(2, 2, 3, 4)",
+    "grouped_query_attention__repeat_on_batch": "right only where H = H_kv (a group of one)",
     "grouped_query_attention__float32": "has dtype torch.float32, expected torch.float64",
     "sink_window_mask__loop": "a sink that comes after it",
     "sink_window_mask__band_tril_triu": "your window keeps one key too many",
@@ -335,6 +337,21 @@ NAMED = {  # answer -> words its public line must hold (the mistake, or the faul
     "sink_window_mask__window_before_the_query": "your query 8 sees [5, 6, 7] but not itself (8)",
     "sink_window_mask__sink_rows": "keeps no sink before its window",
     "sink_window_mask__sinks_widen_the_window": "sees the 5 most recent keys",
+    # issue 38 (review V7b): a fresh learner's wrong answers
+    "rms_norm__detached_factor": "the gradient reaching `x` is not the reference's",
+    "rms_norm__factor_under_no_grad": "the gradient reaching `x` is not the reference's",
+    "rms_norm__eps_written_in": "you ignore the eps argument",
+    "rms_norm__own_eps_1e5": "or a tiny eps of your own in place of the eps argument",
+    "rotate_half_rope__halves_swapped_no_minus": "your rotate_half has no minus sign",
+    "rotate_half_rope__chunk_without_dim": "x.chunk(2) splits dim 0",
+    "rotate_half_rope__angles_cat_without_dim": "torch.cat((angle, angle)) stacks the two copies along dim 0",
+    "grouped_query_attention__mask_multiplied": "a future key then scores 0, and exp(0) = 1 still gives it weight",
+    "grouped_query_attention__tril_filled": "masked_fill fills where the mask is True",
+    "grouped_query_attention__values_not_repeated": "repeat the values as well as the keys",
+    "grouped_query_attention__group_upside_down": "your group size is H_kv // H",
+    "sink_window_mask__additive": "you returned an additive mask",
+    "sink_window_mask__additive_large_negative": "0 where a query may attend and -1e+09 elsewhere",
+    "sink_window_mask__python_and_or": "combine bool tensors entry by entry with & (and) and | (or)",
 }
 
 
@@ -351,11 +368,12 @@ def test_a_realistic_wrong_answer_fails_and_its_line_names_the_fault(answer):
     assert not public.passed and not hidden.passed, (public.line, hidden.line)
     assert NAMED[answer["fn"].__name__] in public.message, public.message
     exercise = EXERCISES[name]
+    cases = exercise.public_cases()
+    outcomes = run_cases(answer["fn"], cases)
     for mistake in exercise.mistakes:  # a listed diagnosis leading the line must reproduce the answer everywhere
-        if public.message.startswith(mistake.diagnosis):
-            for case in exercise.public_cases():
-                got, wrong = plain_copy(answer["fn"](**clone_case(case))), plain_copy(mistake.fn(**clone_case(case)))
-                assert compare(got, wrong, exercise.atol, exercise.rtol) is None, (mistake.name, case)
+        if public.message.startswith(mistake.diagnosis):  # its output, or the error it raises
+            for case, outcome in zip(cases, outcomes):
+                assert reproduces(exercise, mistake, case, outcome, compare), (mistake.name, case, outcome.error)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -488,3 +506,18 @@ def test_flex_attention_with_enable_gqa_is_forbidden_for_grouped_query_attention
                                                                                           enable_gqa=True),
                         cases, llm.GQA.forbidden)[0]
     assert outcome.forbidden == name  # and a call at run time is caught too
+
+
+def test_the_overflow_probe_says_nothing_about_a_mask_whose_reference_is_bool():
+    """Issue 38: an additive float mask (0 / -inf) was told 'with inputs 1000 times larger … subtract the row
+    maximum first'; a bool output cannot overflow, and the sink mask has no float input to scale."""
+    from utils.exercises import probes
+
+    exercise = EXERCISES["sink_window_mask"]
+    inputs = [dict(exercise.public_cases()[0])]
+    outcomes = run_cases(tune.sink_window_mask__additive, inputs)
+    assert probes._finite(exercise, inputs, outcomes) is None
+    softmax = Exercise(id="ch0.softmax", reference=lambda x: x.softmax(-1),
+                       make_cases=lambda rng, gen: [{"x": torch.randn(2, 3, generator=gen)}])
+    overflowing = run_cases(lambda x: x.exp() / x.exp().sum(-1, keepdim=True), [{"x": torch.full((2, 3), 1000.0)}])
+    assert "subtract the row maximum" in probes._finite(softmax, [{"x": torch.full((2, 3), 1000.0)}], overflowing)

@@ -107,6 +107,9 @@ RMS_NORM = Exercise(
         Mistake("no_keepdim", wrong._rms_no_keepdim,
                 "keep the last dim of the mean square, mean(dim=-1, keepdim=True), shape (..., 1): without it the "
                 "(...,) means line up with the features instead of the vectors"),
+        Mistake("eps_ignored", wrong._rms_eps_ignored,
+                "you ignore the eps argument: your function adds 1e-6 whatever eps it is given (the check passes "
+                f"eps = 0.1, among others); add the `eps` you receive to the mean square, inside the root {_RMSNORM}"),
     ),
     forbidden=("utils", "torch.nn.functional.rms_norm", "torch.rms_norm", "torch.nn.RMSNorm"),
     hint="each vector (the last dim) is divided by its root mean square sqrt(mean(x²) + eps), eps inside the root, "
@@ -170,6 +173,22 @@ ROPE = Exercise(
         Mistake("cos_sin_swapped", wrong._rope_cos_sin_swapped,
                 "cos and sin are swapped: out = x · cos + rotate_half(x) · sin, so that position 0 (angle 0) "
                 f"leaves x unchanged {_ROPE}"),
+        Mistake("no_minus", wrong._rope_no_minus,
+                "your rotate_half has no minus sign: [x2, x1] swaps the halves, which is a reflection, not a "
+                "rotation (it changes the length of the vectors); rotate_half([x1, x2]) = [-x2, x1], "
+                f"torch.cat((-x2, x1), dim=-1) {_ROPE}"),
+        Mistake("chunk_first_dim", wrong._rope_chunk_first_dim,
+                "x.chunk(2) splits dim 0 (the batch, or the positions), not the features: with one entry there "
+                "it gives one piece, hence 'not enough values to unpack'; cut the last dim, x.chunk(2, dim=-1) "
+                f"{_ROPE}"),
+        Mistake("angles_cat_first_dim", wrong._rope_angles_cat_first_dim,
+                "torch.cat((angle, angle)) stacks the two copies along dim 0, giving (2L, D/2) angles, hence the "
+                "size mismatch with x; join them along the last dim, torch.cat((angle, angle), dim=-1), (L, D) "
+                f"{_ROPE}"),
+        Mistake("no_outer_product", wrong._rope_no_outer_product,
+                "positions * θ multiplies two 1-D tensors entry by entry (a size mismatch unless L = D/2, and "
+                "wrong angles even then): each position needs its own row of D/2 angles, the outer product "
+                f"positions[:, None] * θ[None, :], shape (L, D/2) {_ROPE}"),
     ),
     forbidden=("utils",),
     hint="θ_i = base^(-2i/D) for i < D/2; angle = positions[:, None] · θ, written twice, torch.cat((angle, angle), "
@@ -227,6 +246,22 @@ GQA = Exercise(
                 "diagonal included, tril with diagonal=0"),
         Mistake("causal_ignored", wrong._gqa_causal_ignored,
                 "with is_causal=True mask the future: query i sees keys 0 … i only"),
+        Mistake("causal_multiplied", wrong._gqa_causal_multiplied,
+                "you multiplied the scores by a 0/1 causal mask: a future key then scores 0, and exp(0) = 1 still "
+                "gives it weight; fill the future scores with -inf before the softmax, "
+                f"scores.masked_fill(future, float('-inf')) {_GQA}"),
+        Mistake("causal_inverted", wrong._gqa_causal_inverted,
+                "masked_fill fills where the mask is True: filling the tril with -inf hid the past (and the query "
+                "itself) and kept the future; fill the future, triu(diagonal=1), or the negation of the tril "
+                f"{_GQA}"),
+        Mistake("values_not_repeated", wrong._gqa_values_not_repeated,
+                "you repeated the keys but not the values: V keeps its H_kv heads, so weights (N, H, L, S) @ V fail "
+                "to broadcast (a size mismatch at dim 1) unless H_kv is 1; repeat the values like the keys, "
+                f"value.repeat_interleave(G, dim=1) {_GQA}"),
+        Mistake("group_inverted", wrong._gqa_group_inverted,
+                "your group size is H_kv // H, which is 0 when there are more query heads than K/V heads (hence the "
+                "size mismatch): G = H // H_kv, query.shape[1] // key.shape[1], the number of query heads that "
+                f"share one K/V head {_GQA}"),
     ),
     forbidden=("utils", "torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
                "torch.nn.attention.flex_attention.flex_attention"),  # enable_gqa=True does it all
@@ -280,6 +315,14 @@ SINK_MASK = Exercise(
                 "the sinks are the first `sinks` positions, keys 0 … sinks − 1 (j < sinks); yours keep one more"),
         Mistake("inverted", wrong._sink_inverted,
                 "your mask is True where a query may not attend: here True means may attend"),
+        Mistake("additive", wrong._sink_additive,
+                "you returned an additive mask (0 where a query may attend, -inf elsewhere), the form that is added "
+                "to the scores; this function returns the bool mask itself, True = may attend: return the "
+                f"condition, without torch.where {_SINKS}"),
+        Mistake("python_and_or", wrong._sink_python_and_or,
+                "Python's `and` / `or` ask a whole tensor for one True or False, hence 'Boolean value of Tensor … "
+                "is ambiguous': combine bool tensors entry by entry with & (and) and | (or), each side in "
+                f"parentheses {_SINKS}"),
     ),
     forbidden=("utils",),
     hint="query i may see key j when j <= i and (i − j < window or j < sinks): the window of the `window` most "

@@ -255,9 +255,9 @@ def _finite(exercise: ProbedExercise, inputs: list[Case], outcomes: list[Outcome
         return None
     expected = _first_tensor(plain_copy(exercise.reference(**clone_case(inputs[0]))))
     got = _first_tensor(plain_copy(outcomes[0].output))
-    if expected is None or got is None or not got.is_floating_point() or not torch.isfinite(expected).all():
-        return None
-    if torch.isfinite(got).all():
+    if expected is None or got is None or not got.is_floating_point() or not expected.is_floating_point():
+        return None  # a bool or integer output (a mask) cannot overflow: its dtype is what a failing case shows
+    if not torch.isfinite(expected).all() or torch.isfinite(got).all():
         return None
     return tr("with inputs {scale:g} times larger your output contains NaN or inf where the reference's is finite: "
               "something overflows (e.g. `exp` of large scores: subtract the row maximum first)", scale=LARGE)

@@ -237,6 +237,116 @@ def sink_window_mask__sinks_widen_the_window(L, window, sinks):
     return (j <= i) & (i - j < window + sinks)
 
 
+# --------------------------------------------------------------------------------------------------
+# Issue 38 (review V7b): a fresh learner's wrong answers, added to the tune half
+# --------------------------------------------------------------------------------------------------
+
+
+def rms_norm__detached_factor(x, weight, eps=1e-6):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps).detach() * weight
+
+
+def rms_norm__factor_under_no_grad(x, weight, eps=1e-6):
+    with torch.no_grad():
+        inv_rms = 1.0 / torch.sqrt(torch.mean(x * x, dim=-1, keepdim=True) + eps)
+    return weight * (x * inv_rms)
+
+
+def rms_norm__eps_written_in(x, weight, eps=1e-6):
+    variance = x.pow(2).mean(-1, keepdim=True)
+    return weight * x * torch.rsqrt(variance + 1e-6)
+
+
+def rms_norm__own_eps_1e5(x, weight, eps=1e-6):
+    return weight * x / torch.sqrt((x ** 2).mean(dim=-1, keepdim=True) + 1e-5)
+
+
+def _freqs(x, positions, base):
+    D = x.shape[-1]
+    inv_freq = 1.0 / (base ** (torch.arange(0, D, 2, dtype=torch.float32) / D))
+    return torch.outer(positions.float(), inv_freq)  # (L, D/2)
+
+
+def rotate_half_rope__halves_swapped_no_minus(x, positions, base=10000.0):
+    half = x.shape[-1] // 2
+    emb = torch.cat([_freqs(x, positions, base)] * 2, dim=-1)
+    rotated = torch.cat([x[..., half:], x[..., :half]], dim=-1)
+    return x * emb.cos().to(x.dtype) + rotated * emb.sin().to(x.dtype)
+
+
+def rotate_half_rope__chunk_without_dim(x, positions, base=10000.0):
+    emb = torch.cat((_freqs(x, positions, base), _freqs(x, positions, base)), dim=-1)
+    x1, x2 = torch.chunk(x, 2)
+    return x * emb.cos().to(x.dtype) + torch.cat((-x2, x1), dim=-1) * emb.sin().to(x.dtype)
+
+
+def rotate_half_rope__angles_cat_without_dim(x, positions, base=10000.0):
+    freqs = _freqs(x, positions, base)
+    emb = torch.cat((freqs, freqs))
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * emb.cos().to(x.dtype) + torch.cat((-x2, x1), dim=-1) * emb.sin().to(x.dtype)
+
+
+def _scores(query, key):
+    return query @ key.transpose(-2, -1) / math.sqrt(query.size(-1))
+
+
+def grouped_query_attention__mask_multiplied(query, key, value, is_causal=False):
+    n_rep = query.size(1) // key.size(1)
+    key, value = key.repeat_interleave(n_rep, dim=1), value.repeat_interleave(n_rep, dim=1)
+    scores = _scores(query, key)
+    if is_causal:
+        scores = scores * torch.tril(torch.ones_like(scores))
+    return F.softmax(scores, dim=-1) @ value
+
+
+def grouped_query_attention__tril_filled(query, key, value, is_causal=False):
+    n_rep = query.size(1) // key.size(1)
+    key, value = key.repeat_interleave(n_rep, dim=1), value.repeat_interleave(n_rep, dim=1)
+    scores = _scores(query, key)
+    if is_causal:
+        L, S = scores.shape[-2:]
+        scores = scores.masked_fill(torch.tril(torch.ones(L, S)).bool(), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ value
+
+
+def grouped_query_attention__values_not_repeated(query, key, value, is_causal=False):
+    n_rep = query.size(1) // key.size(1)
+    scores = _scores(query, torch.repeat_interleave(key, n_rep, dim=1))
+    if is_causal:
+        scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.einsum("nhls,nhsd->nhld", scores.softmax(-1), value)
+
+
+def grouped_query_attention__group_upside_down(query, key, value, is_causal=False):
+    n_rep = key.size(1) // query.size(1)
+    key, value = key.repeat_interleave(n_rep, dim=1), value.repeat_interleave(n_rep, dim=1)
+    scores = _scores(query, key)
+    if is_causal:
+        scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
+    return scores.softmax(-1) @ value
+
+
+def _allowed(L, window, sinks):
+    q = torch.arange(L).unsqueeze(1)
+    k = torch.arange(L).unsqueeze(0)
+    return (k <= q) & ((q - k < window) | (k < sinks))
+
+
+def sink_window_mask__additive(L, window, sinks):
+    return torch.zeros(L, L).masked_fill(~_allowed(L, window, sinks), float("-inf"))
+
+
+def sink_window_mask__additive_large_negative(L, window, sinks):
+    return torch.where(_allowed(L, window, sinks), torch.tensor(0.0), torch.tensor(-1e9))
+
+
+def sink_window_mask__python_and_or(L, window, sinks):
+    q = torch.arange(L).unsqueeze(1)
+    k = torch.arange(L).unsqueeze(0)
+    return k <= q and (q - k < window or k < sinks)
+
+
 ANSWERS = [
     {"exercise": "ch7.rms_norm", "fn": rms_norm__mean_abs,
      "mistake": "divides by the mean absolute value, not the root mean square; eps outside", "part": "divisor"},
@@ -296,4 +406,32 @@ ANSWERS = [
      "mistake": "marks the first sinks rows instead of the first sinks columns", "part": "sinks"},
     {"exercise": "ch7.sink_window_mask", "fn": sink_window_mask__sinks_widen_the_window,
      "mistake": "widens the window by sinks instead of keeping the first positions", "part": "sinks"},
+    {"exercise": "ch7.rms_norm", "fn": rms_norm__detached_factor,
+     "mistake": "the 1/rms factor .detach()-ed: right output, wrong gradient", "part": "gradients"},
+    {"exercise": "ch7.rms_norm", "fn": rms_norm__factor_under_no_grad,
+     "mistake": "the 1/rms factor computed under torch.no_grad(): right output, wrong gradient", "part": "gradients"},
+    {"exercise": "ch7.rms_norm", "fn": rms_norm__eps_written_in,
+     "mistake": "eps argument ignored: 1e-6 written in", "part": "eps"},
+    {"exercise": "ch7.rms_norm", "fn": rms_norm__own_eps_1e5,
+     "mistake": "eps argument ignored: 1e-5 written in", "part": "eps"},
+    {"exercise": "ch7.rotate_half_rope", "fn": rotate_half_rope__halves_swapped_no_minus,
+     "mistake": "rotate_half as [x2, x1], no minus", "part": "rotation"},
+    {"exercise": "ch7.rotate_half_rope", "fn": rotate_half_rope__chunk_without_dim,
+     "mistake": "torch.chunk(x, 2) without dim=-1", "part": "rotation"},
+    {"exercise": "ch7.rotate_half_rope", "fn": rotate_half_rope__angles_cat_without_dim,
+     "mistake": "torch.cat((freqs, freqs)) without dim=-1", "part": "angles"},
+    {"exercise": "ch7.grouped_query_attention", "fn": grouped_query_attention__mask_multiplied,
+     "mistake": "multiplies the scores by a 0/1 tril instead of filling -inf", "part": "causal mask"},
+    {"exercise": "ch7.grouped_query_attention", "fn": grouped_query_attention__tril_filled,
+     "mistake": "masked_fill on the tril: the past hidden, the future kept", "part": "causal mask"},
+    {"exercise": "ch7.grouped_query_attention", "fn": grouped_query_attention__values_not_repeated,
+     "mistake": "repeats the keys only, not the values", "part": "repeat"},
+    {"exercise": "ch7.grouped_query_attention", "fn": grouped_query_attention__group_upside_down,
+     "mistake": "G = H_kv // H, upside down", "part": "repeat"},
+    {"exercise": "ch7.sink_window_mask", "fn": sink_window_mask__additive,
+     "mistake": "returns the additive float mask (0 / -inf), not bool", "part": "dtype"},
+    {"exercise": "ch7.sink_window_mask", "fn": sink_window_mask__additive_large_negative,
+     "mistake": "returns an additive float mask with -1e9, not bool", "part": "dtype"},
+    {"exercise": "ch7.sink_window_mask", "fn": sink_window_mask__python_and_or,
+     "mistake": "Python and / or on tensors", "part": "combining conditions"},
 ]

@@ -71,6 +71,10 @@ def _rms_no_keepdim(x, weight, eps=1e-6):
     return x / torch.sqrt(x.pow(2).mean(dim=-1) + eps) * weight
 
 
+def _rms_eps_ignored(x, weight, eps=1e-6):  # the default written in, whatever eps the call passes
+    return x / torch.sqrt(_mean_square(x) + 1e-6) * weight
+
+
 # --------------------------------------------------------------------------------------------------
 # ch7.rotate_half_rope
 # --------------------------------------------------------------------------------------------------
@@ -140,24 +144,55 @@ def _rope_cos_sin_swapped(x, positions, base=10000.0):
     return _rope(x, positions, base, swap=True)
 
 
+def _rope_no_minus(x, positions, base=10000.0):  # rotate_half as [x2, x1]: a reflection, not a rotation
+    def rotate(v):
+        first, second = v.chunk(2, dim=-1)
+        return torch.cat((second, first), dim=-1)
+    return _rope(x, positions, base, rotate=rotate)
+
+
+def _rope_chunk_first_dim(x, positions, base=10000.0):  # x.chunk(2): along dim 0
+    def rotate(v):
+        first, second = v.chunk(2)
+        return torch.cat((-second, first), dim=-1)
+    return _rope(x, positions, base, rotate=rotate)
+
+
+def _rope_angles_cat_first_dim(x, positions, base=10000.0):  # torch.cat((angle, angle)): (2L, D/2)
+    angle = positions.to(torch.float64)[:, None] * _inv_freq(x.shape[-1], base)
+    angle = torch.cat((angle, angle))
+    return x * angle.cos().to(x.dtype) + _rotate_half(x) * angle.sin().to(x.dtype)
+
+
+def _rope_no_outer_product(x, positions, base=10000.0):  # positions * θ: entry by entry, not (L, D/2)
+    angle = positions.to(torch.float64) * _inv_freq(x.shape[-1], base)
+    angle = torch.cat((angle, angle), dim=-1)
+    return x * angle.cos().to(x.dtype) + _rotate_half(x) * angle.sin().to(x.dtype)
+
+
 # --------------------------------------------------------------------------------------------------
 # ch7.grouped_query_attention
 # --------------------------------------------------------------------------------------------------
 
 
-def _attend(query, key, value, is_causal=False, *, scale=None, dim=-1, diagonal=0, causal=True, tiled=False):
-    """Grouped-query attention with one part changeable: how the K/V heads are repeated, the scale, the
-    softmax's dim, and which diagonal the causal mask keeps."""
-    G = query.shape[1] // key.shape[1]
+def _attend(query, key, value, is_causal=False, *, scale=None, dim=-1, diagonal=0, causal=True, tiled=False,
+            G=None, values_repeated=True, masking="fill"):
+    """Grouped-query attention with one part changeable: how the K/V heads are repeated (and how many
+    times), the scale, the softmax's dim, which diagonal the causal mask keeps and how it is applied."""
+    G = query.shape[1] // key.shape[1] if G is None else G
     if tiled:
         key, value = key.repeat(1, G, 1, 1), value.repeat(1, G, 1, 1)
     else:
-        key, value = key.repeat_interleave(G, dim=1), value.repeat_interleave(G, dim=1)
+        key = key.repeat_interleave(G, dim=1)
+        value = value.repeat_interleave(G, dim=1) if values_repeated else value
     scores = query @ key.transpose(-2, -1) / (math.sqrt(query.shape[-1]) if scale is None else scale)
     if is_causal and causal:
         L, S = scores.shape[-2:]
         keep = torch.ones(L, S, dtype=torch.bool).tril(diagonal=diagonal)
-        scores = scores.masked_fill(~keep, float("-inf"))
+        if masking == "multiply":  # scores times a 0/1 mask: the future keys score 0, not -inf
+            scores = scores * keep
+        else:  # "inverted": masked_fill where the kept keys are True, so the past is hidden
+            scores = scores.masked_fill(keep if masking == "inverted" else ~keep, float("-inf"))
     return torch.softmax(scores, dim=dim) @ value
 
 
@@ -198,6 +233,22 @@ def _gqa_causal_no_self(query, key, value, is_causal=False):  # tril(diagonal=-1
 
 def _gqa_causal_ignored(query, key, value, is_causal=False):
     return _attend(query, key, value, is_causal, causal=False)
+
+
+def _gqa_causal_multiplied(query, key, value, is_causal=False):  # scores * tril: exp(0) = 1 for the future
+    return _attend(query, key, value, is_causal, masking="multiply")
+
+
+def _gqa_causal_inverted(query, key, value, is_causal=False):  # masked_fill(tril, -inf): the past hidden
+    return _attend(query, key, value, is_causal, masking="inverted")
+
+
+def _gqa_values_not_repeated(query, key, value, is_causal=False):  # K repeated, V left with H_kv heads
+    return _attend(query, key, value, is_causal, values_repeated=False)
+
+
+def _gqa_group_inverted(query, key, value, is_causal=False):  # G = H_kv // H: 0 wherever H > H_kv
+    return _attend(query, key, value, is_causal, G=key.shape[1] // query.shape[1])
 
 
 # --------------------------------------------------------------------------------------------------
@@ -257,3 +308,12 @@ def _sink_one_too_many(L, window, sinks):  # j <= sinks
 
 def _sink_inverted(L, window, sinks):
     return ~_sink_mask(L, window, sinks)
+
+
+def _sink_additive(L, window, sinks):  # the mask added to scores (0 / -inf), not the bool mask itself
+    return torch.where(_sink_mask(L, window, sinks), 0.0, float("-inf"))
+
+
+def _sink_python_and_or(L, window, sinks):  # `and` / `or` ask a whole tensor for one truth value
+    offset, j = _offsets(L)
+    return (offset >= 0) and ((offset < window) or (j < sinks))

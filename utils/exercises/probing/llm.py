@@ -78,7 +78,8 @@ def _rms_explain(reference, inputs, outcomes) -> str | None:
     square = x.pow(2).mean(-1)
     candidates = (
         (square.sqrt() + eps, tr(": eps added outside the square root, sqrt(mean(x²)) + eps")),
-        (square.sqrt(), tr(": eps left out, sqrt(mean(x²))")),
+        (square.sqrt(), tr(": eps left out, sqrt(mean(x²)) (or a tiny eps of your own in place of the eps "
+                           "argument)")),
         ((square * x.shape[-1] + eps).sqrt(), tr(": a sum of squares instead of their mean, sqrt(sum(x²) + eps)")),
         (square + eps, tr(": no square root, mean(x²) + eps")),
         ((x.var(-1) + eps).sqrt(), tr(": the standard deviation (which subtracts the mean), sqrt(var(x) + eps)")),
@@ -93,6 +94,10 @@ def _rms_explain(reference, inputs, outcomes) -> str | None:
         ((square + eps ** 2).sqrt(), tr(": eps squared, sqrt(mean(x²) + eps²)")),
     )
     note = next((text for value, text in candidates if same(torch.tensor(divisor), value, atol=1e-5)), "")
+    added = torch.tensor(divisor, dtype=torch.float64) ** 2 - square  # what was added to the mean square
+    if not note and float(added.min()) > 1e-4 and float(added.max() - added.min()) < 1e-5 * float(added.max()) + 1e-7:
+        note = tr(": sqrt(mean(x²) + {c:.3g}), a fixed eps of your own instead of the eps argument",
+                  c=float(added.mean()))
     if not note and len(set(round(d, 6) for d in divisor)) == 1:
         note = tr(": one number for every vector, the mean square of the whole tensor; take it over each vector's "
                   "last dim (dim=-1, keepdim=True)")
@@ -161,6 +166,10 @@ def _rope_explain(reference, inputs, outcomes) -> str | None:
         return tr("for D = {D} your function never mixes features {still} with another feature: each feature i < D/2 "
                   "turns together with feature i + D/2, both halves, out = x · cos + rotate_half(x) · sin ({where})",
                   D=_D, still=_features(still), where=_see_rope())
+    if same(got, _rope_formula(inputs[0], _swap_halves), atol=1e-4):
+        return tr("your rotate_half has no minus sign: [x2, x1] swaps the halves, a reflection, not a rotation "
+                  "(it changes the length of the vectors); rotate_half([x1, x2]) = [-x2, x1] ({where})",
+                  where=_see_rope())
     partners = [int(leak[b].amax(0).argmax()) for b in range(_D)]
     want = [(b + half) % _D for b in range(_D)]
     if partners == [b ^ 1 for b in range(_D)]:
@@ -186,6 +195,19 @@ def _halves_of_positions(case: dict, got: torch.Tensor) -> bool:
     angle = torch.cat((angle, angle), dim=-1)  # (L, D)
     first, second = x.chunk(2, dim=-2)
     return same(got, x * angle.cos() + torch.cat((-second, first), dim=-2) * angle.sin(), atol=1e-4)
+
+
+def _swap_halves(x: torch.Tensor) -> torch.Tensor:
+    first, second = x.chunk(2, dim=-1)
+    return torch.cat((second, first), dim=-1)
+
+
+def _rope_formula(case: dict, rotate) -> torch.Tensor:
+    """x · cos + rotate(x) · sin with the right angles, in float64."""
+    angle = case["positions"].double()[:, None] * _theta()
+    angle = torch.cat((angle, angle), dim=-1)  # (L, D)
+    x = case["x"].double()
+    return x * angle.cos() + rotate(x) * angle.sin()
 
 
 def _theta() -> torch.Tensor:

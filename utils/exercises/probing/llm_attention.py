@@ -148,6 +148,9 @@ def _weights_explain(reference, inputs, outcomes) -> str | None:
         return tr("with is_causal=True your weights are those without a mask: apply the causal mask when "
                   "is_causal is True, query i sees keys 0 … i ({where})", where=_see_gqa())
     rows, cols = torch.meshgrid(torch.arange(_L), torch.arange(_L), indexing="ij")
+    masking = _masking_explain(causal, inputs[1])
+    if masking is not None:
+        return masking
     future = (causal[0, 0] > 1e-6) & (cols > rows)
     if future.any():
         i, j = (int(t) for t in future.nonzero()[0])
@@ -162,6 +165,26 @@ def _weights_explain(reference, inputs, outcomes) -> str | None:
     if bool((causal[0, 0].diagonal() < 1e-9).any()):
         return tr("with is_causal=True your queries give no weight to their own position (query 0 then sees no "
                   "key at all): the causal mask keeps the diagonal, j <= i ({where})", where=_see_gqa())
+    return None
+
+
+def _masking_explain(causal: torch.Tensor, case: dict) -> str | None:
+    """Causal weights (NaN read as 0) from a mask multiplied into the scores, or one that hides the past."""
+    query = case["query"].double()
+    key = case["key"].double().repeat_interleave(_H // _H_KV, dim=1)
+    scores = query @ key.transpose(-2, -1) / math.sqrt(_D)
+    past = torch.ones(_L, _L, dtype=torch.bool).tril()
+    if same(causal, torch.softmax(scores * past, dim=-1), atol=1e-4):
+        return tr("with is_causal=True your weights are those of the scores multiplied by a 0/1 mask: a future key "
+                  "then scores 0, and exp(0) = 1 still gives it weight; fill the future scores with -inf before "
+                  "the softmax, scores.masked_fill(future, float('-inf')) ({where})", where=_see_gqa())
+    early = causal[..., :-1, :]  # the last query has no future key to keep
+    if bool((early[..., past[:-1]].abs() < 1e-9).all()) and same(early.sum(-1), torch.ones_like(early.sum(-1)),
+                                                                  atol=1e-4):
+        return tr("with is_causal=True your queries give weight only to later keys, none to the past or to "
+                  "themselves: masked_fill fills where the mask is True, so filling the tril hides the past and "
+                  "keeps the future; fill the future, triu(diagonal=1), or the negation of the tril ({where})",
+                  where=_see_gqa())
     return None
 
 
@@ -202,8 +225,35 @@ def _gqa_shapes(gen: torch.Generator) -> list:
     return [case(2, 2, 3, 3), case(4, 1, 3, 3), case(4, 2, 3, 3), case(4, 2, 2, 5), case(6, 3, 1, 4)]
 
 
+def _repeat_explain(reference, inputs, outcomes) -> str | None:
+    """Right where no head is repeated (H = H_kv) or one broadcasts (H_kv = 1), raising on the others: V not
+    repeated; right where H = H_kv only: the group size (or both repeats) wrong."""
+    if len(outcomes) < len(inputs):
+        return None
+    right = []
+    for case, outcome in zip(inputs, outcomes):
+        got, want = probe_output([outcome], 0), reference_output(reference, case)
+        right.append(got is not None and got.shape == want.shape and same(got.double(), want.double(), atol=1e-4))
+    wrong = [i for i, ok in enumerate(right) if not ok]
+    if not wrong or any(outcomes[i].error is None for i in wrong):
+        return None
+    heads = [(case["query"].shape[1], case["key"].shape[1]) for case in inputs]
+    error = tr("{kind}: {message}", kind=outcomes[wrong[0]].error[0], message=outcomes[wrong[0]].error[1])
+    if right == [H == H_kv or H_kv == 1 for H, H_kv in heads]:
+        return tr("your function is right where no key/value head needs repeating (H = H_kv) or a single one "
+                  "broadcasts (H_kv = 1), and raises on the others ({error}): repeat the values as well as the "
+                  "keys, G times each along dim 1, value.repeat_interleave(G, dim=1) ({where})", error=error,
+                  where=_see_gqa())
+    if right == [H == H_kv for H, H_kv in heads]:
+        return tr("your function is right only where H = H_kv (a group of one) and raises on the others "
+                  "({error}): the group size is G = H // H_kv, query.shape[1] // key.shape[1], and the keys and "
+                  "the values are both repeated G times along dim 1 ({where})", error=error, where=_see_gqa())
+    return None
+
+
 GQA_PROBES = (Probe("heads_read_back", _heads_inputs, _heads_explain),
-              Probe("weights_read_back", _weights_inputs, _weights_explain), contrast("shapes", _gqa_shapes))
+              Probe("weights_read_back", _weights_inputs, _weights_explain),
+              Probe("repeats", _gqa_shapes, _repeat_explain), contrast("shapes", _gqa_shapes))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -223,6 +273,8 @@ def _keys(row: torch.Tensor) -> list[int]:
 
 def _sink_explain(reference, inputs, outcomes) -> str | None:
     got, want = probe_output(outcomes, 0), reference_output(reference, inputs[0])
+    if got is not None and got.shape == want.shape and got.is_floating_point():
+        return _additive_explain(got, want)
     if got is None or got.shape != want.shape or got.dtype != torch.bool or torch.equal(got, want):
         return None
     if torch.equal(got, ~want):
@@ -275,6 +327,17 @@ def _sink_explain(reference, inputs, outcomes) -> str | None:
     return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} may attend to keys {got}; it should see "
               "keys {want}: the sinks, then the window of the {W} most recent positions ({where})", L=_SINK_L,
               W=_WINDOW, s=_SINK_COUNT, i=i, got=_keys(got[i]), want=_keys(want[i]), where=_see_sinks())
+
+
+def _additive_explain(got: torch.Tensor, want: torch.Tensor) -> str | None:
+    """A float mask that is 0 where the query may attend and very negative (or -inf) elsewhere: additive."""
+    got = got.double()
+    if bool(want.all()) or not (bool((got[want] == 0).all()) and bool((got[~want] <= -1e4).all())):
+        return None
+    return tr("your mask is a float one, 0 where a query may attend and {low:g} elsewhere: the additive form, "
+              "added to the scores; this function returns the bool mask itself, True = may attend: return the "
+              "condition, without torch.where or masked_fill ({where})", low=float(got[~want].max()),
+              where=_see_sinks())
 
 
 def _sink_sizes(gen: torch.Generator) -> list:
