@@ -30,7 +30,7 @@ help:
 	@echo "make test       add the test tool-chain to .venv, then run everything: lint, unit, doctests, notebooks, browser"
 	@echo "make quick      lint + fast unit tests (no notebooks, no sandboxed grading), for iterating"
 	@echo "make chapters   regenerate chapters/ from solutions/"
-	@echo "make grade SUBMISSIONS=dir   grade a class (see README, instructors)"
+	@echo "make grade SUBMISSIONS=dir GRADES=out ARGS=\"--chapters 2\"   grade a class (README, instructors)"
 	@echo "make html       static HTML edition in build/html (offline: JavaScript from npm, see package.json)"
 	@echo "make browser    JupyterLab + offline HTML edition in headless Chromium (Playwright)"
 	@echo "make binder-test  build Binder's environment from binder/ in a fresh venv and run chapters/; simulate Colab"
@@ -159,8 +159,9 @@ chapters: setup-dev
 html: setup-dev $(NODE_STAMP)
 	$(BIN)/python -m utils.html
 
-grade: setup-dev
-	$(BIN)/python -m utils.grade $(SUBMISSIONS) --out $(GRADES)
+# Needs only what the chapters need (no test tool-chain); ARGS="--chapters 2 --seed-file ~/private/seed" passes flags.
+grade: setup
+	$(BIN)/python -m utils.grade $(SUBMISSIONS) --out $(GRADES) $(ARGS)
 
 benchmark: setup-dev
 	$(BIN)/python -m utils.benchmark
