@@ -233,7 +233,8 @@ GQA = Exercise(
                 "GQA shares the keys and values, not the queries: each of the H query heads keeps its own query "
                 f"and attends over its group's shared K and V; your query heads of one group were merged {_GQA}"),
         Mistake("no_scale", wrong._gqa_no_scale,
-                "divide the scores by sqrt(D), D = query.shape[-1]: without the scale the weights are too peaked"),
+                "you did not scale: divide the scores by sqrt(D), D = query.shape[-1]; without the scale the weights "
+                f"are too peaked {_GQA}"),
         Mistake("scale_dv", wrong._gqa_scale_dv,
                 "scale by sqrt(D), the head dim of the queries and keys (query.shape[-1]), not by the values' Dv"),
         Mistake("softmax_queries", wrong._gqa_softmax_queries,
@@ -253,6 +254,9 @@ GQA = Exercise(
         Mistake("causal_inverted", wrong._gqa_causal_inverted,
                 "masked_fill fills where the mask is True: filling the tril with -inf hid the past (and the query "
                 "itself) and kept the future; fill the future, triu(diagonal=1), or the negation of the tril "
+                f"{_GQA}"),
+        Mistake("returns_weights", wrong._gqa_returns_weights,
+                "return the output only, not (output, weights): this function returns one tensor, (N, H, L, Dv) "
                 f"{_GQA}"),
         Mistake("values_not_repeated", wrong._gqa_values_not_repeated,
                 "you repeated the keys but not the values: V keeps its H_kv heads, so weights (N, H, L, S) @ V fail "

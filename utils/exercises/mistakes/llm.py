@@ -243,6 +243,11 @@ def _gqa_causal_inverted(query, key, value, is_causal=False):  # masked_fill(tri
     return _attend(query, key, value, is_causal, masking="inverted")
 
 
+def _gqa_returns_weights(query, key, value, is_causal=False):  # (output, weights), as chapter 2's function
+    identity = torch.eye(key.shape[2], dtype=value.dtype).expand(*key.shape[:2], -1, -1)  # values = weights
+    return _attend(query, key, value, is_causal), _attend(query, key, identity, is_causal)
+
+
 def _gqa_values_not_repeated(query, key, value, is_causal=False):  # K repeated, V left with H_kv heads
     return _attend(query, key, value, is_causal, values_repeated=False)
 
