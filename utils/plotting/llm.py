@@ -151,16 +151,17 @@ def streaming_loss_figure(losses: Mapping[str, torch.Tensor], *, smooth: int = 3
         color = colors.get(label, "gray")
         ax.axvline(position, color=color, linestyle=":", linewidth=1.2)
         ax.annotate(tr("{label}: evicts from position {position}", label=label, position=position), (position, 1),
-                    xycoords=("data", "axes fraction"), xytext=(4, -12 - 11 * row), textcoords="offset points",
-                    fontsize=8, color=color)
+                    xycoords=("data", "axes fraction"), xytext=(4, -12 - 12 * row), textcoords="offset points",
+                    fontsize=8, color=color, bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "none", "pad": 1})
     if step is not None:
         ax.axvline(step, color="red", linewidth=1)
     ax.set_xlabel(tr("position in the text (tokens)"))
-    ax.set_ylabel(tr("loss per token (nats), running mean over {n} tokens", n=smooth))
+    ax.set_ylabel(tr("loss per token (nats),\nrunning mean over {n} tokens", n=smooth))
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=len(losses))
     ax.grid(True, alpha=0.3)
     if own:
-        ax.set_title(tr("A window alone loses the first tokens and the loss jumps; a few sinks bring most of it back"))
+        ax.set_title(tr("A window alone loses the first tokens and the loss jumps; a few sinks bring most of it back"),
+                     fontsize=11)
     return fig
 
 
