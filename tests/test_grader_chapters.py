@@ -155,7 +155,9 @@ def canvas_import(gradebook: dict[tuple[str, str], str], people: list[dict[str, 
     """What Canvas's grade import does with ``text``: a column is the assignment whose id ends its header
     (any other column but the identity and read-only ones would become a new assignment: refused here); a
     row is the student with that ID, else SIS User ID, else SIS Login ID; the Points Possible row is
-    ignored and a blank cell leaves the grade as it is. A grade must be a decimal number."""
+    ignored; a blank cell leaves an empty grade empty and REMOVES a grade the student has (Canvas's
+    gradebook importer counts it as a change and sends ``posted_grade: null``). A grade must be a decimal
+    number."""
     lines = list(csv.reader(io.StringIO(text)))
     columns = {}
     for i, cell in enumerate(lines[0]):
@@ -178,6 +180,8 @@ def canvas_import(gradebook: dict[tuple[str, str], str], people: list[dict[str, 
             if line[i].strip():
                 assert _DECIMAL.match(line[i]), f"Canvas cannot read the grade {line[i]!r}"
                 after[(person["ID"], assignment)] = line[i]
+            elif after.get((person["ID"], assignment), "").strip():
+                after[(person["ID"], assignment)] = ""  # Canvas: a blank cell against a grade removes the grade
     return after
 
 

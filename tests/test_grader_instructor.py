@@ -2,8 +2,10 @@
 instructor has is lost without asking.
 
 - ``--chapters 1`` on a download that holds chapter 2 only exits 2 with one line, and writes nothing;
-- a student whose submission holds none of a column's exercises gets an empty ``canvas.csv`` cell (Canvas
-  keeps the grade it has), unless ``--zero-missing``; a Canvas-shaped import proves no grade is lost;
+- a student with no grade in a column (no submission, or none of its exercises) gets the roster's own value
+  of that cell, never an empty one (Canvas's import removes a grade where a cell is empty), unless
+  ``--zero-missing`` (0 for each of them); a Canvas-shaped import, which clears a grade under an empty
+  cell, proves no grade is lost (issue 35, W4);
 - an ``--out`` that holds an earlier run is refused unless ``--overwrite``; with it, the earlier run's
   feedback files of students absent now are gone, and nothing else of the folder is touched;
 - the reports' cosmetics: an unplaced row's name in the feedback, names with commas on stderr.
@@ -79,7 +81,38 @@ def test_a_column_the_submission_holds_nothing_of_keeps_the_roster_grade(tmp_pat
     assert sheet.kept == [("bob", "01_toy (501)"), ("ann", "02_more (502)")]
     zero = lms.canvas_csv(rows, ["bob", "ann"], CHAPTERS, roster=roster, zero_missing=True)
     after = canvas_import(before, people_of(GRADEBOOK), zero.text)
-    assert after[("11", "501")] == "0" and after[("12", "502")] == "0" and zero.kept == []
+    assert after[("11", "501")] == "0" and after[("12", "502")] == "0" and zero.kept == sheet.kept
+
+
+W4_GRADEBOOK = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,01_toy (501),02_more (502),Quiz (600),Current Score\n"
+    "    Points Possible,,,,,5.00,1.00,10.00,(read only)\n"
+    '"Smith, Ana",201,s201,ana,A,4.00,,9.00,75.00%\n'
+    '"Lee, Fay",206,s206,fay,B,4.00,0.50,6.00,\n'
+    '"Noshow, Nat",207,s207,nat,A,1.00,0.75,5.00,\n'
+    '"Student, Test",208,,e1b2c3d4,,,,,\n'
+)
+
+
+def test_no_grade_canvas_holds_is_removed_by_an_empty_cell(tmp_path):
+    """W4: Fay handed in chapter 1 into the chapter 2 run and Nat nothing; an empty cell would clear their
+    chapter 2 grades on import, so the roster's values are copied and only Ana's graded cell changes."""
+    (tmp_path / "gradebook.csv").write_text(W4_GRADEBOOK, encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "gradebook.csv")
+    rows = [r for r in rows_of("ana", {"ch1.add_one": "missing", "ch1.attend": "missing", "ch2.total": "passed"})
+            + rows_of("fay", {"ch1.add_one": "passed", "ch1.attend": "passed", "ch2.total": "missing"})
+            if r.exercise == "ch2.total"]
+    ch2 = [e for e in CHAPTERS if e.chapter == 2]
+    before = gradebook_of(W4_GRADEBOOK)
+    sheet = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster)
+    after = canvas_import(before, people_of(W4_GRADEBOOK), sheet.text)
+    assert {k: v for k, v in after.items() if before[k] != v} == {("201", "502"): "1"}, sheet.text
+    assert after[("206", "502")] == "0.50" and after[("207", "502")] == "0.75" and after[("208", "502")] == ""
+    assert sheet.kept == [("fay", "02_more (502)")] and sheet.absent == ["Noshow, Nat", "Student, Test"]
+    zero = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster, zero_missing=True)
+    after = canvas_import(before, people_of(W4_GRADEBOOK), zero.text)
+    assert {k: v for k, v in after.items() if before[k] != v} == {
+        ("201", "502"): "1", ("206", "502"): "0", ("207", "502"): "0", ("208", "502"): "0"}
 
 
 def feedback_names(out) -> set[str]:
@@ -126,8 +159,15 @@ def test_an_unplaced_row_in_the_feedback_names_no_empty_exercise():
 def test_roster_students_without_a_submission_are_listed_apart_though_names_hold_commas(capsys):
     from utils.grading.batch import _report_canvas
 
-    _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob", "Lee, Ann"]))
-    assert "without a submission (grade cells left empty): Jones, Bob; Lee, Ann" in capsys.readouterr().err
+    _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob", "Lee, Ann"], kept=[("carl", "01_toy (501)")]))
+    err = " ".join(capsys.readouterr().err.split())
+    assert "2 roster students without a submission (each cell holds the roster's current grade, since an empty " \
+           "cell would remove it on import; --zero-missing writes 0): Jones, Bob; Lee, Ann" in err, err
+    assert "1 grade cell where the submission holds none of the column's exercises (each cell holds" in err, err
+    assert "Canvas keeps" not in err and "left empty" not in err, err
+    _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob"], kept=[("carl", "01_toy (501)")], zero_missing=True))
+    err = capsys.readouterr().err
+    assert err.count("(0 written, --zero-missing)") == 2 and "roster's current grade" not in err, err
 
 
 def test_help_says_memory_is_per_student(capsys):
@@ -137,3 +177,41 @@ def test_help_says_memory_is_per_student(capsys):
     assert "MiB of RAM per student: all of a student's processes together" in text
     assert "--overwrite" in text and "--zero-missing" in text
 
+
+
+@pytest.mark.sandbox
+def test_points_possible_unlike_the_course_writes_no_canvas_csv_and_exits_2(tmp_path, registry, capsys):
+    """W4: the roster gives chapter 2 10 points, the course 1: full marks would read 1/10 in Canvas."""
+    two_chapter_course(tmp_path / "course")
+    gf.student(tmp_path / "subs", "bob", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    (tmp_path / "gradebook.csv").write_text(GRADEBOOK.replace(",,,,,5,1\n", ",,,,,5,10.00\n"), encoding="utf-8")
+    out = tmp_path / "out"
+    code = run(tmp_path, "--chapters", "2", "--format", "canvas", "--roster", str(tmp_path / "gradebook.csv"),
+               "--out", str(out))
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if "Points Possible" in line]
+    assert code == 2 and len(lines) == 1, err
+    assert "canvas.csv NOT written" in lines[0] and "for 02_more (502) is 10.00, but the course gives it 1 " \
+        "points" in lines[0], lines[0]
+    assert not (out / "canvas.csv").exists()
+    assert all((out / name).is_file() for name in ("results.csv", "grades.csv", "feedback/bob.md"))
+
+
+def test_points_possible_compared_as_decimals_per_graded_column(tmp_path):
+    (tmp_path / "gradebook.csv").write_text(W4_GRADEBOOK, encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "gradebook.csv")
+    assert roster.points_possible == {"01_toy (501)": "5.00", "02_more (502)": "1.00", "Quiz (600)": "10.00"}
+    rows = rows_of("ana", {"ch1.add_one": "passed", "ch1.attend": "passed", "ch2.total": "passed"})
+    assert lms.canvas_csv(rows, ["ana"], CHAPTERS, roster=roster).mismatched == []  # 5.00 is 5, 1.00 is 1
+    wrong = lms.read_roster(tmp_path / "gradebook.csv")
+    wrong.points_possible["02_more (502)"] = "2.5"
+    assert lms.canvas_csv(rows, ["ana"], CHAPTERS, roster=wrong).mismatched == [("02_more (502)", "2.5", "1")]
+
+
+def test_help_says_what_zero_missing_writes(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "write 0 for every roster student with no graded submission for a column (who handed in nothing, or " \
+           "nothing of that chapter)" in text
+    assert "copy the roster's current grade into that cell" in text and "keeps the grade" not in text

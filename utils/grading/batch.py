@@ -106,8 +106,11 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
             (:func:`~utils.grading.report.write_all`), so no stale feedback stays beside the new.
         refuse_empty: raise :class:`NothingToGrade`, before anything is written, when no submission holds an
             exercise of the graded chapters (``--chapters`` naming the wrong chapter, the wrong folder).
-        zero_missing: in ``canvas.csv``, write 0 for a column none of whose exercises the student's submission
-            holds. Default False: leave the cell empty, so that Canvas keeps the grade it has.
+        zero_missing: in ``canvas.csv``, write 0 for every roster student with no graded submission for a column
+            (none at all, or one holding none of its exercises). Default False: copy the roster's value of the
+            cell (an empty cell would remove the grade Canvas holds on import). When the roster's Points
+            Possible differ from the course's for a graded column, no ``canvas.csv`` is written (the summary's
+            ``canvas`` lists them in ``mismatched``; the command line exits 2).
         lang: the language of the feedback (``feedback/*.md`` and the CSVs' feedback column): ``"en"`` or
             ``"zh"`` (:mod:`utils.i18n.messages`). Ids, statuses and points in the CSVs stay the same.
 
@@ -189,7 +192,10 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     if lms_format == "canvas":
         sheet = lms.canvas_csv(rows, the_plan.students, the_plan.exercises, roster=the_roster,
                                canvas_ids=found.canvas_ids, columns=columns, zero_missing=zero_missing)
-        report.atomic_write(Path(out_dir) / "canvas.csv", sheet.text)
+        if sheet.mismatched:  # full marks would read as part marks: no canvas.csv, and an earlier one goes
+            (Path(out_dir) / "canvas.csv").unlink(missing_ok=True)
+        else:
+            report.atomic_write(Path(out_dir) / "canvas.csv", sheet.text)
         _report_canvas(sheet)
     elif overwrite:
         (Path(out_dir) / "canvas.csv").unlink(missing_ok=True)  # the earlier run's, not this one's
@@ -257,15 +263,26 @@ def _report_reading(results: engine.Results, unplaced: int) -> None:
              f"{intake.UNPLACED} in results.csv")
 
 
+def _no_grade(sheet: lms.CanvasSheet) -> str:
+    if sheet.zero_missing:
+        return "0 written, --zero-missing"
+    return ("each cell holds the roster's current grade, since an empty cell would remove it on import; "
+            "--zero-missing writes 0")
+
+
 def _report_canvas(sheet: lms.CanvasSheet) -> None:
+    for column, theirs, ours in sheet.mismatched:
+        _say(f"grader: canvas.csv NOT written: the roster's Points Possible for {column} is {theirs or '(empty)'}, "
+             f"but the course gives it {ours} points; set the assignment's points in Canvas to {ours}, export the "
+             f"gradebook again and pass it as --roster")
     for student, why in sheet.unmatched:
         _say(f"grader: canvas.csv: {student!r} is left out: {why}")
     if sheet.absent:
         _say(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a submission "
-             f"(grade cells left empty): {'; '.join(sheet.absent[:MAX_LISTED])}")  # names hold commas
+             f"({_no_grade(sheet)}): {'; '.join(sheet.absent[:MAX_LISTED])}")  # names hold commas
     if sheet.kept:
-        _say(f"grader: canvas.csv: {report.plural(len(sheet.kept), 'grade cell')} left empty where the submission "
-             f"holds none of the column's exercises, so Canvas keeps the grade it has (--zero-missing writes 0): "
+        _say(f"grader: canvas.csv: {report.plural(len(sheet.kept), 'grade cell')} where the submission holds none "
+             f"of the column's exercises ({_no_grade(sheet)}): "
              f"{'; '.join(f'{student} ({column})' for student, column in sheet.kept[:MAX_LISTED])}")
     if sheet.left_out:
         _say(f"grader: canvas.csv: left out {report.plural(len(sheet.left_out), 'graded column')} that the roster "

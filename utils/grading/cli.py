@@ -6,7 +6,9 @@
 :mod:`utils.builder.gradescope_bundle`: :mod:`utils.grade` sends it there.)
 Exit status: 0 when the batch completed, whatever the scores; 2 for bad arguments, no submissions, a
 course with no exercises, no submission holding an exercise of the graded chapters, an ``--out`` that
-holds an earlier run (without ``--overwrite``) or an unusable roster.
+holds an earlier run (without ``--overwrite``) or an unusable roster; 2 also when the roster's Points
+Possible differ from the course's points for a graded column (``canvas.csv`` is not written; results.csv,
+grades.csv and feedback/ are).
 """
 
 from __future__ import annotations
@@ -71,8 +73,9 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--columns", choices=lms.COLUMNS, default="chapter", help=(
         "gradebook columns of --format: one per chapter (default) or one per exercise"))
     parser.add_argument("--zero-missing", action="store_true", help=(
-        "canvas.csv: write 0 where a student's submission holds none of a column's exercises (default: leave the "
-        "cell empty, so that Canvas keeps the grade it has)"))
+        "canvas.csv: write 0 for every roster student with no graded submission for a column (who handed in "
+        "nothing, or nothing of that chapter); default: copy the roster's current grade into that cell (an empty "
+        "cell would remove the grade on import; a cell empty in the roster stays empty)"))
     parser.add_argument("--course", type=Path, default=None, help=(
         "the course folder whose solutions/*.ipynb give the exercises and their points (default: this "
         "checkout's solutions/ when present, else the exercise list installed with the package)"))
@@ -149,11 +152,12 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     print(report.summary_table(summary["rows"], summary["exercises"]))
-    canvas = ", canvas.csv" if summary["canvas"] is not None else ""
+    canvas_refused = summary["canvas"] is not None and bool(summary["canvas"].mismatched)
+    canvas = ", canvas.csv" if summary["canvas"] is not None and not canvas_refused else ""
     students, exercises = report.plural(len(summary["students"]), "student"), report.plural(
         len(summary["exercises"]), "exercise")
     print(f"\n{students} and {exercises}: ran the cells of {report.plural(summary['units'], 'student')} in "
           f"{summary['seconds']:.1f} s; wrote "
           f"{args.out}/results.csv, grades.csv{canvas}, feedback/")
     print(f"grader isolation: {summary['isolation_summary']}")
-    return 0
+    return 2 if canvas_refused else 0

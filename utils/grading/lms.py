@@ -32,12 +32,17 @@ the columns are headed by their names and Canvas will offer to create one assign
 import (:attr:`CanvasSheet.new`, printed): right for a first import, wrong for a second, so import the
 later ones with the export that has the ids.
 
-There is one row per roster student, in roster order; a student without a submission gets empty grade
-cells (Canvas keeps the grade it has), and a submission without a roster row is left out and reported.
-A cell of a column none of whose exercises the student's submission holds (every one ``missing``: a
-student who handed in chapter 1 only, graded for chapter 2) is left empty too, so that Canvas keeps the
-grade it has rather than getting a 0 (:attr:`CanvasSheet.kept`, printed); ``zero_missing``
-(``--zero-missing``) writes 0 there instead, for the run after the deadline.
+There is one row per roster student, in roster order, and a submission without a roster row is left out
+and reported. Canvas's import reads an empty cell against a grade it holds as "remove this grade", so
+``canvas.csv`` never leaves a cell empty where the grader has no grade for it: a roster student without a
+submission, or one whose submission holds none of a column's exercises (every one ``missing``: a student
+who handed in chapter 1 only, graded for chapter 2), gets the roster's own value of that cell (the roster
+is the gradebook export, so importing it changes nothing there; :attr:`CanvasSheet.kept`, printed), and
+a cell empty in the roster stays empty. ``zero_missing`` (``--zero-missing``, for the run after the
+deadline) writes 0 there instead, for every roster student with no graded submission for the column.
+When the roster's ``Points Possible`` row gives a graded column other points than the course does
+(:attr:`CanvasSheet.mismatched`), the grader writes no ``canvas.csv`` (Canvas does not change an existing
+assignment's points on import, so full marks would read as part marks).
 The display columns (``Student``, ``Section``) are escaped against formula injection; identity columns
 are written exactly as they are, so that Canvas can match them.
 """
@@ -75,6 +80,8 @@ class Roster:
     path: Path
     rows: list[dict[str, str]]
     assignment_headers: dict[str, str] = field(default_factory=dict)  # "ch2.causal_mask" -> "ch2.causal_mask (17)"
+    grades: list[dict[str, str]] = field(default_factory=list)  # per row: assignment header -> its cell, as exported
+    points_possible: dict[str, str] = field(default_factory=dict)  # assignment header -> its Points Possible cell
 
     def match(self, student: str, canvas_id: str | None = None) -> tuple[int | None, str]:
         """The index of ``student``'s row and ``""``, or ``None`` and why no row matches."""
@@ -112,14 +119,19 @@ def read_roster(path: str | Path) -> Roster:
     if not set(header) & {*IDENTITY, "submission"}:
         raise RosterError(f"the roster {path} has none of the columns {', '.join(IDENTITY)} or submission "
                           f"in its first row")
-    rows = []
+    headers = {m["name"]: cell for cell in header if (m := _ASSIGNMENT.match(cell))}
+    assignments = set(headers.values())
+    rows, grades, possible = [], [], {}
     for line in table[1:]:
-        if not any(cell.strip() for cell in line) or (line and line[0].strip() == "Points Possible"):
+        if line and line[0].strip() == "Points Possible":
+            possible = {name: value.strip() for name, value in zip(header, line) if name in assignments}
+            continue
+        if not any(cell.strip() for cell in line):
             continue
         rows.append({name: value.strip() for name, value in zip(header, line)
                      if name in IDENTITY or name == "submission"})
-    headers = {m["name"]: cell for cell in header if (m := _ASSIGNMENT.match(cell))}
-    return Roster(path, rows, headers)
+        grades.append({name: value.strip() for name, value in zip(header, line) if name in assignments})
+    return Roster(path, rows, headers, grades, possible)
 
 
 @dataclass
@@ -132,7 +144,9 @@ class CanvasSheet:
     absent: list[str]  # roster students (their Student or ID) with no submission
     left_out: list[str] = field(default_factory=list)
     new: list[str] = field(default_factory=list)
-    kept: list[tuple[str, str]] = field(default_factory=list)  # (student, column) left empty: nothing handed in
+    kept: list[tuple[str, str]] = field(default_factory=list)  # (student, column): none of its exercises handed in
+    mismatched: list[tuple[str, str, str]] = field(default_factory=list)  # (column, roster's points, course's points)
+    zero_missing: bool = False  # 0 written where there is no grade (else the roster's value)
 
 
 def check_identities(roster: Roster | None, canvas_ids: Mapping[str, str]) -> None:
@@ -208,8 +222,9 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
         roster: the LMS identities; ``None`` needs ``canvas_ids`` (the Canvas layout).
         canvas_ids: student -> Canvas user id, from Canvas file names.
         columns: ``"chapter"`` or ``"exercise"``. Default: ``"chapter"``.
-        zero_missing: write 0 (not an empty cell) where the student's submission holds none of a column's
-            exercises. Default: False.
+        zero_missing: write 0 for every roster student with no graded submission for a column (no
+            submission, or one holding none of the column's exercises). Default: False: copy the roster's
+            value of that cell (an empty cell would remove the grade Canvas holds on import).
     """
     canvas_ids = dict(canvas_ids or {})
     check_identities(roster, canvas_ids)
@@ -240,21 +255,40 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
                                identity.get("SIS User ID", ""), identity.get("SIS Login ID", ""),
                                escape_cell(identity.get("Section", ""))]
         student = owner.get(index)
+        now = roster.grades[index] if roster is not None and index < len(roster.grades) else {}
         if student is None:
             absent.append(identity.get("Student") or identity.get("ID") or f"row {index + 2}")
-            cells += [""] * len(layout)
-        else:
-            for name, ids, _max in layout:
-                if not zero_missing and all((student, e) in missing for e in ids):
-                    kept.append((student, name))
-                    cells.append("")
-                else:
-                    cells.append(points_cell(sum(points.get((student, e), 0) for e in ids)))
+        for name, ids, _max in layout:
+            if student is not None and not all((student, e) in missing for e in ids):
+                cells.append(points_cell(sum(points.get((student, e), 0) for e in ids)))
+                continue
+            if student is not None:
+                kept.append((student, name))
+            # no grade here: an empty cell would remove the grade Canvas holds, so the roster's is copied
+            cells.append("0" if zero_missing else now.get(name, ""))
         table.append(cells)
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
-    return CanvasSheet(buffer.getvalue(), unmatched, absent, left_out, new, kept)
+    return CanvasSheet(buffer.getvalue(), unmatched, absent, left_out, new, kept, points_mismatches(layout, roster),
+                       zero_missing)
+
+
+def points_mismatches(layout: Sequence[tuple[str, list[str], int]], roster: Roster | None
+                      ) -> list[tuple[str, str, str]]:
+    """``(column, the roster's Points Possible, the course's points)`` for each column of ``layout`` whose
+    points in the roster's ``Points Possible`` row differ from the course's (a cell empty there is not
+    compared)."""
+    found = []
+    for header, _ids, maximum in layout:
+        value = (roster.points_possible.get(header, "") if roster is not None else "").strip()
+        try:
+            same = not value or Fraction(value) == Fraction(maximum)
+        except (ValueError, ZeroDivisionError):
+            same = False
+        if not same:
+            found.append((header, value, points_cell(maximum)))
+    return found
 
 
 __all__ = ["COLUMNS", "IDENTITY", "MATCH_COLUMNS", "CanvasSheet", "Roster", "RosterError", "canvas_columns",
-           "canvas_csv", "check_identities", "grade_columns", "points_cell", "read_roster"]
+           "canvas_csv", "check_identities", "grade_columns", "points_cell", "points_mismatches", "read_roster"]
