@@ -4,11 +4,13 @@ features it pairs and by which angles it turns them (grouped-query attention and
 
 * ``rms_norm``: with weight = 1, the learner's output read as x times one number per vector: the divisor
   is compared with sqrt(mean(x²) + eps) and with what each known slip divides by (eps outside the root,
-  no eps, a sum, no root, the standard deviation); an output that is (x − mean) times a number is LayerNorm,
-  one divided per feature across the positions is the wrong dim. With weight = 1 right, the gain is read.
+  no eps, a sum, no root, the standard deviation, a fixed eps of its own); an output that is (x − mean) times
+  a number is LayerNorm, one divided per feature across the positions is the wrong dim. With weight = 1 right,
+  the gain is read.
 * ``rotate_half_rope``: unit vectors e_b, one per feature b, at positions 0, 1, 4, 9 with base 500: each
   output is column b of the rotation. Position 0 must give e_b back; at position 1 the other feature e_b
-  leaks into is its partner (b + D/2 in this layout, b ^ 1 in chapter 4's); the angle of each feature is
+  leaks into is its partner (b + D/2 in this layout, b ^ 1 in chapter 4's), with rotate_half's minus sign
+  (without it the halves are swapped, a reflection); the angle of each feature is
   read back and compared with position · base^(-2i/D): its sign, the positions used, the frequency of each
   feature (halves that differ: angles repeat-interleaved), and the base and exponent behind them.
 

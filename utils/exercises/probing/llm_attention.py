@@ -5,11 +5,14 @@
   identity in every head, whose keys its weights were taken with; (2) values that are the identity
   (Dv = S), so that the output *is* the attention weights: do they sum to 1 over the keys, do the query heads
   of one group differ, by what factor are the scores q·kᵀ scaled (read back by fitting the log-weights), and,
-  with is_causal=True, which keys each query may see and whether its weights still sum to 1. (1) also runs five
-  (H, H_kv), two with H = H_kv²: right on those two only is a group size of H_kv, not H // H_kv.
-* ``sink_window_mask``: L = 12, window = 3, sinks = 2: future keys, then for query 8 the sinks it keeps and
-  the number of recent keys it sees (and whether it sees itself), each compared with what the arguments
-  say.
+  with is_causal=True, which keys each query may see, whether its weights still sum to 1, and whether they are
+  those of a 0/1 mask multiplied into the scores or of a mask that hides the past. (1) also runs five
+  (H, H_kv), two with H = H_kv²: right on those two only is a group size of H_kv, not H // H_kv. (3) five
+  (H, H_kv), among them H = H_kv and H_kv = 1: right on both only, raising elsewhere, is V left unrepeated;
+  right on H = H_kv only is a group size (or repeat) that fails for any real group.
+* ``sink_window_mask``: L = 12, window = 3, sinks = 2: a float mask that is 0 / very negative (additive), future
+  keys, then for query 8 the sinks it keeps and the number of recent keys it sees (and whether it sees itself),
+  each compared with what the arguments say.
 
 See :mod:`utils.exercises.probes` for the contract.
 """
