@@ -143,9 +143,10 @@ class Exercise:
         atol, rtol: tolerances for float outputs (compared in float64).
         hint: shown after a generic mismatch.
         gradients: also require that the gradients the reference passes back reach the learner's inputs,
-            finite, through a backward pass that works (catches ``.detach()``, ``torch.no_grad()``, an
-            in-place write autograd needs, NaN gradients hidden by a right output). For exercises whose
-            function is meant to be trained through.
+            finite, through a backward pass that works, and equal the reference's along a fixed direction
+            (:mod:`utils.exercises.gradient_check`: catches ``.detach()``, ``torch.no_grad()`` on the whole or
+            a part, an in-place write autograd needs, NaN gradients hidden by a right output). For exercises
+            whose function is meant to be trained through.
         make_edge_cases: ``make_edge_cases(rng, gen) -> list[Case]``: edge cases only the grader runs
             (hidden), e.g. fully masked rows, float16 or bfloat16, L != S, a batch of 1.
         parts: how ``points`` split (see :class:`Part`); their points must add up to ``points``. Empty:
