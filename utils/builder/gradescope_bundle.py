@@ -24,12 +24,16 @@ The zip holds, at its root (as Gradescope's autograder specification asks):
   reads only the exercise ids and points from them).
 
 What ``run_autograder`` runs, and the ``results.json`` it writes, are :mod:`utils.grading.gradescope`'s.
+
+The zip holds the seed, so it is written mode 0600, and an existing zip (the seed students were graded
+with) is never replaced unless asked (``--overwrite``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import secrets
 import stat
 import sys
@@ -116,6 +120,7 @@ def write_gradescope_bundle(
     lang: str = "en",
     chapters: str | Iterable[int] | None = None,
     allow_weak_isolation: bool = False,
+    overwrite: bool = False,
 ) -> Path:
     """Write the autograder zip (see the module docstring) and return its path.
 
@@ -126,12 +131,16 @@ def write_gradescope_bundle(
         hidden_visibility: when students see the tests that carry points: ``"after_published"`` (default),
             ``"after_due_date"`` or ``"visible"`` (at once, hidden cases' verdicts included).
         timeout: CPU seconds per exercise (with a wall-clock backstop). Default: ``30.0``.
-        memory_mb: MiB per exercise. Default: ``2048``.
+        memory_mb: MiB of RAM per student: all of a student's processes together. Default: ``2048``.
         lang: the language of the feedback students read: ``"en"`` (default) or ``"zh"``.
         chapters: grade only these chapters, as one assignment out of their own points (``"2"``, ``"2-3"``
             or numbers; :func:`bundle_chapters`). Default: ``None``, every chapter.
         allow_weak_isolation: grade even where the sandbox cannot run the student's code as an unprivileged
             uid (it could then read the seed and rewrite results.json). Default: ``False``: refuse.
+        overwrite: replace an existing ``out_zip`` (and the seed it holds). Default: ``False``: raise
+            :class:`FileExistsError` before anything is written.
+
+    The zip is written mode 0600 (it holds the seed), whole or not at all.
     """
     check_visibility(hidden_visibility)
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
@@ -139,6 +148,8 @@ def write_gradescope_bundle(
     if not isinstance(allow_weak_isolation, bool):
         raise TypeError(f"allow_weak_isolation must be True or False, got {allow_weak_isolation!r}")
     root, out_zip = Path(root), Path(out_zip)
+    if not overwrite and (out_zip.exists() or out_zip.is_symlink()):
+        raise FileExistsError(_exists(out_zip))
     chosen = bundle_chapters(chapters, root)
     config = {
         "seed": secrets.randbelow(2**31) if seed is None else seed,
@@ -153,7 +164,33 @@ def write_gradescope_bundle(
     rendered = {path.name: text for path, text in render(root).items() if path.parent == root / "chapters"}
     notebooks = {name: text for name, text in rendered.items() if chosen is None or chapter_of(name) in chosen}
     out_zip.parent.mkdir(parents=True, exist_ok=True)
-    with zipfile.ZipFile(out_zip, "w") as archive:
+    # written new (O_EXCL: never over a zip that appeared meanwhile) or, with overwrite, beside it and moved over
+    target = out_zip.with_name(f".{out_zip.name}.{secrets.token_hex(4)}.partial") if overwrite else out_zip
+    try:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        raise FileExistsError(_exists(out_zip)) from None
+    done = False
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask: the zip holds the seed
+        with os.fdopen(fd, "wb") as handle:
+            _write_zip(handle, root, config, notebooks)
+        if overwrite:
+            os.replace(target, out_zip)
+        done = True
+    finally:
+        if not done:
+            target.unlink(missing_ok=True)  # no partial zip is left behind
+    return out_zip
+
+
+def _exists(out_zip: Path) -> str:
+    return (f"{out_zip} exists, and it holds the seed its students' hidden cases were drawn with: pass --overwrite "
+            f"to replace it (its seed is lost unless you pass it again as --seed), or choose another name")
+
+
+def _write_zip(handle, root: Path, config: dict, notebooks: dict[str, str]) -> None:
+    with zipfile.ZipFile(handle, "w") as archive:
         _add(archive, "setup.sh", SETUP_SH, executable=True)
         _add(archive, "run_autograder", RUN_AUTOGRADER, executable=True)
         _add(archive, CONFIG_FILE, json.dumps(config, indent=1) + "\n")
@@ -164,7 +201,6 @@ def write_gradescope_bundle(
                 _add(archive, f"course/{path.relative_to(root).as_posix()}", path.read_bytes())
         for name, text in sorted(notebooks.items()):
             _add(archive, f"course/solutions/{name}", text)
-    return out_zip
 
 
 def bundle_main(argv: Sequence[str]) -> int:
@@ -196,7 +232,12 @@ def bundle_main(argv: Sequence[str]) -> int:
         ),
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="CPU seconds per exercise (default: 30)")
-    parser.add_argument("--memory", type=int, default=2048, help="MiB per exercise (default: 2048)")
+    parser.add_argument("--memory", type=int, default=2048, help=(
+        "MiB of RAM per student: all of a student's processes together, above what its worker holds once torch is "
+        "imported (default: 2048)"))
+    parser.add_argument("--overwrite", action="store_true", help=(
+        "replace OUT if it exists (it holds the seed the students were graded with: keep a copy, or pass it again "
+        "as --seed); without it an existing OUT is refused"))
     parser.add_argument(
         "--lang",
         choices=tuple(LANGUAGES),
@@ -224,8 +265,9 @@ def bundle_main(argv: Sequence[str]) -> int:
             lang=args.lang,
             chapters=args.chapters,
             allow_weak_isolation=args.allow_weak_isolation,
+            overwrite=args.overwrite,
         )
-    except ChapterError as exc:
+    except (ChapterError, FileExistsError) as exc:
         print(f"gradescope-bundle: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
