@@ -125,3 +125,17 @@ def test_a_failing_grader_exits_non_zero_without_results_json(bundle, autograder
     assert done.returncode == 1, done.stdout + done.stderr
     assert not (root / "results" / "results.json").exists()
     assert "the grader failed: TypeError" in done.stdout + done.stderr
+
+
+def test_a_copy_inside_a_folder_is_named_by_its_own_path(bundle, autograder_root):
+    """W4: ``old/01_toy.ipynb`` was shown as ``old__01_toy.ipynb``, a name the student never wrote."""
+    root = lay_out(autograder_root, bundle, {"01_toy.ipynb": gf.toy_submission()})
+    (root / "submission" / "old").mkdir()
+    (root / "submission" / "old" / "01_toy.ipynb").write_text(json.dumps(gf.toy_submission(WRONG)), encoding="utf-8")
+    os.utime(root / "submission" / "01_toy.ipynb", (NEW, NEW))
+    os.utime(root / "submission" / "old" / "01_toy.ipynb", (OLD, OLD))
+    data = run_autograder(root, *TOY)
+    assert data["score"] == 6, [(t["name"], t["score"]) for t in scored(data)]
+    assert "Not graded: old/01_toy.ipynb (not graded for ch1.add_one, ch1.attend, ch1.total: 01_toy.ipynb holds " \
+           "it too and was modified later" in data["output"], data["output"]
+    assert "old__" not in json.dumps(data)

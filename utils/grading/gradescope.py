@@ -231,8 +231,9 @@ def _student_name(metadata: Mapping[str, Any]) -> str:
 
 
 def _gather(submission: Path, folder: Path) -> list[str]:
-    """Copy every notebook and zip under ``submission`` into ``folder`` (flat), each with its modification
-    time (of two copies of a chapter, the newer is graded); return what was not taken, with why."""
+    """Copy every notebook and zip under ``submission`` into ``folder``, at the same path below it (so that
+    what the student reads names their own ``folder/02_x.ipynb``), each with its modification time (of two
+    copies of a chapter, the newer is graded); return what was not taken, with why."""
     folder.mkdir(parents=True)
     skipped = []
     for path in sorted(submission.rglob("*")) if submission.is_dir() else []:
@@ -245,9 +246,8 @@ def _gather(submission: Path, folder: Path) -> list[str]:
         if path.is_symlink() or not path.is_file():
             skipped.append(f"{rel.as_posix()} (not a regular file)")
             continue
-        target = folder / "__".join(rel.parts)
-        while target.exists():  # a/b.ipynb and a__b.ipynb
-            target = target.with_name("_" + target.name)
+        target = folder.joinpath(*rel.parts)  # the student's own folders kept: they read their own paths
+        target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, target)  # the time too: choose_copy grades the newest of two copies
     return skipped
 
