@@ -81,6 +81,30 @@ STRING_BYPASSES = {
     "builtins_exec": ("def attend(q, k, v):\n    ns = {}\n    torch.sys.modules['builtins'].exec('x = 1', ns)\n"
                       "    return q\n"),
 }
+# Red team R7 (issue 35): strings that the standard library runs as code, and attributes read by a pattern.
+CODE_IN_STRINGS = {
+    "string_annotation": ("import typing\ndef _h(a: 'torch.ops.aten.rms_norm'): pass\n_T = typing.get_type_hints(_h)\n"
+                          "def attend(q, k, v):\n    return _T['a'](q)\n"),
+    "annotation_import": "def _h(a: \"__import__('ctypes')\"): pass\ndef attend(q, k, v):\n    return q\n",
+    "return_annotation": "def _h() -> 'F.scaled_dot_product_attention': pass\ndef attend(q, k, v):\n    return q\n",
+    "variable_annotation": "x: 'torch.ops' = 1\ndef attend(q, k, v):\n    return q\n",
+    "get_type_hints": "from typing import get_type_hints\ndef attend(q, k, v):\n    return q\n",
+    "forward_ref": "import typing\nR = typing.ForwardRef('torch')\ndef attend(q, k, v):\n    return q\n",
+    "star_import": "from typing import *\ndef attend(q, k, v):\n    return q\n",
+    "timeit": ("import timeit\n_G = []\ntimeit.timeit('G.append(torch.ops.aten.rms_norm)', number=1, "
+               "globals={'G': _G, 'torch': torch})\ndef attend(q, k, v):\n    return q\n"),
+    "cprofile": "import cProfile\ncProfile.run('x = 1')\ndef attend(q, k, v):\n    return q\n",
+    "profile": "from profile import run\nrun('x = 1')\ndef attend(q, k, v):\n    return q\n",
+    "doctest": "import doctest\ndef attend(q, k, v):\n    return q\n",
+    "trace": "import trace\ndef attend(q, k, v):\n    return q\n",
+    "sqlite_extension": "import sqlite3\ndef attend(q, k, v):\n    return q\n",
+    "private_module": "import _ctypes\ndef attend(q, k, v):\n    return q\n",
+    "private_from": "from _imp import create_dynamic\ndef attend(q, k, v):\n    return q\n",
+    "match_ops": ("def attend(q, k, v):\n    match torch:\n"
+                  "        case object(ops=object(aten=object(rms_norm=r))):\n            return r(q)\n"),
+    "match_private": ("def attend(q, k, v):\n    match torch:\n        case object(_C=c):\n            return c\n"),
+    "match_dunder": ("def attend(q, k, v):\n    match F:\n        case object(__dict__=d):\n            return d\n"),
+}
 # Passes the static check: nn.TransformerEncoderLayer builds its attention from the class that
 # torch.nn.modules.transformer holds, which is nn.MultiheadAttention under another name.
 TRANSFORMER_LAYER = (
@@ -91,9 +115,24 @@ TRANSFORMER_LAYER = (
     "        mha.out_proj.bias.zero_()\n    return mha(q, k, v, need_weights=True)[0].detach()\n")
 
 
-@pytest.mark.parametrize("name", sorted(BYPASSES) + sorted(STRING_BYPASSES))
+@pytest.mark.parametrize("name", sorted(BYPASSES) + sorted(STRING_BYPASSES) + sorted(CODE_IN_STRINGS))
 def test_static_check_flags_each_bypass(name):
-    assert unsafe_in_source(BYPASSES.get(name) or STRING_BYPASSES[name]), name
+    assert unsafe_in_source(BYPASSES.get(name) or STRING_BYPASSES.get(name) or CODE_IN_STRINGS[name]), name
+
+
+def test_a_pattern_that_reads_a_forbidden_attribute_is_named():
+    source = ("def rms_norm(x, weight, eps=1e-6):\n    match F:\n        case object(rms_norm=r):\n"
+              "            return r(x, (x.shape[-1],), weight, eps)\n")
+    assert forbidden_in_source(source, ["torch.nn.functional.rms_norm"]) == "torch.nn.functional.rms_norm"
+
+
+def test_honest_annotations_patterns_and_imports_still_pass():
+    honest = ("from __future__ import annotations\nimport typing\nfrom typing import Optional\n"
+              "import itertools, functools, collections, dataclasses\n"
+              "def attend(q: torch.Tensor, mask: Optional[torch.Tensor] = None) -> torch.Tensor:\n"
+              "    match q.shape:\n        case (n, d):\n            pass\n"
+              "        case torch.Size():\n            pass\n    return q\n")
+    assert unsafe_in_source(honest) is None
 
 
 def test_the_transformer_layer_bypass_passes_the_static_check():

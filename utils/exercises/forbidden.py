@@ -26,15 +26,20 @@ UNSAFE_BUILTINS = frozenset({"exec", "eval", "compile", "__import__", "globals",
 UNSAFE_MODULES = frozenset({"importlib", "ctypes", "gc", "inspect", "builtins", "marshal", "pickle", "copyreg",
                             "types", "dill", "cloudpickle", "_thread", "code", "codeop", "runpy", "pdb", "pkgutil",
                             "zipimport", "imp", "site", "pydoc", "string", "logging", "unittest", "modulefinder",
-                            "shelve", "multiprocessing", "sys", "subprocess", "pty", "_posixsubprocess"})
+                            "shelve", "multiprocessing", "sys", "subprocess", "pty", "_posixsubprocess",
+                            "timeit", "cProfile", "profile", "trace", "doctest", "bdb", "sqlite3"})
 """Modules that import, run or reach code by name, or walk frames and live objects (``pkgutil.resolve_name``,
 ``pydoc.locate``, ``string.Formatter().get_field``, ``logging.config``'s factories, ``unittest.mock.patch``
-import by a string); as an attribute (``torch.sys``), a module reached through another one. ``sys`` itself
-may be imported; its ``modules`` and ``path`` may not be used."""
+import by a string; ``timeit``, ``cProfile``, ``profile``, ``trace`` and ``doctest`` run a string as code;
+``sqlite3`` loads a shared library); as an attribute (``torch.sys``), a module reached through another one.
+``sys`` itself may be imported; its ``modules`` and ``path`` may not be used. A module whose name starts with
+``_`` (``_ctypes``, ``_imp``: the C halves of the modules above) may not be imported either."""
 UNSAFE_ATTRIBUTES = frozenset({"f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame", "cr_frame",
                                "ag_frame", "gi_code", "tb_frame", "tb_next", "_getframe", "_current_frames",
-                               "settrace", "setprofile", "attrgetter", "methodcaller"})
-"""Frame walking (``sys._getframe().f_back``, a generator's or traceback's frame) and name-based access."""
+                               "settrace", "setprofile", "attrgetter", "methodcaller", "get_type_hints",
+                               "get_annotations", "ForwardRef", "evaluate_forward_ref"})
+"""Frame walking (``sys._getframe().f_back``, a generator's or traceback's frame), name-based access, and
+typing's functions that evaluate an annotation's string as code."""
 PROGRAM_STARTERS = re.compile(r"^(system|popen|exec[lv]p?e?|spawn[lv]p?e?|posix_spawnp?)$")
 """``os``'s functions that start a program (``os.system``, ``os.popen``, ``os.execv``, ``os.spawnlp``,
 ``os.posix_spawn``), like ``subprocess`` and ``pty`` in :data:`UNSAFE_MODULES`: no program starts from an
@@ -88,6 +93,10 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
                     return _named(by_attr[alias.name], f"{module}.{alias.name}")
         if isinstance(node, ast.Name) and node.id in packages:
             return node.id
+        if isinstance(node, ast.MatchClass):  # case object(rms_norm=r) reads the attribute by its name
+            for attr in node.kwd_attrs:
+                if attr in by_attr:
+                    return _named(by_attr[attr], attr)
     return None
 
 
@@ -181,7 +190,7 @@ def _constant(node: ast.AST) -> object:
 def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> str | None:
     if isinstance(node, ast.Import):
         for alias in node.names:
-            if alias.name.split(".")[0] in UNSAFE_MODULES - {"sys"}:
+            if alias.name.split(".")[0] in UNSAFE_MODULES - {"sys"} or alias.name.startswith("_"):
                 return f"import {alias.name}"
             if alias.name.split(".")[0] == _COURSE_PACKAGE:
                 return tr("{code} (the course's own code, including the machinery that checks it)",
@@ -193,8 +202,10 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
                 return tr("{code} (torch's machinery that loads code or finds it by name)", code=f"import {alias.name}")
     if isinstance(node, ast.ImportFrom):
         module = node.module or ""
-        if module.split(".")[0] in UNSAFE_MODULES - {"sys"}:
+        if module.split(".")[0] in UNSAFE_MODULES - {"sys"} or (module.startswith("_") and module != "__future__"):
             return f"from {module} import ..."
+        if any(alias.name == "*" for alias in node.names):
+            return tr("{code} (names that the check cannot see)", code=f"from {module} import *")
         if module.split(".")[0] == _COURSE_PACKAGE:
             return tr("{code} (the course's own code, including the machinery that checks it)",
                       code=f"from {module} import ...")
@@ -223,6 +234,16 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
             return tr("{code} (torch's internals)", code=".".join(chain))
         if chain and chain[0] in torch_names and len(chain) > 1 and chain[1] in UNSAFE_TORCH:
             return tr("{code} (torch's machinery that loads code or finds it by name)", code=".".join(chain[:2]))
+    for annotation in _annotations(node):
+        text = next((n.value for n in ast.walk(annotation) if isinstance(n, ast.Constant) and isinstance(n.value, str)),
+                    None)
+        if text is not None:
+            return tr("a string annotation {code} (typing can run it as code); write the type itself",
+                      code=repr(text[:40]))
+    if isinstance(node, ast.MatchClass):  # case object(attr=x) reads x = subject.attr
+        for attr in node.kwd_attrs:
+            if attr in UNSAFE_ATTRIBUTES | UNSAFE_MODULES | UNSAFE_BUILTINS or attr.startswith("_") or attr == "ops":
+                return tr("{code} (a pattern that reads an attribute the check forbids)", code=f"case ...({attr}=...)")
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
         name = node.args[1] if len(node.args) > 1 else None
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
@@ -230,6 +251,17 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
         if name.value.startswith("_") or name.value in UNSAFE_ATTRIBUTES or name.value in ("ops", "modules"):
             return f"getattr(..., {name.value!r})"
     return None
+
+
+def _annotations(node: ast.AST) -> list[ast.AST]:
+    """The annotations ``node`` carries: an argument's, a function's return, an annotated assignment's."""
+    if isinstance(node, ast.arg):
+        return [node.annotation] if node.annotation else []
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return [node.returns] if node.returns else []
+    if isinstance(node, ast.AnnAssign):
+        return [node.annotation]
+    return []
 
 
 def _attribute_chain(node: ast.Attribute) -> list[str]:
