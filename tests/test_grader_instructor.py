@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import grader_fixtures as gf
 import pytest
-from test_grader_chapters import CH2, REGISTRY, canvas_import, gradebook_of, people_of, two_chapter_course
+from test_grader_chapters import CH1, CH2, REGISTRY, canvas_import, gradebook_of, people_of, two_chapter_course
 
 from utils.grading import cli, lms, report
 from utils.grading.course import CourseExercise
@@ -215,3 +215,17 @@ def test_help_says_what_zero_missing_writes(capsys):
     assert "write 0 for every roster student with no graded submission for a column (who handed in nothing, or " \
            "nothing of that chapter)" in text
     assert "copy the roster's current grade into that cell" in text and "keeps the grade" not in text
+
+
+@pytest.mark.sandbox
+def test_another_chapters_notebook_is_named_as_such_in_the_feedback(tmp_path, registry, capsys):
+    """W4: Fay handed in chapter 1 into the chapter 2 run and read only "no cell ... found"."""
+    two_chapter_course(tmp_path / "course")
+    gf.student(tmp_path / "subs", "bob", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    gf.student(tmp_path / "subs", "fay", {"01_toy.ipynb": gf.notebook(list(CH1.items()))})
+    assert run(tmp_path, "--chapters", "2", "--out", str(tmp_path / "out")) == 0
+    fay = (tmp_path / "out" / "feedback" / "fay.md").read_text(encoding="utf-8")
+    assert "01_toy.ipynb: this is chapter 1; this assignment grades chapter 2, so ch2.total has no cell here: " \
+           "hand in your chapter 2 notebook" in fay, fay
+    assert "no cell for exercise" not in fay
+    assert "this is chapter" not in (tmp_path / "out" / "feedback" / "bob.md").read_text(encoding="utf-8")

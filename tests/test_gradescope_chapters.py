@@ -80,3 +80,18 @@ def test_a_chapter_2_assignment_grades_chapter_2_out_of_its_own_points(bundle, a
     every = run_autograder(root, *TOY)  # the same submission in an all-chapter assignment misses chapter 1
     assert [t["name"] for t in scored(every)] == ["ch1.add_one", "ch1.attend", "ch1.total"]
     assert every["score"] == 1
+
+
+@pytest.mark.sandbox
+def test_another_chapters_notebook_in_a_chapter_2_assignment_is_named_as_such(bundle, autograder_root):
+    """W4: a chapter 7 notebook handed into chapter 2 was told "No exercise cell was found"."""
+    one = {e: s for e, s in gf.TOY_SOLUTIONS.items() if e != "ch1.total"}
+    root = lay_out(autograder_root, bundle, {"01_toy.ipynb": gf.notebook(list(one.items()))})
+    two_chapter_course(root)
+    config = json.loads((root / "source" / "gradescope.json").read_text(encoding="utf-8"))
+    (root / "source" / "gradescope.json").write_text(json.dumps(config | {"chapters": [2]}), encoding="utf-8")
+    data = run_autograder(root, *TOY)
+    assert data["score"] == 0
+    assert "01_toy.ipynb: this is chapter 1; this assignment grades chapter 2: submit your chapter 2 notebook " \
+           "(.ipynb) here." in data["output"], data["output"]
+    assert "No exercise cell was found" not in data["output"]

@@ -119,7 +119,9 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
     ``layout_reason``, ``unplaced`` (:class:`~utils.grading.intake.Unplaced` entries, also rows of
     ``results.csv`` and printed on stderr), ``skipped`` (the same as ``"path (reason)"`` lines) and
     ``canvas`` (the :class:`~utils.grading.lms.CanvasSheet`, or None), ``chapters`` (the graded
-    chapters, sorted) and ``isolation_summary`` (:meth:`~utils.grading.isolation.Isolation.summary`: the
+    chapters, sorted), ``elsewhere`` (student -> the files and chapters of exercise cells the submission holds
+    outside the graded chapters, for students that hold any: :func:`~utils.grading.engine.other_chapters`)
+    and ``isolation_summary`` (:meth:`~utils.grading.isolation.Isolation.summary`: the
     level reached, shown to the instructor in every run).
     Raises :class:`NoSubmissions` when there is no student, :class:`NoExercises` when the course has no
     exercise and :class:`~utils.grading.lms.RosterError` for an unusable roster, before grading anyone.
@@ -208,6 +210,9 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         "layout": found.layout, "layout_reason": found.reason, "unplaced": unplaced,
         "skipped": [u.line() for u in unplaced], "canvas": sheet, "notes": results.notes,
         "chapters": sorted({e.chapter for e in the_plan.exercises} - {None}),
+        "elsewhere": {s.student: found for s in the_plan.submissions
+                      if (found := engine.other_chapters(s, {e.chapter for e in the_plan.exercises},
+                                                         the_plan.chapter_of_id))[1]},
     }
 
 

@@ -78,16 +78,19 @@ READ_WALL_SECONDS = wall_limit(READ_CPU_SECONDS)
 
 
 def plan_student(submission: course_mod.Submission, exercises: list[course_mod.CourseExercise],
-                 chapters: frozenset[int] = frozenset()) -> tuple[dict[str, Row], list[Task], list[Unplaced]]:
+                 chapters: frozenset[int] = frozenset(), chapter_of_id: Mapping[str, int] | None = None
+                 ) -> tuple[dict[str, Row], list[Task], list[Unplaced]]:
     """Rows decided statically (missing, invalid, syntax, forbidden), the tasks to run (course order), and
     the copies of exercises that are not graded (see :func:`choose_copy`). ``chapters`` are the course's
     chapters: a notebook that cannot be read is blamed only for its own chapter's exercises, when its name
-    says which chapter it is (``02_...ipynb``)."""
+    says which chapter it is (``02_...ipynb``). ``chapter_of_id`` (every course exercise's chapter) lets a
+    submission that holds only chapters not graded be told so (:func:`other_chapters`)."""
     decided: dict[str, Row] = {}
     tasks: list[Task] = []
     skipped: dict[tuple[str, str], list[str]] = {}  # (file, why) -> exercise ids not graded from it
     submitted = {ex.chapter for ex in exercises if submission.cells.get(ex.id)}
     blamed: set[str] = set()  # unreadable notebooks a row already names
+    files, held = other_chapters(submission, {ex.chapter for ex in exercises}, chapter_of_id or {})
     graded_from: dict[str, str] = {}  # exercise id -> the file its graded copy is in
     for ex in exercises:
         def row(status: Status, feedback: str, _ex: course_mod.CourseExercise = ex) -> Row:
@@ -103,6 +106,11 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
                 decided[ex.id] = row(Status.INVALID, tr("{name} {reason}, so {id} could not be graded; submit the "
                                                    "notebook as saved by Jupyter", name=name, reason=reason,
                                                    id=ex.id))
+            elif held and ex.chapter not in submitted:  # chapter 1's notebook handed in for chapter 2
+                decided[ex.id] = row(Status.MISSING, tr(
+                    "{files}: this is chapter {held}; this assignment grades chapter {chapter}, so {id} has no cell "
+                    "here: hand in your chapter {chapter} notebook", files=", ".join(files),
+                    held=course_mod.chapters_text(held), chapter=ex.chapter, id=ex.id))
             else:
                 decided[ex.id] = row(Status.MISSING, tr("no cell for exercise {id} found; keep the exercise cell from "
                                                    "the chapter notebook (its metadata carries the id)", id=ex.id))
@@ -206,6 +214,20 @@ def _chosen_file(cells: list[tuple[str, str]], modified: Mapping[str, float], ex
     return _by_preference(cells, modified, ex)[0]
 
 
+def other_chapters(submission: course_mod.Submission, graded: set[int | None], chapter_of_id: Mapping[str, int]
+                   ) -> tuple[list[str], list[int]]:
+    """The files holding exercise cells of chapters not ``graded``, and those chapters (both sorted): what a
+    student handed in instead, when a chapter 1 notebook reaches the chapter 2 assignment. ``chapter_of_id``
+    is each course exercise's chapter (:attr:`Plan.chapter_of_id`)."""
+    files, held = set(), set()
+    for exercise_id, cells in submission.cells.items():
+        chapter = chapter_of_id.get(exercise_id)
+        if cells and chapter is not None and chapter not in graded:
+            held.add(chapter)
+            files.update(file for file, _source in cells)
+    return sorted(files), sorted(held)
+
+
 def _base_name(file: str) -> str:
     """``02_sdpa.ipynb`` for ``alice.zip:work/02_sdpa.ipynb`` or ``chapters/02_sdpa.ipynb``."""
     return PurePosixPath(file.rsplit(":", 1)[-1].replace("\\", "/")).name
@@ -240,6 +262,7 @@ class Plan:
     exercises: list[course_mod.CourseExercise]
     submissions: list[course_mod.Submission]
     chapters: frozenset[int] = frozenset()
+    chapter_of_id: dict[str, int] = field(default_factory=dict)  # every course exercise's chapter
 
 
 @dataclass
@@ -271,7 +294,8 @@ def plan(submissions_dir: Any, course_root: Path | None, registry: Mapping[str, 
     submissions = [found if isinstance(found, course_mod.Submission) else course_mod.read_submission(found)
                    for found in course_mod.find_students(submissions_dir)]
     return Plan([s.student for s in submissions], exercises, submissions,
-                frozenset(e.chapter for e in everything if e.chapter is not None))
+                frozenset(e.chapter for e in everything if e.chapter is not None),
+                {e.id: e.chapter for e in everything if e.chapter is not None})
 
 
 def run_plan(the_plan: Plan, settings: Settings, jobs: int,
@@ -366,7 +390,8 @@ def _unit_thread(unit: _Unit, the_plan: Plan, settings: Settings, tmp_root: Path
                 "(checking costs about 5 s per MB), so it was not graded; the rest of the class was graded; ask "
                 "your instructor to look at it", seconds=READ_CPU_SECONDS))
         else:
-            decided, tasks, unit.skipped = plan_student(unit.submission, the_plan.exercises, the_plan.chapters)
+            decided, tasks, unit.skipped = plan_student(unit.submission, the_plan.exercises, the_plan.chapters,
+                                                        the_plan.chapter_of_id)
             unit.decided, unit.tasks = decided, tasks
             ran = run_unit(student, tasks, settings, tmp_root, slot, iso, guard) if tasks else []
             rows = [*decided.values(), *ran]
@@ -381,4 +406,4 @@ def _unit_thread(unit: _Unit, the_plan: Plan, settings: Settings, tmp_root: Path
 
 
 __all__ = ["READ_CPU_SECONDS", "PartRow", "Plan", "Results", "Row", "Settings", "Task", "case_seed", "choose_copy",
-           "plan", "plan_student", "run_plan"]
+           "other_chapters", "plan", "plan_student", "run_plan"]

@@ -43,6 +43,7 @@ from utils.exercises.common import Status
 from utils.exercises.definition import points_text
 from utils.grading import sandbox
 from utils.grading.batch import grade
+from utils.grading.course import chapters_text
 from utils.grading.gradescope_results import (
     GRADESCOPE_VISIBILITIES,
     HIDDEN_VISIBILITIES,
@@ -288,7 +289,12 @@ def _grade(
     skipped += [entry.line() for entry in summary.get("unplaced", ())]
     # a name's control or bidirectional characters (ESC, U+202E) shown as escapes, as in the grader's files
     notes = [tr("Not graded: {files}.", files=console("; ".join(skipped)))] if skipped else []
-    if not any(row.status != Status.MISSING for row in summary["rows"]):
+    files, held = summary.get("elsewhere", {}).get(student, ([], []))
+    if not any(row.status != Status.MISSING for row in summary["rows"]) and held:  # chapter 7 for chapter 2
+        notes.append(tr("{files}: this is chapter {held}; this assignment grades chapter {graded}: submit your "
+                        "chapter {graded} notebook (.ipynb) here.", files=console(", ".join(files)),
+                        held=chapters_text(held), graded=chapters_text(summary["chapters"])))
+    elif not any(row.status != Status.MISSING for row in summary["rows"]):
         notes.append(tr("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter saved them."))
     points = points_text(sum(row.points for row in summary["rows"]))
     print(f"gradescope: graded {student}: {points} points", flush=True)
