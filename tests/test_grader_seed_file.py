@@ -91,3 +91,38 @@ def test_a_seed_on_the_command_line_is_named_as_readable_where_the_process_list_
     done, results = capless_cli["run"]("--seed", str(SEED))
     assert str(SEED) in results  # what the red team found: the student's own feedback holds the seed
     assert "--seed-file" in done.stderr and "can read" in done.stderr, done.stderr[-2000:]
+
+
+def test_the_nbgrader_exports_secret_is_a_seed_file_and_help_says_what_one_holds(tmp_path, capsys, monkeypatch):
+    """W4: grading_secret.txt carries '#' comment lines, while --seed-file read as "one integer"."""
+    from utils.builder import nbgrader
+
+    seen = []
+
+    class Graded(Exception):
+        pass
+
+    def grade(*_args, seed, **_kwargs):  # the seed the grader would grade with; nothing is graded
+        seen.append(seed)
+        raise Graded
+
+    monkeypatch.setattr(cli, "grade", grade)
+    assert nbgrader._secret(tmp_path, SEED)
+    exported = tmp_path / nbgrader.SECRET_NAME
+    assert exported.read_text().startswith("#")  # what the export writes: comment lines, then the seed
+    with pytest.raises(Graded):
+        cli.main([str(tmp_path), "--seed-file", str(exported)])
+    hand = tmp_path / "hand.txt"
+    hand.write_text(f"# mine\n\n  {SEED + 1}  \n# kept away from the command line\n")
+    os.chmod(hand, 0o600)
+    with pytest.raises(Graded):
+        cli.main([str(tmp_path), "--seed-file", str(hand)])
+    assert seen == [SEED, SEED + 1]
+    hand.write_text(f"{SEED}\n{SEED}\n")
+    assert cli.main([str(tmp_path), "--seed-file", str(hand)]) == 2
+    assert "should hold one non-negative integer (and '#' comment lines)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "one non-negative integer on a line of its own; lines starting with '#' are comments and blank lines " \
+           "are skipped (the grading_secret.txt that python -m utils.build --nbgrader writes is such a file)" in text

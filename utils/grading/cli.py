@@ -99,8 +99,10 @@ def main(argv: list[str] | None = None) -> int:
     seeds.add_argument("--seed", type=int, default=None,
                        help="seed of the random test inputs (default: random, printed; reuse it to reproduce)")
     seeds.add_argument("--seed-file", type=Path, default=None, metavar="FILE", help=(
-        "read the seed from FILE (one integer, '#' lines allowed, mode 0600: nbgrader's grading_secret.txt "
-        "is one); unlike --seed it is not on the command line, which any process on this machine can read"))
+        "read the seed from FILE, mode 0600: one non-negative integer on a line of its own; lines starting with "
+        "'#' are comments and blank lines are skipped (the grading_secret.txt that python -m utils.build --nbgrader "
+        "writes is such a file); unlike --seed it is not on the command line, which any process on this machine "
+        "can read"))
     parser.add_argument("--memory", type=_positive(int), default=2048, help=(
         "MiB of RAM per student: all of a student's processes together, above what its worker holds once torch is "
         "imported (and the size of its tmpfs work folder where the grader mounts one; default: 2048)"))
