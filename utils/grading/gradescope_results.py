@@ -17,6 +17,9 @@ So, unless the bundle's hidden visibility is ``visible`` (the instructor shows e
 - a held-back test has a companion shown at once, worth 0 points: its status and a fixed message
   (:func:`now_text`), never a diagnosis, an exception text or anything the student's code printed or
   wrote. The learner's check cell shows the public cases' diagnosis in their own notebook;
+- a part that no public case checks (``hidden_only``: chapter 7's ``rotate_half_rope`` float16) has no
+  companion: any status shown at once would be its hidden cases'. The top-level ``output`` names these
+  tests once and says when their result shows (:func:`hidden_only_names`);
 - only a verdict decided before any code ran (``missing``, ``invalid``: nothing was run) is shown at once
   with its points (0) and reason;
 - the top-level ``output`` counts only the tests shown at once, and names no points;
@@ -43,6 +46,7 @@ __all__ = [
     "check_visibility",
     "gradescope_results",
     "gradescope_test",
+    "hidden_only_names",
     "instructor_test",
     "now_text",
 ]
@@ -157,6 +161,11 @@ def _entries(row: Any, held_back: bool) -> list[Any]:
             )
             continue
         part = source if name is not None else (parts[0] if parts else None)
+        if getattr(part, "hidden_only", False):  # no public case: any status now would be the hidden cases'
+            entries.append(
+                _Entry(row.exercise, name, source.points, source.max_points, source.status, source.feedback, True)
+            )
+            continue
         public = getattr(part, "public_status", None)
         judged = public is not None and getattr(part, "hidden_cases", 0) > 0
         if judged:
@@ -169,6 +178,21 @@ def _entries(row: Any, held_back: bool) -> list[Any]:
             _Entry(row.exercise, name, source.points, source.max_points, source.status, source.feedback, True)
         )
     return entries
+
+
+def hidden_only_names(rows: Sequence[Any]) -> list[str]:
+    """The tests of ``rows`` graded on hidden cases alone (a part, or an exercise, that no public case checks)
+    whose result is held back: nothing about them is shown before it."""
+    names = []
+    for row in rows:
+        if row.status in SHOWN_BEFORE_RUNNING:
+            continue
+        parts = getattr(row, "parts", ())
+        for name, source in _pieces(row):
+            part = source if name is not None else (parts[0] if parts else None)
+            if getattr(part, "hidden_only", False):
+                names.append(f"{row.exercise} · {name}" if name else str(row.exercise))
+    return names
 
 
 def gradescope_results(
@@ -213,6 +237,14 @@ def gradescope_results(
             total=len(shown),
             when=when,
         )
+        only = hidden_only_names(rows)
+        if only:
+            summary += "\n" + tr(
+                "Graded on hidden cases only (no public case checks them, so nothing about them is shown now): "
+                "{tests}. Their result is shown {when}.",
+                tests=tr(", ").join(only),
+                when=when,
+            )
     else:
         maximum = sum(t["max_score"] for t in tests)
         passed = sum(t["status"] == "passed" for t in tests)

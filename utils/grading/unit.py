@@ -40,16 +40,16 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from utils.exercises import credit
 from utils.exercises.common import Outcome, Status, one_line
-from utils.exercises.definition import Exercise, plain_points
 from utils.exercises.probes import Evidence, probe_inputs
 from utils.grading import course as course_mod
 from utils.grading import files, memory, sandbox, serialize, verdicts
+from utils.grading.rows import PartRow as PartRow  # re-exported: the rows' old home
+from utils.grading.rows import Row, graded_row, whole_exercise_parts
 from utils.i18n.messages import tr
 
 WALL_FACTOR = 5.0
@@ -63,38 +63,6 @@ CLEANUP_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
-class PartRow:
-    """One named part of an exercise: its credit and the reason (already in the batch's feedback mode).
-
-    ``hidden_cases`` counts the hidden cases it ran; ``public_status`` and ``public_feedback`` say what its
-    public cases alone gave (what the learner's own check shows), so that a report may show those at once
-    and the credit, which the hidden cases decide too, later (Gradescope's hidden visibility)."""
-
-    part: str
-    points: int | Fraction
-    max_points: int | Fraction
-    status: Status
-    feedback: str
-    hidden_cases: int = 0
-    public_status: Status | None = None
-    public_feedback: str = ""
-
-
-@dataclass(frozen=True)
-class Row:
-    """One student × exercise. ``points`` is the exact total of ``parts`` (an ``int`` when whole, else a
-    :class:`~fractions.Fraction` in hundredths: :func:`~utils.exercises.definition.points_text` prints it)."""
-
-    student: str
-    exercise: str
-    points: int | Fraction
-    max_points: int
-    status: Status
-    feedback: str
-    parts: tuple[PartRow, ...] = ()
-
-
-@dataclass(frozen=True)
 class Settings:
     timeout: float
     seed: int
@@ -102,25 +70,6 @@ class Settings:
     startup_timeout: float = 180.0
     hidden: tuple[str, ...] = ()  # folders the sandbox covers where it has private mounts
     feedback: str = credit.DEFAULT_FEEDBACK  # full | public | score: what rows may say about hidden cases
-
-
-def whole_exercise_parts(exercise: Exercise, status: Status, feedback: str) -> tuple[PartRow, ...]:
-    """Every part at 0 points with one reason: a verdict about the whole exercise (missing, forbidden,
-    timeout, a crash, ...)."""
-    return tuple(PartRow(p.name, 0, plain_points(p.points), status, one_line(feedback)) for p in exercise.part_list())
-
-
-def graded_row(student: str, exercise_id: str, max_points: int, graded: credit.Graded, mode: str) -> Row:
-    """The row of a judged exercise, its parts' reasons in feedback ``mode``."""
-    decided = graded.decided
-    parts = tuple(PartRow(p.name, plain_points(p.points), plain_points(p.max_points),
-                          graded.status if decided is not None else p.status,
-                          one_line(decided.message if decided is not None else p.reason(mode)),
-                          0 if decided is not None else p.hidden[1],
-                          Status.PASSED if p.public_passed else Status.FAILED, one_line(p.public_reason()))
-                  for p in graded.parts)
-    return Row(student, exercise_id, plain_points(graded.points), max_points, graded.status,
-               one_line(graded.reason(mode)), parts)
 
 
 @dataclass
@@ -405,7 +354,7 @@ def _judge(task: Task, run: _Runs, public: Sequence[Outcome], hidden: Sequence[O
     except Exception as exc:  # a hostile output must never stop the batch
         return (Status.ERROR, tr("your output could not be compared with the reference ({kind})",
                                  kind=type(exc).__name__))
-    return graded_row(student, task.course.id, task.course.points, graded, mode)
+    return graded_row(student, task.course.id, task.course.points, graded, mode, exercise)
 
 
 def _judge_folder(task: Task, cases: list[dict[str, Any]], out: int | Path, n_public: int = 0, student: str = "",
