@@ -32,7 +32,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Mapping
@@ -44,6 +43,9 @@ from utils.exercises.definition import points_text
 from utils.grading import sandbox
 from utils.grading.batch import grade
 from utils.grading.course import chapters_text
+from utils.grading.gradescope_processes import SANDBOX_UIDS as SANDBOX_UIDS  # re-exported
+from utils.grading.gradescope_processes import become_subreaper, end_student_processes
+from utils.grading.gradescope_processes import student_processes as student_processes  # re-exported
 from utils.grading.gradescope_results import (
     GRADESCOPE_VISIBILITIES,
     HIDDEN_VISIBILITIES,
@@ -70,9 +72,6 @@ __all__ = [
 
 CONFIG_FILE = "gradescope.json"
 """The grading settings in the bundle (seed, timeout, memory, hidden visibility, language, chapters)."""
-SANDBOX_UIDS = range(sandbox.UID_BASE, sandbox.UID_BASE + 2**22)
-"""The uids the grader's sandbox may run learner code as (from ``UID_BASE``: a block per grader process, a uid
-per job slot). Only this process's descendants are ever killed, so a wide range costs nothing."""
 ISOLATION_TEST = "grader isolation (instructors only)"
 
 
@@ -110,69 +109,6 @@ def lock_down(root: Path) -> dict[str, Any]:
         if path.stat().st_uid == os.geteuid():
             os.chmod(path, mode)
     return metadata if isinstance(metadata, dict) else {}
-
-
-def _processes() -> dict[int, tuple[int, str, set[int]]]:
-    """pid -> (parent pid, state, uids: real, effective, saved and filesystem) of every process."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/status", encoding="ascii", errors="replace") as status:
-                uids = next(line for line in status if line.startswith("Uid:")).split()[1:]
-            found[int(entry)] = (int(fields[1]), fields[0], {int(uid) for uid in uids})
-        except (OSError, ValueError, IndexError, StopIteration):
-            continue
-    return found
-
-
-def student_processes() -> list[int]:
-    """This process's live descendants that run as one of :data:`SANDBOX_UIDS`. As ``run_autograder``'s
-    process is a child subreaper (:func:`main`), a student's process that left its parent is still one."""
-    table = _processes()
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _state, _uids) in table.items():
-        children.setdefault(parent, []).append(pid)
-    found, todo = [], list(children.get(os.getpid(), []))
-    while todo:
-        pid = todo.pop()
-        todo += children.get(pid, [])
-        _parent, state, uids = table[pid]
-        if state not in ("Z", "X") and any(uid in SANDBOX_UIDS for uid in uids):
-            found.append(pid)
-    return found
-
-
-def end_student_processes(rounds: int = 50) -> int:
-    """``SIGKILL`` every process of :func:`student_processes` until none is left (a dying one may have
-    forked); return how many were killed. The grader already killed its workers: this is the backstop."""
-    killed = 0
-    for _ in range(rounds):
-        found = student_processes()
-        if not found:
-            break
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-            except OSError:
-                pass
-        time.sleep(0.01)
-    return killed
-
-
-def become_subreaper() -> bool:
-    """Make this process a child subreaper (Linux): orphans of its descendants are re-parented to it, not to
-    init, so that :func:`student_processes` still finds them. False where the system refuses."""
-    try:
-        import ctypes
-
-        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-    except (OSError, AttributeError):
-        return False
 
 
 def checked_isolation(allow_weak: bool) -> tuple[Any, str]:
