@@ -210,6 +210,23 @@ def test_figures_have_titles_labels_and_token_ticks(tiny):
 
 
 
+def test_head_score_panels_name_the_text_they_were_measured_on():
+    from utils.plotting.llm import head_scores_figure
+
+    grids = {"previous": torch.rand(4, 3), "induction": torch.rand(4, 3)}
+    texts = {"previous": "sentence", "induction": "repeated random tokens"}
+    fig = head_scores_figure(grids, texts=texts)
+    assert [fig.axes[i].get_title() for i in (0, 1)] == [
+        "share on the previous token\n(sentence)", "induction (prefix-matching) score\n(repeated random tokens)"]
+    assert head_scores_figure({"sink": grids["previous"]}).axes[0].get_title() == "share on the first token (sink)"
+    set_language("zh")
+    titles = [head_scores_figure(grids, texts=texts).axes[i].get_title() for i in (0, 1)]
+    assert titles[0].endswith("\n（句子）") and titles[1].endswith("\n（重复的随机词元）")
+    for bad in ({"sink": "sentence"}, {"previous": "story"}):
+        with pytest.raises(ValueError, match="texts: expected score -> one of 'sentence'"):
+            head_scores_figure(grids, texts=bad)
+
+
 def _dotted_lines(ax):
     """The x of each dotted vertical line and the annotations of a loss figure's axes."""
     lines = [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == ":"]

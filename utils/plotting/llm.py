@@ -49,20 +49,29 @@ def _score_grid(ax, grid: torch.Tensor, title: str, *, chosen: tuple[int, int] |
     return image
 
 
-def head_scores_figure(scores: Mapping[str, torch.Tensor], *, title: str | None = None) -> Figure:
+def head_scores_figure(scores: Mapping[str, torch.Tensor], *, title: str | None = None,
+                       texts: Mapping[str, str] | None = None) -> Figure:
     """One (layers, H) grid per score (``{"sink": ..., "previous": ..., "induction": ...}``, any of them),
-    side by side, every head a cell on the same 0-to-1 colour scale.
+    side by side, every head a cell on the same 0-to-1 colour scale. ``texts`` names the text each score
+    was measured on (``"sentence"`` or ``"repeated random tokens"``), written under that panel's title.
 
-    >>> fig = head_scores_figure({"sink": torch.rand(30, 9), "previous": torch.rand(30, 9)})
-    >>> len(fig.axes), fig.axes[0].get_xlabel()
-    (4, 'query head')
+    >>> fig = head_scores_figure({"sink": torch.rand(30, 9), "previous": torch.rand(30, 9)},
+    ...                          texts={"previous": "sentence"})
+    >>> len(fig.axes), fig.axes[0].get_xlabel(), fig.axes[1].get_title()
+    (4, 'query head', 'share on the previous token\\n(sentence)')
     """
     if not scores:
         raise ValueError("scores: expected at least one (layers, H) grid")
+    names = {"sentence": tr("(sentence)"), "repeated random tokens": tr("(repeated random tokens)")}
+    texts = dict(texts or {})
+    if set(texts) - set(scores) or set(texts.values()) - set(names):
+        raise ValueError(f"texts: expected score -> one of {', '.join(map(repr, names))} for scores among "
+                         f"{', '.join(scores)}, got {texts!r}")
     fig, axes = plt.subplots(1, len(scores), figsize=(3.3 * len(scores) + 0.6, 5.2), squeeze=False,
                              layout="constrained")
     for ax, (score, grid) in zip(axes[0], scores.items()):
-        _score_grid(ax, torch.as_tensor(grid), score_name(score))
+        on = "\n" + names[texts[score]] if score in texts else ""
+        _score_grid(ax, torch.as_tensor(grid), score_name(score) + on)
     if title is None:
         title = (tr("The share of each head's attention that goes to the first token") if list(scores) == ["sink"]
                  else tr("Each head's scores: the bright cells are the heads that do this job"))

@@ -210,7 +210,7 @@ def ch7_quiz() -> Quiz:
                 tr("Both rotate pairs by the same angles, but not the same pairs of features: (2i, 2i + 1) against "
                    "(i, i + D/2). Weights trained for one layout are wrong for the other unless permuted."),
                 tr("Right: the chapter measured it; the permutation of the rows fixes it exactly."),
-                tr("Every position except 0 is rotated in the wrong pairs, so short texts break too."),
+                tr("Every position except 0 is rotated in the wrong pairs, so short texts suffer too."),
             ],
             explanation=tr("Same maths, a different order of features: convert the weights, never mix layouts."),
         ),
