@@ -15,7 +15,7 @@ The zip holds, at its root (as Gradescope's autograder specification asks):
   unprivileged uid, or grading is refused). ``AUTOGRADER_ROOT`` moves ``/autograder`` and
   ``AUTOGRADER_PYTHON`` the interpreter (default ``$AUTOGRADER_ROOT/venv/bin/python``); the tests set
   both.
-- ``gradescope.json``: the grading settings (seed, timeout, memory, hidden tests' visibility, language,
+- ``gradescope.json``: the grading settings (seed, timeout, budget, memory, hidden tests' visibility, language,
   chapters, whether weak isolation is accepted), drawn or given when the bundle is made. ``setup.sh``, and
   the runner again before each submission, make it readable by root only: the student's code, run as
   another uid, cannot read the seed.
@@ -43,7 +43,7 @@ from pathlib import Path
 
 from utils.builder.course import render
 from utils.grading.course import ChapterError, chapter_of, chapters_text, course_chapters, parse_chapters
-from utils.grading.gradescope import CONFIG_FILE, HIDDEN_VISIBILITIES, check_visibility
+from utils.grading.gradescope import CONFIG_FILE, DEFAULT_BUDGET, HIDDEN_VISIBILITIES, check_budget, check_visibility
 from utils.i18n.messages import LANGUAGES, normalize_language
 from utils.paths import REPO_ROOT
 
@@ -116,6 +116,7 @@ def write_gradescope_bundle(
     seed: int | None = None,
     hidden_visibility: str = "after_published",
     timeout: float = 30.0,
+    budget: float | None = DEFAULT_BUDGET,
     memory_mb: int = 2048,
     lang: str = "en",
     chapters: str | Iterable[int] | None = None,
@@ -131,6 +132,10 @@ def write_gradescope_bundle(
         hidden_visibility: when students see the tests that carry points: ``"after_published"`` (default),
             ``"after_due_date"`` or ``"visible"`` (at once, hidden cases' verdicts included).
         timeout: CPU seconds per exercise (with a wall-clock backstop). Default: ``30.0``.
+        budget: wall-clock seconds to grade one submission, all its exercises together; once spent, the
+            exercises left are ``timeout`` rows and ``results.json`` is still written. Keep it below
+            Gradescope's autograder timeout (10 minutes by default) with a few minutes to spare. ``None``: no
+            budget. Default: :data:`~utils.grading.gradescope.DEFAULT_BUDGET` (420).
         memory_mb: MiB of RAM per student: all of a student's processes together. Default: ``2048``.
         lang: the language of the feedback students read: ``"en"`` (default) or ``"zh"``.
         chapters: grade only these chapters, as one assignment out of their own points (``"2"``, ``"2-3"``
@@ -143,6 +148,7 @@ def write_gradescope_bundle(
     The zip is written mode 0600 (it holds the seed), whole or not at all.
     """
     check_visibility(hidden_visibility)
+    budget = check_budget(budget)
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
         raise TypeError(f"seed must be an integer or None, got {type(seed).__name__}")
     if not isinstance(allow_weak_isolation, bool):
@@ -154,6 +160,7 @@ def write_gradescope_bundle(
     config = {
         "seed": secrets.randbelow(2**31) if seed is None else seed,
         "timeout": float(timeout),
+        "budget": budget,
         "memory_mb": int(memory_mb),
         "hidden_visibility": hidden_visibility,
         "course": "course",
@@ -232,6 +239,10 @@ def bundle_main(argv: Sequence[str]) -> int:
         ),
     )
     parser.add_argument("--timeout", type=float, default=30.0, help="CPU seconds per exercise (default: 30)")
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET, metavar="SECONDS", help=(
+        f"wall-clock seconds to grade one submission, all its exercises together (default: {DEFAULT_BUDGET:g}); once "
+        "spent, the exercises left score 0 as timeouts and results.json is still written. Set Gradescope's "
+        "autograder timeout at least 3 minutes above it (its default, 10 minutes, fits the default budget)"))
     parser.add_argument("--memory", type=int, default=2048, help=(
         "MiB of RAM per student: all of a student's processes together, above what its worker holds once torch is "
         "imported (default: 2048)"))
@@ -261,13 +272,14 @@ def bundle_main(argv: Sequence[str]) -> int:
             seed=args.seed,
             hidden_visibility=args.hidden_visibility,
             timeout=args.timeout,
+            budget=args.budget,
             memory_mb=args.memory,
             lang=args.lang,
             chapters=args.chapters,
             allow_weak_isolation=args.allow_weak_isolation,
             overwrite=args.overwrite,
         )
-    except (ChapterError, FileExistsError) as exc:
+    except (ChapterError, FileExistsError, ValueError) as exc:
         print(f"gradescope-bundle: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")

@@ -9,6 +9,7 @@ plans and runs their units in the sandbox and judges them, the reports (:mod:`~u
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -77,7 +78,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
           lms_format: str | None = None, columns: str = "chapter",
           feedback: str = "public", lang: str = "en", chapters: frozenset[int] | None = None,
           allow_weak_isolation: bool | None = None, overwrite: bool | None = None, refuse_empty: bool = False,
-          zero_missing: bool = False) -> dict[str, Any]:
+          zero_missing: bool = False, budget: float | None = None, budget_from: float | None = None,
+          wall: float | None = None) -> dict[str, Any]:
     """Grade every student in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
@@ -111,6 +113,13 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
             cell (an empty cell would remove the grade Canvas holds on import). When the roster's Points
             Possible differ from the course's for a graded column, no ``canvas.csv`` is written (the summary's
             ``canvas`` lists them in ``mismatched``; the command line exits 2).
+        budget: wall-clock seconds for the whole batch, counted from ``budget_from`` (a ``time.monotonic()``;
+            None, the default: from this call). None, the default: no limit.
+            Once spent, no exercise starts, one still running is stopped, and every exercise left is a
+            ``timeout`` row that says why; the reports are written all the same (the Gradescope runner's
+            ``--budget``). The summary's ``budget_spent`` says whether it ran out.
+        wall: the wall-clock backstop of one run of one exercise, in seconds (None, the default:
+            :func:`~utils.grading.unit.wall_limit` of ``timeout``, sized for a busy machine).
         lang: the language of the feedback (``feedback/*.md`` and the CSVs' feedback column): ``"en"`` or
             ``"zh"`` (:mod:`utils.i18n.messages`). Ids, statuses and points in the CSVs stay the same.
 
@@ -131,13 +140,17 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
                       registry=registry, memory_mb=memory_mb, progress=progress, layout=layout, roster=roster,
                       lms_format=lms_format, columns=columns, feedback=feedback, chapters=chapters,
                       allow_weak_isolation=allow_weak_isolation, overwrite=overwrite, refuse_empty=refuse_empty,
-                      zero_missing=zero_missing)
+                      zero_missing=zero_missing, budget=budget, budget_from=budget_from, wall=wall)
 
 
 def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, registry, memory_mb, progress, layout,
            roster, lms_format, columns, feedback, chapters, allow_weak_isolation, overwrite, refuse_empty,
-           zero_missing) -> dict[str, Any]:
+           zero_missing, budget, budget_from, wall) -> dict[str, Any]:
     started = time.perf_counter()
+    deadline = math.inf if budget is None else \
+        (time.monotonic() if budget_from is None else budget_from) + _seconds("budget", budget)
+    if wall is not None:
+        _seconds("wall", wall)
     from utils.exercises.credit import check_mode
 
     check_mode(feedback)
@@ -171,7 +184,8 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         lms.canvas_columns(the_plan.exercises, columns, the_roster)  # an unusable roster stops us before grading
     settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
                                hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())),
-                               feedback=feedback)
+                               feedback=feedback, wall=None if wall is None else float(wall), deadline=deadline,
+                               budget=None if budget is None else float(budget))
     jobs = jobs or default_jobs()
     bar = None
     if progress:
@@ -183,7 +197,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     finally:
         if bar is not None:
             bar.close()
-    rows = results.rows
+    ran_until, rows = time.monotonic(), results.rows
     if refuse_empty and rows and all(r.status == Status.MISSING for r in rows):
         raise NothingToGrade(_nothing_to_grade(the_plan, chapters, out_dir))
     unplaced = [*found.unplaced, *results.unplaced]
@@ -206,6 +220,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         "students": the_plan.students, "exercises": ids, "rows": rows, "totals": totals,
         "max_total": sum(e.points for e in the_plan.exercises), "seconds": time.perf_counter() - started,
         "isolation": sandbox.isolation().level, "seed": settings.seed, "units": results.ran,
+        "budget_spent": ran_until >= deadline and any(r.status == Status.TIMEOUT for r in rows),
         "isolation_summary": sandbox.isolation(check=False).summary(),
         "layout": found.layout, "layout_reason": found.reason, "unplaced": unplaced,
         "skipped": [u.line() for u in unplaced], "canvas": sheet, "notes": results.notes,
@@ -214,6 +229,13 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
                       if (found := engine.other_chapters(s, {e.chapter for e in the_plan.exercises},
                                                          the_plan.chapter_of_id))[1]},
     }
+
+
+def _seconds(name: str, value: Any) -> float:
+    """``value`` as a positive, finite number of seconds, else ``ValueError`` naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
 
 
 def _nothing_to_grade(the_plan: engine.Plan, chapters: frozenset[int] | None, out_dir: str | Path) -> str:

@@ -21,6 +21,11 @@ this machine, grading is refused with a reason for the instructor (:class:`WeakI
 (:func:`end_student_processes`), and only then is ``results.json`` written, atomically. The level reached
 is in every ``results.json``, in a test only instructors see.
 
+**Time.** Grading one submission has a wall-clock budget (``budget`` in ``gradescope.json``, default
+:data:`DEFAULT_BUDGET`; the bundle's ``--budget``). Once spent, no exercise starts, one still running is
+stopped, every exercise left is a ``timeout`` row that says why, and ``results.json`` is written all the
+same, with a note students read at once. Each run's wall-clock backstop is :func:`gradescope_wall`.
+
 The cases depend on the seed, the exercise and the student, whom Gradescope names in
 ``submission_metadata.json`` (their user ids).
 """
@@ -61,7 +66,9 @@ __all__ = [
     "CONFIG_FILE",
     "GRADESCOPE_VISIBILITIES",
     "HIDDEN_VISIBILITIES",
+    "DEFAULT_BUDGET",
     "WeakIsolationRefused",
+    "check_budget",
     "check_visibility",
     "end_student_processes",
     "gradescope_results",
@@ -71,8 +78,32 @@ __all__ = [
 ]
 
 CONFIG_FILE = "gradescope.json"
-"""The grading settings in the bundle (seed, timeout, memory, hidden visibility, language, chapters)."""
+"""The grading settings in the bundle (seed, timeout, budget, memory, hidden visibility, language, chapters)."""
 ISOLATION_TEST = "grader isolation (instructors only)"
+DEFAULT_BUDGET = 420.0
+"""Wall-clock seconds to grade one submission (``budget`` in ``gradescope.json``): an honest submission of all
+seven chapters takes far less, and a submission that waits in every exercise still gets a ``results.json``
+within Gradescope's default limit of 10 minutes, with three minutes left for starting and writing it."""
+WALL_FACTOR = 2.0
+"""On Gradescope one submission has the machine to itself: a run's wall-clock backstop is this many times the
+CPU-time limit, at least :data:`WALL_MARGIN` seconds more than it (:func:`gradescope_wall`) ..."""
+WALL_MARGIN = 30.0
+"""... (the local grader's, shared by a class, is :func:`utils.grading.unit.wall_limit`)."""
+
+
+def gradescope_wall(timeout: float) -> float:
+    """The wall-clock seconds one run of one exercise may take on Gradescope, for a CPU-time limit ``timeout``."""
+    return max(WALL_FACTOR * timeout, timeout + WALL_MARGIN)
+
+
+def check_budget(value: Any) -> float | None:
+    """``value`` as the budget in seconds (a positive, finite number; None: no budget), else ``ValueError``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ValueError(f"budget must be a positive number of seconds (or null in {CONFIG_FILE}: no budget), "
+                         f"got {value!r}")
+    return float(value)
 
 
 class WeakIsolationRefused(RuntimeError):
@@ -194,6 +225,7 @@ def _settings(root: Path) -> dict[str, Any]:
     config = json.loads((root / "source" / CONFIG_FILE).read_text(encoding="utf-8"))
     check_visibility(config.get("hidden_visibility", "after_published"))
     normalize_language(config.get("lang", "en"))
+    check_budget(config.get("budget", DEFAULT_BUDGET))
     chapters = config.get("chapters")
     if chapters is not None and not (isinstance(chapters, list) and all(type(n) is int for n in chapters)):
         raise ValueError(f"chapters in {CONFIG_FILE} must be a list of chapter numbers or null, got {chapters!r}")
@@ -201,10 +233,12 @@ def _settings(root: Path) -> dict[str, Any]:
 
 
 def _grade(
-    root: Path, config: Mapping[str, Any], metadata: Mapping[str, Any], registry: Any, jobs: int
+    root: Path, config: Mapping[str, Any], metadata: Mapping[str, Any], registry: Any, jobs: int, began: float
 ) -> tuple[list[Any], list[str]]:
-    """The rows of this submission and the notes students read at once (files not graded...)."""
+    """The rows of this submission and the notes students read at once (files not graded...). ``began``: when
+    the budget started (``time.monotonic()``)."""
     chapters = config.get("chapters")
+    budget = check_budget(config.get("budget", DEFAULT_BUDGET))
     with tempfile.TemporaryDirectory(prefix="gradescope-") as tmp:  # mode 0700: the sandbox's uid stays out
         student = _student_name(metadata)
         skipped = _gather(root / "submission", Path(tmp) / "submissions" / student)
@@ -220,6 +254,9 @@ def _grade(
             progress=False,
             lang=config.get("lang", "en"),
             chapters=None if chapters is None else frozenset(chapters),
+            budget=budget,
+            budget_from=began,
+            wall=gradescope_wall(config["timeout"]),
         )
     # decided from names and times before any code ran (which copy of a chapter is graded, and why)
     skipped += [entry.line() for entry in summary.get("unplaced", ())]
@@ -232,6 +269,10 @@ def _grade(
                         held=chapters_text(held), graded=chapters_text(summary["chapters"])))
     elif not any(row.status != Status.MISSING for row in summary["rows"]):
         notes.append(tr("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter saved them."))
+    if summary.get("budget_spent"):
+        notes.append(tr("Grading stopped when the time for this submission ran out ({budget:g} s for all its "
+                        "exercises): the exercises not graded by then are timeouts, worth 0. Look for code that waits "
+                        "or loops (a sleep, input(), an endless loop), then submit again.", budget=budget))
     points = points_text(sum(row.points for row in summary["rows"]))
     print(f"gradescope: graded {student}: {points} points", flush=True)
     return summary["rows"], notes
@@ -260,7 +301,7 @@ def run_gradescope(
     name for a run without a valid ``results.json``), not as a score of 0, and the instructor can re-run
     it once the cause is fixed. :func:`main` exits 1.
     """
-    started = time.perf_counter()
+    started, began = time.perf_counter(), time.monotonic()
     root = Path(root)
     (root / "results" / "results.json").unlink(missing_ok=True)  # only this run's verdict may stand
     visibility, lang = "after_published", "en"
@@ -279,7 +320,7 @@ def run_gradescope(
             print(f"gradescope: {line}", flush=True)
             instructor.append(instructor_test(ISOLATION_TEST, not iso.weaknesses(), line))
             with using_language(lang):
-                rows, notes = _grade(root, config, metadata, registry, jobs)
+                rows, notes = _grade(root, config, metadata, registry, jobs, began)
         finally:
             sandbox.allow_weak_isolation(False)  # this process's next run decides again
             killed = end_student_processes()

@@ -25,7 +25,9 @@ CPU seconds (``RLIMIT_CPU``, rounded up to a whole second, set by the worker), a
 is busy, so an honest exercise is not timed out because other processes share the cores. Code that
 waits without computing (a ``sleep``) is caught by a wall-clock backstop, :func:`wall_limit`:
 :data:`WALL_FACTOR` times the timeout, at least :data:`WALL_MARGIN` seconds more than it, long enough
-for a machine five times slower than idle.
+for a machine five times slower than idle (``Settings.wall`` sets another, as the Gradescope runner does).
+A batch may also have a wall-clock **budget** (``Settings.deadline``): no run starts past it, a run still
+going is stopped at it, and every exercise left is a ``timeout`` row that says so, without running.
 """
 
 from __future__ import annotations
@@ -70,6 +72,31 @@ class Settings:
     startup_timeout: float = 180.0
     hidden: tuple[str, ...] = ()  # folders the sandbox covers where it has private mounts
     feedback: str = credit.DEFAULT_FEEDBACK  # full | public | score: what rows may say about hidden cases
+    wall: float | None = None  # the wall-clock backstop of one run (None: wall_limit(timeout))
+    deadline: float = math.inf  # time.monotonic() past which nothing more runs: the batch's budget ...
+    budget: float | None = None  # ... of this many seconds (None: none), named in the reasons
+
+
+def run_wall(settings: Settings) -> float:
+    """The wall-clock seconds one run may take: ``settings.wall``, else :func:`wall_limit` of the timeout."""
+    return settings.wall if settings.wall is not None else wall_limit(settings.timeout)
+
+
+def _out_of_budget(tasks: list[Task], settings: Settings, guard: Guard) -> bool:
+    """Past the batch's deadline, every exercise without a verdict becomes ``timeout``, not run."""
+    if time.monotonic() < settings.deadline:
+        return False
+    for index in range(len(tasks)):
+        guard.verdicts.setdefault(index, (Status.TIMEOUT, tr(
+            "not run: the grading time of this submission ({budget:g} s for all its exercises) ran out before this "
+            "exercise's turn; code that waits or loops (a sleep, an endless loop) in an exercise uses it up",
+            budget=settings.budget or 0)))
+    return True
+
+
+def _wait(worker: sandbox.Worker, seconds: float, settings: Settings) -> str | None:
+    """The worker's next line within ``seconds``, or before the batch's deadline if that is sooner."""
+    return worker.next_line(min(time.monotonic() + seconds, settings.deadline))
 
 
 @dataclass
@@ -232,13 +259,15 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
     runs: dict[int, _Runs] = {}
     plan = [(i, False) for i in range(len(tasks))] + [(i, True) for i in range(len(tasks))]
     step = 0
-    while step < len(plan) and not guard.abandoned:
+    while step < len(plan) and not guard.abandoned and not _out_of_budget(tasks, settings, guard):
         guard.enter("starting its sandbox", settings.startup_timeout + 30)
         worker = sandbox.Worker.start(jobdir, workdir, slot, iso, settings.hidden, bound)
         guard.attach(worker)
         try:
-            if worker.next_line(time.monotonic() + settings.startup_timeout) != "ready":
+            if _wait(worker, settings.startup_timeout, settings) != "ready":
                 worker.kill()
+                if _out_of_budget(tasks, settings, guard):
+                    return
                 tail = one_line(worker.output.decode("utf-8", "replace")[-300:])
                 print(f"grader: {student}: the sandbox did not start: {tail}", file=sys.stderr)
                 for later in range(len(tasks)):
@@ -246,7 +275,7 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                                                                        "{tail}", tail=tail)))
                 return
             bound.arm(settings.memory_mb * 2**20, lambda w=worker: sandbox.members(w), worker.terminate)
-            while step < len(plan) and not guard.abandoned:
+            while step < len(plan) and not guard.abandoned and not _out_of_budget(tasks, settings, guard):
                 index, hidden = plan[step]
                 step += 1
                 if index in guard.verdicts:
@@ -264,7 +293,7 @@ def _run(student: str, task: Task, index: int, hidden: bool, worker: sandbox.Wor
          bound: memory.Bound) -> bool:
     """One run of exercise ``index``: its public cases, or (``hidden``) its hidden ones. Records a verdict
     in ``guard`` when it decides the exercise; False when the worker is gone and a fresh one is needed."""
-    exercise, mode, wall = task.course.exercise, settings.feedback, wall_limit(settings.timeout)
+    exercise, mode, wall = task.course.exercise, settings.feedback, run_wall(settings)
     guard.enter(f"running {'the hidden cases of ' if hidden else ''}{task.course.id}", 3 * wall + 60)
     hide = (lambda verdict: verdicts.hidden(verdict, mode)) if hidden else (lambda verdict: verdict)
     if not hidden:
@@ -276,20 +305,22 @@ def _run(student: str, task: Task, index: int, hidden: bool, worker: sandbox.Wor
         run = runs[index]
         _write_inputs(jobdir / "in" / f"h{index}", run.hidden, iso, slot)
         worker.send(f"hide {index}")
-        line = worker.next_line(time.monotonic() + wall)
+        line = _wait(worker, wall, settings)
         files.remove_tree(jobdir / "in" / f"h{index}")  # before any learner code runs on them
         if line != f"loaded {index}" or not worker.send(f"go {index}"):
             worker.kill()
             guard.verdicts[index] = hide(verdicts.death(worker.exit_description(), worker.killed_by_grader, line))
             return False
-    line = worker.next_line(time.monotonic() + wall)
+    line = _wait(worker, wall, settings)
     if line == f"start {index}":
-        line = worker.next_line(time.monotonic() + wall)
+        line = _wait(worker, wall, settings)
     words = (line or "").split()
     if line is None or len(words) < 2 or words[0] not in ("done", "exit", "died") or words[1] != str(index):
         worker.kill()
-        verdict = verdicts.timeout(wall) if line is None else \
-            verdicts.death(worker.exit_description(), worker.killed_by_grader, line)
+        verdict = verdicts.death(worker.exit_description(), worker.killed_by_grader, line) if line is not None \
+            else verdicts.timeout(wall) if time.monotonic() < settings.deadline else (Status.TIMEOUT, tr(
+                "stopped: the grading time of this submission ({budget:g} s for all its exercises) ran out while "
+                "this exercise ran", budget=settings.budget or 0))
         guard.verdicts[index] = hide(verdicts.over_bound(settings.memory_mb) if bound.tripped() else verdict)
         return False
     guard.enter(f"reading the results of {task.course.id}", COLLECT_SECONDS)
