@@ -352,6 +352,14 @@ NAMED = {  # answer -> words its public line must hold (the mistake, or the faul
     "sink_window_mask__additive": "you returned an additive mask",
     "sink_window_mask__additive_large_negative": "0 where a query may attend and -1e+09 elsewhere",
     "sink_window_mask__python_and_or": "combine bool tensors entry by entry with & (and) and | (or)",
+    # issue 38 (review V7c): answers that were told a different mistake, or none
+    "rms_norm__eps_as_floor": "eps is used as a floor",
+    "rms_norm__normalize_times_root_e": "eps is used as a floor",
+    "rms_norm__mean_square_floor": "above a floor of 0.5 (sqrt(eps): the mean square clamped at eps)",
+    "grouped_query_attention__always_causal": "apply the causal mask only when is_causal is True",
+    "grouped_query_attention__always_causal_bottom_right": "with is_causal=False your weights are the causal ones",
+    "grouped_query_attention__scale_by_keys": "you divided by sqrt(S), the number of keys",
+    "sink_window_mask__precedence": "a sink that comes after it",
 }
 
 

@@ -80,6 +80,11 @@ RMS_NORM = Exercise(
         Mistake("eps_outside", wrong._rms_eps_outside,
                 "eps goes inside the square root: sqrt(mean(x²) + eps), not sqrt(mean(x²)) + eps (it shows when "
                 f"x is small or eps large) {_RMSNORM}"),
+        Mistake("eps_floor", wrong._rms_eps_floor,
+                "eps is used as a floor (a clamp or max, as rms.clamp_min(eps) or F.normalize's eps do): your "
+                "function divides by sqrt(mean(x²)) itself wherever that is larger, so eps changes nothing there; "
+                "RMSNorm adds eps to the mean square, inside the root, sqrt(mean(x²) + eps), for every vector "
+                f"{_RMSNORM}"),
         Mistake("no_eps", wrong._rms_no_eps,
                 "you left out eps: a vector of zeros (or a very small one) is then divided by 0; add eps to the "
                 f"mean square, inside the root {_RMSNORM}"),
@@ -237,6 +242,9 @@ GQA = Exercise(
                 f"are too peaked {_GQA}"),
         Mistake("scale_dv", wrong._gqa_scale_dv,
                 "scale by sqrt(D), the head dim of the queries and keys (query.shape[-1]), not by the values' Dv"),
+        Mistake("scale_keys", wrong._gqa_scale_keys,
+                "scale by sqrt(D), the head dim of the queries and keys (query.shape[-1]); you divided by "
+                f"sqrt(S), the number of keys (key.shape[-2]) {_GQA}"),
         Mistake("softmax_queries", wrong._gqa_softmax_queries,
                 "take the softmax over the keys (dim=-1): yours runs over the queries (dim=-2)"),
         Mistake("causal_one_ahead", wrong._gqa_causal_one_ahead,
@@ -247,6 +255,9 @@ GQA = Exercise(
                 "diagonal included, tril with diagonal=0"),
         Mistake("causal_ignored", wrong._gqa_causal_ignored,
                 "with is_causal=True mask the future: query i sees keys 0 … i only"),
+        Mistake("causal_always", wrong._gqa_causal_always,
+                "with is_causal=False every query sees every key, but your function masks the future anyway: apply "
+                f"the causal mask only when is_causal is True (inside an `if is_causal:`) {_GQA}"),
         Mistake("causal_multiplied", wrong._gqa_causal_multiplied,
                 "you multiplied the scores by a 0/1 causal mask: a future key then scores 0, and exp(0) = 1 still "
                 "gives it weight; fill the future scores with -inf before the softmax, "
@@ -302,6 +313,11 @@ SINK_MASK = Exercise(
         Mistake("sinks_see_future", wrong._sink_future,
                 "your sink columns are True for every query, even the ones before a sink (query 0 sees key 1 when "
                 "sinks >= 2): a sink is a past key like any other, so AND the whole mask with the causal one "
+                f"{_SINKS}"),
+        Mistake("sinks_future_past_window", wrong._sink_future_past_window,
+                "your query may attend to a sink that comes after it (with window = 1 and sinks = 3, query 1 sees "
+                "key 2): & binds tighter than |, so (j <= i) & (i − j < window) | (j < sinks) leaves the sinks "
+                "outside the causal j <= i; put the | in parentheses, (j <= i) & ((i − j < window) | (j < sinks)) "
                 f"{_SINKS}"),
         Mistake("sinks_ignored", wrong._sink_ignored,
                 "your mask has no sinks: every query also sees the first `sinks` positions, however far back, "

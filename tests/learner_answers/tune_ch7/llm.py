@@ -347,6 +347,54 @@ def sink_window_mask__python_and_or(L, window, sinks):
     return k <= q and (q - k < window or k < sinks)
 
 
+# issue 38, review V7c: a fresh learner's wrong answers that were told a different mistake, or none
+
+
+def rms_norm__eps_as_floor(x, weight, eps=1e-6):
+    return x / x.pow(2).mean(dim=-1, keepdim=True).sqrt().clamp_min(eps) * weight
+
+
+def rms_norm__normalize_times_root_e(x, weight, eps=1e-6):
+    return F.normalize(x, dim=-1, eps=eps) * math.sqrt(x.shape[-1]) * weight
+
+
+def rms_norm__mean_square_floor(x, weight, eps=1e-6):
+    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True).clamp_min(eps)) * weight
+
+
+def grouped_query_attention__always_causal(query, key, value, is_causal=False):
+    G = query.shape[1] // key.shape[1]
+    k, v = key.repeat_interleave(G, 1), value.repeat_interleave(G, 1)
+    s = query @ k.transpose(-1, -2) / math.sqrt(query.shape[-1])
+    L, S = s.shape[-2:]
+    s = s.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    return s.softmax(-1) @ v
+
+
+def grouped_query_attention__always_causal_bottom_right(query, key, value, is_causal=False):
+    G = query.shape[1] // key.shape[1]
+    k, v = key.repeat_interleave(G, 1), value.repeat_interleave(G, 1)
+    s = query @ k.transpose(-1, -2) / math.sqrt(query.shape[-1])
+    L, S = s.shape[-2:]
+    s = s.masked_fill(torch.ones(L, S, dtype=torch.bool).triu(S - L + 1), float("-inf"))
+    return s.softmax(-1) @ v
+
+
+def grouped_query_attention__scale_by_keys(query, key, value, is_causal=False):
+    G = query.shape[1] // key.shape[1]
+    k, v = key.repeat_interleave(G, 1), value.repeat_interleave(G, 1)
+    s = query @ k.transpose(-1, -2) / math.sqrt(key.shape[-2])
+    if is_causal:
+        L, S = s.shape[-2:]
+        s = s.masked_fill(~torch.ones(L, S, dtype=torch.bool).tril(), float("-inf"))
+    return s.softmax(-1) @ v
+
+
+def sink_window_mask__precedence(L, window, sinks):
+    i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
+    return (j <= i) & (i - j < window) | (j < sinks) & (i >= window)
+
+
 ANSWERS = [
     {"exercise": "ch7.rms_norm", "fn": rms_norm__mean_abs,
      "mistake": "divides by the mean absolute value, not the root mean square; eps outside", "part": "divisor"},
@@ -434,4 +482,18 @@ ANSWERS = [
      "mistake": "returns an additive float mask with -1e9, not bool", "part": "dtype"},
     {"exercise": "ch7.sink_window_mask", "fn": sink_window_mask__python_and_or,
      "mistake": "Python and / or on tensors", "part": "combining conditions"},
+    {"exercise": "ch7.rms_norm", "fn": rms_norm__eps_as_floor,
+     "mistake": "eps as a floor on the root mean square, clamp_min(eps), not added inside the root", "part": "eps"},
+    {"exercise": "ch7.rms_norm", "fn": rms_norm__normalize_times_root_e,
+     "mistake": "F.normalize(x, eps=eps) * sqrt(E): eps a floor on the length", "part": "eps"},
+    {"exercise": "ch7.rms_norm", "fn": rms_norm__mean_square_floor,
+     "mistake": "rsqrt(mean(x²).clamp_min(eps)): eps a floor on the mean square", "part": "eps"},
+    {"exercise": "ch7.grouped_query_attention", "fn": grouped_query_attention__always_causal,
+     "mistake": "masks the future even with is_causal=False", "part": "causal mask"},
+    {"exercise": "ch7.grouped_query_attention", "fn": grouped_query_attention__always_causal_bottom_right,
+     "mistake": "masks the future (bottom-right aligned) even with is_causal=False", "part": "causal mask"},
+    {"exercise": "ch7.grouped_query_attention", "fn": grouped_query_attention__scale_by_keys,
+     "mistake": "scales by sqrt(S), key.shape[-2], the number of keys", "part": "scale"},
+    {"exercise": "ch7.sink_window_mask", "fn": sink_window_mask__precedence,
+     "mistake": "(j<=i)&(i-j<window) | (j<sinks)&(i>=window): sinks visible from the future", "part": "sinks"},
 ]

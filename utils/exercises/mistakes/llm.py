@@ -31,6 +31,10 @@ def _rms_eps_outside(x, weight, eps=1e-6):
     return x / (torch.sqrt(_mean_square(x)) + eps) * weight
 
 
+def _rms_eps_floor(x, weight, eps=1e-6):  # rms.clamp_min(eps): eps a floor, not added (F.normalize's way too)
+    return x / torch.sqrt(_mean_square(x)).clamp_min(eps) * weight
+
+
 def _rms_no_eps(x, weight, eps=1e-6):
     return x / torch.sqrt(_mean_square(x)) * weight
 
@@ -219,6 +223,10 @@ def _gqa_scale_dv(query, key, value, is_causal=False):
     return _attend(query, key, value, is_causal, scale=math.sqrt(value.shape[-1]))
 
 
+def _gqa_scale_keys(query, key, value, is_causal=False):  # sqrt(S), key.shape[-2]: the number of keys
+    return _attend(query, key, value, is_causal, scale=math.sqrt(key.shape[-2]))
+
+
 def _gqa_softmax_queries(query, key, value, is_causal=False):
     return _attend(query, key, value, is_causal, dim=-2)
 
@@ -233,6 +241,10 @@ def _gqa_causal_no_self(query, key, value, is_causal=False):  # tril(diagonal=-1
 
 def _gqa_causal_ignored(query, key, value, is_causal=False):
     return _attend(query, key, value, is_causal, causal=False)
+
+
+def _gqa_causal_always(query, key, value, is_causal=False):  # the mask applied whatever is_causal says
+    return _attend(query, key, value, True)
 
 
 def _gqa_causal_multiplied(query, key, value, is_causal=False):  # scores * tril: exp(0) = 1 for the future
@@ -287,6 +299,12 @@ def _sink_future(L, window, sinks):  # the sink columns set after the causal cut
     mask = (offset >= 0) & (offset < window)
     mask[:, :sinks] = True
     return mask
+
+
+def _sink_future_past_window(L, window, sinks):  # (j <= i) & (i - j < window) | (j < sinks) & (i >= window)
+    offset, j = _offsets(L)
+    i = offset + j
+    return (offset >= 0) & (offset < window) | (j < sinks) & (i >= window)
 
 
 def _sink_ignored(L, window, sinks):

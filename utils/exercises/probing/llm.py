@@ -5,8 +5,9 @@ features it pairs and by which angles it turns them (grouped-query attention and
 * ``rms_norm``: with weight = 1, the learner's output read as x times one number per vector: the divisor
   is compared with sqrt(mean(x²) + eps) and with what each known slip divides by (eps outside the root,
   no eps, a sum, no root, the standard deviation, a fixed eps of its own); an output that is (x − mean) times
-  a number is LayerNorm, one divided per feature across the positions is the wrong dim. With weight = 1 right,
-  the gain is read.
+  a number is LayerNorm, one divided per feature across the positions is the wrong dim; vectors of root mean
+  square 0.04, 0.1 and 1.3 show eps used as a floor (divided by the RMS above it, by the floor below). With
+  weight = 1 right, the gain is read.
 * ``rotate_half_rope``: unit vectors e_b, one per feature b, at positions 0, 1, 4, 9 with base 500: each
   output is column b of the rotation. Position 0 must give e_b back; at position 1 the other feature e_b
   leaks into is its partner (b + D/2 in this layout, b ^ 1 in chapter 4's), with rotate_half's minus sign
@@ -43,7 +44,35 @@ def _see_rope() -> str:
 def _rms_inputs(gen: torch.Generator) -> list:
     x = torch.randn(3, 8, generator=gen) + torch.tensor([[0.7], [-0.4], [1.5]])  # non-zero means
     weight = 1 + torch.rand(8, generator=gen)  # a gain between 1 and 2
-    return [{"x": x, "weight": torch.ones(8), "eps": 0.25}, {"x": x, "weight": weight, "eps": 0.25}]
+    small = torch.randn(3, 8, generator=gen)
+    small = small / small.pow(2).mean(-1, keepdim=True).sqrt() * torch.tensor([[0.04], [0.1], [1.3]])  # these RMS
+    return [{"x": x, "weight": torch.ones(8), "eps": 0.25}, {"x": x, "weight": weight, "eps": 0.25},
+            {"x": small, "weight": torch.ones(8), "eps": 0.25}]
+
+
+def _floor_explain(reference, inputs, outcomes) -> str | None:
+    """Vectors of RMS 0.04, 0.1 and 1.3 with eps = 0.25: divided by their RMS where it is above some floor f and by
+    f below it, eps is a floor (clamp, max), not added. ``inputs`` and ``outcomes``: those of _rms_inputs."""
+    got = probe_output(outcomes, 2)
+    if got is None or got.shape != inputs[2]["x"].shape or not got.is_floating_point():
+        return None
+    x, eps = inputs[2]["x"].double(), inputs[2]["eps"]
+    c = _per_row_factor(got.double(), x)
+    if c is None:
+        return None
+    divisor, rms = 1 / c.squeeze(-1), x.pow(2).mean(-1).sqrt()
+    floor = float(divisor[0])
+    if not (floor > float(rms[0]) * 1.5 and same(divisor[:2], torch.full((2,), floor, dtype=torch.float64))
+            and same(divisor[2:], rms[2:]) and floor < float(rms[2])):
+        return None
+    names = ((eps, tr(" (eps itself)")), (math.sqrt(eps), tr(" (sqrt(eps): the mean square clamped at eps)")),
+             (eps / math.sqrt(x.shape[-1]), tr(" (eps / sqrt(E): F.normalize's floor on the length sqrt(sum(x²)))")))
+    note = next((name for value, name in names if abs(floor - value) < 1e-4 * value), "")
+    return tr("with weight = 1 and eps = {eps:g} your function divides vectors of root mean square {rms} by {got}: "
+              "by sqrt(mean(x²)) itself above a floor of {floor:.3g}{note}, and by the floor below it, so eps is used "
+              "as a floor (a clamp or max), not added; RMSNorm divides by sqrt(mean(x²) + eps) = {want}, eps inside "
+              "the root, for every vector ({where})", eps=eps, rms=numbers(rms), got=numbers(divisor),
+              floor=floor, note=note, want=numbers((rms ** 2 + eps).sqrt()), where=_see_rmsnorm())
 
 
 def _per_row_factor(got: torch.Tensor, base: torch.Tensor) -> torch.Tensor | None:
@@ -78,6 +107,8 @@ def _rms_explain(reference, inputs, outcomes) -> str | None:
         return None
     divisor = (1 / c.squeeze(-1)).tolist()
     square = x.pow(2).mean(-1)
+    if same(torch.tensor(divisor), square.sqrt(), atol=1e-5) and (floor := _floor_explain(reference, inputs, outcomes)):
+        return floor
     candidates = (
         (square.sqrt() + eps, tr(": eps added outside the square root, sqrt(mean(x²)) + eps")),
         (square.sqrt(), tr(": eps left out, sqrt(mean(x²)) (or a tiny eps of your own in place of the eps "

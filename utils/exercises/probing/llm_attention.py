@@ -6,13 +6,15 @@
   (Dv = S), so that the output *is* the attention weights: do they sum to 1 over the keys, do the query heads
   of one group differ, by what factor are the scores q·kᵀ scaled (read back by fitting the log-weights), and,
   with is_causal=True, which keys each query may see, whether its weights still sum to 1, and whether they are
-  those of a 0/1 mask multiplied into the scores or of a mask that hides the past. (1) also runs five
+  those of a 0/1 mask multiplied into the scores or of a mask that hides the past (and, with is_causal=False,
+  whether they are the causal ones). (1) also runs five
   (H, H_kv), two with H = H_kv²: right on those two only is a group size of H_kv, not H // H_kv. (3) five
   (H, H_kv), among them H = H_kv and H_kv = 1: right on both only, raising elsewhere, is V left unrepeated;
   right on H = H_kv only is a group size (or repeat) that fails for any real group.
 * ``sink_window_mask``: L = 12, window = 3, sinks = 2: a float mask that is 0 / very negative (additive), future
   keys, then for query 8 the sinks it keeps and the number of recent keys it sees (and whether it sees itself),
-  each compared with what the arguments say.
+  each compared with what the arguments say; where that mask is right, L = 6, window = 1, sinks = 4 shows a sink
+  seen before its time. Six sizes: right on some only, the first query whose keys differ.
 
 See :mod:`utils.exercises.probes` for the contract.
 """
@@ -141,6 +143,10 @@ def _weights_explain(reference, inputs, outcomes) -> str | None:
     if weights is None or weights.shape != want.shape or not weights.is_floating_point():
         return None
     weights = weights.double()
+    if not same(weights, want) and same(weights, reference_output(reference, inputs[1])):
+        return tr("with is_causal=False your weights are the causal ones (query 0 gives all its weight to key 0): "
+                  "with is_causal=False every query sees every key; apply the causal mask only when is_causal is "
+                  "True ({where})", where=_see_gqa())
     if not same(weights, want):
         return _open_weights(weights, want, inputs[0])
     causal, want = probe_output(outcomes, 1), reference_output(reference, inputs[1])
@@ -213,12 +219,14 @@ def _open_weights(weights: torch.Tensor, want: torch.Tensor, case: dict) -> str 
     c = float((x * y).sum() / (x * x).sum())
     if not same(y, c * x, atol=1e-3) or c <= 0:
         return None
-    names = ((1.0, tr("no scale at all")), (1 / _D, tr("1/D")), (1 / math.sqrt(_L), tr("1/sqrt(Dv) (here Dv = S)")),
+    names = ((1.0, tr("no scale at all")), (1 / _D, tr("1/D")),
+             (1 / math.sqrt(_L), tr("1/sqrt(S), S the number of keys (or 1/sqrt(Dv): both are {S} here)", S=_L)),
              (math.sqrt(_D), tr("sqrt(D), multiplied")),
              (1 / math.sqrt(_H), tr("1/sqrt(H), H the number of query heads")))
     note = next((tr(": {name}", name=name) for value, name in names if abs(c - value) < 1e-3 * value), "")
-    return tr("your weights are softmax(c · q kᵀ) with c = {c:.4g}{note}; with D = {D} the scale is 1/sqrt(D) = "
-              "{want:.4g} ({where})", c=c, note=note, D=_D, want=1 / math.sqrt(_D), where=_see_gqa())
+    return tr("on a probe input with D = {D} and S = {S} keys, your weights are softmax(c · q kᵀ) with c = {c:.4g}"
+              "{note}; the scale is 1/sqrt(D) = {want:.4g}, D = query.shape[-1], the head dim of the queries and keys "
+              "({where})", c=c, note=note, D=_D, S=_L, want=1 / math.sqrt(_D), where=_see_gqa())
 
 
 def _gqa_shapes(gen: torch.Generator) -> list:
@@ -267,7 +275,22 @@ _SINK_L, _WINDOW, _SINK_COUNT, _QUERY = 12, 3, 2, 8
 
 
 def _sink_inputs(gen: torch.Generator) -> list:
-    return [{"L": _SINK_L, "window": _WINDOW, "sinks": _SINK_COUNT}]
+    return [{"L": _SINK_L, "window": _WINDOW, "sinks": _SINK_COUNT}, {"L": 6, "window": 1, "sinks": 4}]
+
+
+def _future_sink_explain(reference, inputs, outcomes) -> str | None:
+    """More sinks than the window holds (L = 6, window = 1, sinks = 4): a query that sees a later sink."""
+    got, want = probe_output(outcomes, 1), reference_output(reference, inputs[1])
+    if got is None or got.shape != want.shape or got.dtype != torch.bool:
+        return None
+    ahead = got & torch.ones_like(got).triu(1)
+    if not ahead.any() or not bool((ahead[:, inputs[1]["sinks"]:] == 0).all()):
+        return None
+    i, j = (int(t) for t in ahead.nonzero()[0])
+    return tr("for L = {L}, window = {W} and sinks = {s}, your query {i} may attend to key {j}, a sink that comes "
+              "after it: a sink is a past key like any other, so the whole mask stays causal (j <= i); AND the sink "
+              "columns with the causal mask ({where})", L=inputs[1]["L"], W=inputs[1]["window"],
+              s=inputs[1]["sinks"], i=i, j=j, where=_see_sinks())
 
 
 def _keys(row: torch.Tensor) -> list[int]:
@@ -278,8 +301,10 @@ def _sink_explain(reference, inputs, outcomes) -> str | None:
     got, want = probe_output(outcomes, 0), reference_output(reference, inputs[0])
     if got is not None and got.shape == want.shape and got.is_floating_point():
         return _additive_explain(got, want)
-    if got is None or got.shape != want.shape or got.dtype != torch.bool or torch.equal(got, want):
+    if got is None or got.shape != want.shape or got.dtype != torch.bool:
         return None
+    if torch.equal(got, want):
+        return _future_sink_explain(reference, inputs, outcomes)
     if torch.equal(got, ~want):
         return tr("your mask is True where a query may not attend and False where it may: here True means may "
                   "attend ({where})", where=_see_sinks())
@@ -348,4 +373,30 @@ def _sink_sizes(gen: torch.Generator) -> list:
             ((8, 3, 0), (8, 3, 1), (8, 3, 2), (8, 8, 2), (4, 1, 4), (1, 1, 1))]
 
 
-SINK_PROBES = (Probe("keys_read_back", _sink_inputs, _sink_explain), contrast("sizes", _sink_sizes))
+def _sizes_explain(reference, inputs, outcomes) -> str | None:
+    """Right on some sizes, wrong on others: for a bool mask of the right shape, the first query whose keys differ
+    (an error "off by up to 1" means nothing for a mask); anything else as the shared contrast says it."""
+    if len(outcomes) < len(inputs):
+        return None
+    good, bad = [], []
+    for case, outcome in zip(inputs, outcomes):
+        got, want = probe_output([outcome], 0), reference_output(reference, case)
+        (good if same(got, want) else bad).append((case, got, want))
+    if not good or not bad:
+        return None
+    case, got, want = bad[0]
+    if got is None or got.shape != want.shape or got.dtype != torch.bool:
+        return _SIZES.explain(reference, inputs, outcomes)
+    i = next(i for i in range(want.shape[0]) if not torch.equal(got[i], want[i]))
+
+    def name(case: dict) -> str:
+        return f"L={case['L']}, window={case['window']}, sinks={case['sinks']}"
+
+    return tr("your function is right on {good}, but not on {bad}: on {first}, your query {i} sees keys {got}; it "
+              "should see keys {want} ({where})", good="; ".join(name(c) for c, _, _ in good),
+              bad="; ".join(name(c) for c, _, _ in bad), first=name(case), i=i, got=_keys(got[i]),
+              want=_keys(want[i]), where=_see_sinks())
+
+
+_SIZES = contrast("sizes", _sink_sizes)
+SINK_PROBES = (Probe("keys_read_back", _sink_inputs, _sink_explain), Probe("sizes", _sink_sizes, _sizes_explain))
