@@ -229,3 +229,18 @@ def test_another_chapters_notebook_is_named_as_such_in_the_feedback(tmp_path, re
            "hand in your chapter 2 notebook" in fay, fay
     assert "no cell for exercise" not in fay
     assert "this is chapter" not in (tmp_path / "out" / "feedback" / "bob.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.sandbox
+def test_two_assignments_for_one_graded_column_exit_2_before_grading(tmp_path, registry, capsys):
+    """R10: '02_more (502)' and '02 More (503)' both name chapter 2: refused, naming both, nobody graded."""
+    two_chapter_course(tmp_path / "course")
+    gf.student(tmp_path / "subs", "bob", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    (tmp_path / "gradebook.csv").write_text(
+        GRADEBOOK.replace("02_more (502)\n", "02_more (502),02 More (503)\n").replace(",,,,,5,1\n", ",,,,,5,1,1\n"),
+        encoding="utf-8")
+    code = run(tmp_path, "--chapters", "2", "--format", "canvas", "--roster", str(tmp_path / "gradebook.csv"),
+               "--out", str(tmp_path / "out"))
+    err = capsys.readouterr().err
+    assert code == 2 and "'02_more (502)' and '02 More (503)'" in err.splitlines()[-1], err
+    assert "grading:" not in err and not (tmp_path / "out").exists(), err

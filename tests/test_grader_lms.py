@@ -205,3 +205,34 @@ def test_the_wheel_ships_the_exercise_list(course_wheel):
     with zipfile.ZipFile(course_wheel) as archive:
         assert "utils/grading/exercises.json" in archive.namelist()
         assert archive.read("utils/grading/exercises.json") == manifest.MANIFEST_PATH.read_bytes()
+
+
+TWO_FOR_ONE = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,{first},Quiz (700),{second},quiz (701)\n"
+    "    Points Possible,,,,,4.00,10,4.00,10\n"
+    "Alice,301,s301,alice,S,1.00,9,2.00,8\n"
+)
+QKV = [CourseExercise("ch1.project_qkv", 4, "01_queries_keys_values.ipynb", 1)]
+
+
+@pytest.mark.parametrize("first, second", [
+    ("01_queries_keys_values (11)", "01_queries_keys_values (12)"),  # R10: the same name twice
+    ("01 Queries-Keys Values (11)", "01_queries_keys_values (12)"),  # names alike but for case, spaces, - and _
+])
+def test_two_roster_assignments_for_one_graded_column_are_refused_naming_both(tmp_path, first, second):
+    """R10, finding 3: the last of the two won silently, so the import updated one assignment of the two."""
+    (tmp_path / "roster.csv").write_text(TWO_FOR_ONE.format(first=first, second=second), encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "roster.csv")
+    with pytest.raises(lms.RosterError) as raised:
+        lms.canvas_columns(QKV, "chapter", roster)
+    message = str(raised.value)
+    assert f"'{first}' and '{second}'" in message and "01_queries_keys_values" in message, message
+    assert "Quiz" not in message  # two ungraded assignments alike are no concern of this run
+    assert roster.grades[0][first] == "1.00" and roster.grades[0][second] == "2.00"  # both read, none dropped
+
+
+def test_two_alike_assignments_nobody_grades_are_no_error(tmp_path):
+    (tmp_path / "roster.csv").write_text(TWO_FOR_ONE.format(first="01_queries_keys_values (11)", second="Other (12)"),
+                                         encoding="utf-8")
+    layout, left_out, new = lms.canvas_columns(QKV, "chapter", lms.read_roster(tmp_path / "roster.csv"))
+    assert [header for header, _ids, _max in layout] == ["01_queries_keys_values (11)"] and left_out == new == []

@@ -26,8 +26,9 @@ Canvas matches a column to an assignment by the ``(<assignment id>)`` at the end
 makes every column without one into a new assignment. So when the roster is Canvas's own export and has
 assignment columns, each column is headed exactly as the roster heads the assignment of the same name
 (compared ignoring case, spaces, ``_`` and ``-``), and a graded column with no such assignment is left
-out and reported (create the assignment in Canvas, export the gradebook again); when none has one, the
-grader refuses before grading. When the roster has no assignment column at all (or there is no roster),
+out and reported (create the assignment in Canvas, export the gradebook again); when none has one, or
+two assignments are named like one graded column (``01_toy (11)`` and ``01 Toy (12)``), the grader refuses
+before grading, naming them. When the roster has no assignment column at all (or there is no roster),
 the columns are headed by their names and Canvas will offer to create one assignment per column on
 import (:attr:`CanvasSheet.new`, printed): right for a first import, wrong for a second, so import the
 later ones with the export that has the ids.
@@ -82,6 +83,7 @@ class Roster:
     assignment_headers: dict[str, str] = field(default_factory=dict)  # "ch2.causal_mask" -> "ch2.causal_mask (17)"
     grades: list[dict[str, str]] = field(default_factory=list)  # per row: assignment header -> its cell, as exported
     points_possible: dict[str, str] = field(default_factory=dict)  # assignment header -> its Points Possible cell
+    assignments: list[str] = field(default_factory=list)  # every assignment header, in file order, alike ones too
 
     def match(self, student: str, canvas_id: str | None = None) -> tuple[int | None, str]:
         """The index of ``student``'s row and ``""``, or ``None`` and why no row matches."""
@@ -120,7 +122,7 @@ def read_roster(path: str | Path) -> Roster:
         raise RosterError(f"the roster {path} has none of the columns {', '.join(IDENTITY)} or submission "
                           f"in its first row")
     headers = {m["name"]: cell for cell in header if (m := _ASSIGNMENT.match(cell))}
-    assignments = set(headers.values())
+    assignments = {cell for cell in header if _ASSIGNMENT.match(cell)}  # two alike are both kept: see canvas_columns
     rows, grades, possible = [], [], {}
     for line in table[1:]:
         if line and line[0].strip() == "Points Possible":
@@ -131,7 +133,7 @@ def read_roster(path: str | Path) -> Roster:
         rows.append({name: value.strip() for name, value in zip(header, line)
                      if name in IDENTITY or name == "submission"})
         grades.append({name: value.strip() for name, value in zip(header, line) if name in assignments})
-    return Roster(path, rows, headers, grades, possible)
+    return Roster(path, rows, headers, grades, possible, [cell for cell in header if cell in assignments])
 
 
 @dataclass
@@ -177,11 +179,22 @@ def canvas_columns(exercises: Sequence, columns: str, roster: Roster | None
                    ) -> tuple[list[tuple[str, list[str], int]], list[str], list[str]]:
     """``(header, exercise ids, max points)`` per column ``canvas.csv`` writes, the graded columns left
     out (the roster has assignment ids, none for them) and the columns Canvas will create (it has none at
-    all). Raises :class:`RosterError` when the roster has assignment ids but none for a graded column."""
+    all). Raises :class:`RosterError` when the roster has assignment ids but none for a graded column, or
+    two assignments named like one graded column (canvas.csv could update only one of them)."""
     layout = grade_columns(exercises, columns)
     if roster is None or not roster.assignment_headers:
         return layout, [], [name for name, _ids, _max in layout]
-    by_key = {_key(name): header for name, header in roster.assignment_headers.items()}
+    alike: dict[str, list[str]] = {}
+    for header in roster.assignments or roster.assignment_headers.values():
+        alike.setdefault(_key(_ASSIGNMENT.match(header)["name"]), []).append(header)
+    for name, _ids, _max in layout:
+        if len(found := alike.get(_key(name), [])) > 1:
+            raise RosterError(
+                f"the roster {roster.path} has {len(found)} Canvas assignments named like the graded column {name} "
+                f"({' and '.join(repr(h) for h in found)}; names are compared ignoring case, spaces, _ and -), so "
+                f"canvas.csv cannot tell which one to update; rename or delete the others in Canvas, export the "
+                f"gradebook again and pass it as --roster")
+    by_key = {key: found[0] for key, found in alike.items()}
     kept = [(by_key[_key(name)], ids, maximum) for name, ids, maximum in layout if _key(name) in by_key]
     left_out = [name for name, _ids, _max in layout if _key(name) not in by_key]
     if not kept:
