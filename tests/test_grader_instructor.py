@@ -13,6 +13,9 @@ instructor has is lost without asking.
 
 from __future__ import annotations
 
+import csv
+import io
+
 import grader_fixtures as gf
 import pytest
 from test_grader_chapters import CH1, CH2, REGISTRY, canvas_import, gradebook_of, people_of, two_chapter_course
@@ -80,8 +83,7 @@ def test_a_column_the_submission_holds_nothing_of_keeps_the_roster_grade(tmp_pat
     assert after[("11", "501")] == "4.00" and after[("12", "502")] == "1"  # nothing handed in: kept
     assert sheet.kept == [("bob", "01_toy (501)"), ("ann", "02_more (502)")]
     zero = lms.canvas_csv(rows, ["bob", "ann"], CHAPTERS, roster=roster, zero_missing=True)
-    after = canvas_import(before, people_of(GRADEBOOK), zero.text)
-    assert after[("11", "501")] == "0" and after[("12", "502")] == "0" and zero.kept == sheet.kept
+    assert canvas_import(before, people_of(GRADEBOOK), zero.text) == after and zero.kept == sheet.kept  # R11
 
 
 W4_GRADEBOOK = (
@@ -111,8 +113,20 @@ def test_no_grade_canvas_holds_is_removed_by_an_empty_cell(tmp_path):
     assert sheet.kept == [("fay", "02_more (502)")] and sheet.absent == ["Noshow, Nat", "Student, Test"]
     zero = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster, zero_missing=True)
     after = canvas_import(before, people_of(W4_GRADEBOOK), zero.text)
-    assert {k: v for k, v in after.items() if before[k] != v} == {
-        ("201", "502"): "1", ("206", "502"): "0", ("207", "502"): "0", ("208", "502"): "0"}
+    assert {k: v for k, v in after.items() if before[k] != v} == {("201", "502"): "1", ("208", "502"): "0"}  # R11
+
+
+def test_zero_missing_fills_only_empty_cells_and_keeps_an_excuse_or_a_hand_entered_grade(tmp_path):
+    """W5: --zero-missing wrote 0 over Ana's EX, Fay's hand-entered late penalty and a grade from an earlier
+    import. Now only a cell empty in the roster gets its 0."""
+    gradebook = W4_GRADEBOOK.replace("A,4.00,,9.00", "A,4.00,EX,9.00")  # Ana is excused from chapter 2
+    (tmp_path / "gradebook.csv").write_text(gradebook, encoding="utf-8")
+    rows = rows_of("fay", {"ch1.add_one": "passed", "ch1.attend": "passed", "ch2.total": "missing"})
+    ch2 = [e for e in CHAPTERS if e.chapter == 2]
+    zero = lms.canvas_csv([r for r in rows if r.exercise == "ch2.total"], ["fay"], ch2,
+                          roster=lms.read_roster(tmp_path / "gradebook.csv"), zero_missing=True)
+    cells = {line[1]: line[5] for line in list(csv.reader(io.StringIO(zero.text)))[2:]}
+    assert cells == {"201": "EX", "206": "0.50", "207": "0.75", "208": "0"}, zero.text
 
 
 def feedback_names(out) -> set[str]:
@@ -166,8 +180,9 @@ def test_roster_students_without_a_submission_are_listed_apart_though_names_hold
     assert "1 grade cell where the submission holds none of the column's exercises (each cell holds" in err, err
     assert "Canvas keeps" not in err and "left empty" not in err, err
     _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob"], kept=[("carl", "01_toy (501)")], zero_missing=True))
-    err = capsys.readouterr().err
-    assert err.count("(0 written, --zero-missing)") == 2 and "roster's current grade" not in err, err
+    err = " ".join(capsys.readouterr().err.split())
+    assert err.count("(--zero-missing: 0 where the roster's cell is empty; a cell holding anything, a grade or EX, "
+                     "keeps it)") == 2 and "roster's current grade" not in err, err
 
 
 def test_help_says_memory_is_per_student(capsys):
@@ -212,9 +227,10 @@ def test_help_says_what_zero_missing_writes(capsys):
     with pytest.raises(SystemExit):
         cli.main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "write 0 for every roster student with no graded submission for a column (who handed in nothing, or " \
-           "nothing of that chapter)" in text
-    assert "copy the roster's current grade into that cell" in text and "keeps the grade" not in text
+    assert "write 0 where a roster student has no graded submission for a column (who handed in nothing, or " \
+           "nothing of that chapter) and the roster's cell is EMPTY; a cell holding anything (a grade, EX, a late " \
+           "penalty entered by hand) keeps it" in text
+    assert "copy the roster's current grade into that cell" in text
 
 
 @pytest.mark.sandbox

@@ -108,9 +108,10 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
             (:func:`~utils.grading.report.write_all`), so no stale feedback stays beside the new.
         refuse_empty: raise :class:`NothingToGrade`, before anything is written, when no submission holds an
             exercise of the graded chapters (``--chapters`` naming the wrong chapter, the wrong folder).
-        zero_missing: in ``canvas.csv``, write 0 for every roster student with no graded submission for a column
-            (none at all, or one holding none of its exercises). Default False: copy the roster's value of the
-            cell (an empty cell would remove the grade Canvas holds on import). When the roster's Points
+        zero_missing: in ``canvas.csv``, write 0 where a roster student has no graded submission for a column
+            (none at all, or one holding none of its exercises) and the roster's cell is empty; a cell holding
+            anything (a grade, ``EX``) keeps it. Default False: copy the roster's value of the cell (an empty
+            cell would remove the grade Canvas holds on import). When the roster's Points
             Possible differ from the course's for a graded column, no ``canvas.csv`` is written (the summary's
             ``canvas`` lists them in ``mismatched``; the command line exits 2).
         budget: wall-clock seconds for the whole batch, counted from ``budget_from`` (a ``time.monotonic()``;
@@ -292,7 +293,7 @@ def _report_reading(results: engine.Results, unplaced: int) -> None:
 
 def _no_grade(sheet: lms.CanvasSheet) -> str:
     if sheet.zero_missing:
-        return "0 written, --zero-missing"
+        return "--zero-missing: 0 where the roster's cell is empty; a cell holding anything, a grade or EX, keeps it"
     return ("each cell holds the roster's current grade, since an empty cell would remove it on import; "
             "--zero-missing writes 0")
 

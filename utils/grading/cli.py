@@ -73,9 +73,10 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--columns", choices=lms.COLUMNS, default="chapter", help=(
         "gradebook columns of --format: one per chapter (default) or one per exercise"))
     parser.add_argument("--zero-missing", action="store_true", help=(
-        "canvas.csv: write 0 for every roster student with no graded submission for a column (who handed in "
-        "nothing, or nothing of that chapter); default: copy the roster's current grade into that cell (an empty "
-        "cell would remove the grade on import; a cell empty in the roster stays empty)"))
+        "canvas.csv: write 0 where a roster student has no graded submission for a column (who handed in nothing, "
+        "or nothing of that chapter) and the roster's cell is EMPTY; a cell holding anything (a grade, EX, a late "
+        "penalty entered by hand) keeps it; default: copy the roster's current grade into that cell (an empty cell "
+        "would remove the grade on import; a cell empty in the roster stays empty)"))
     parser.add_argument("--course", type=Path, default=None, help=(
         "the course folder whose solutions/*.ipynb give the exercises and their points (default: this "
         "checkout's solutions/ when present, else the exercise list installed with the package)"))

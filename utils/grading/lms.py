@@ -40,7 +40,8 @@ submission, or one whose submission holds none of a column's exercises (every on
 who handed in chapter 1 only, graded for chapter 2), gets the roster's own value of that cell (the roster
 is the gradebook export, so importing it changes nothing there; :attr:`CanvasSheet.kept`, printed), and
 a cell empty in the roster stays empty. ``zero_missing`` (``--zero-missing``, for the run after the
-deadline) writes 0 there instead, for every roster student with no graded submission for the column.
+deadline) writes 0 into those cells that are empty in the roster; a cell holding anything (a grade from an
+earlier import, Canvas's excused mark ``EX``, a late penalty entered by hand) keeps it.
 When the roster's ``Points Possible`` row gives a graded column other points than the course does
 (:attr:`CanvasSheet.mismatched`), the grader writes no ``canvas.csv`` (Canvas does not change an existing
 assignment's points on import, so full marks would read as part marks).
@@ -235,9 +236,10 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
         roster: the LMS identities; ``None`` needs ``canvas_ids`` (the Canvas layout).
         canvas_ids: student -> Canvas user id, from Canvas file names.
         columns: ``"chapter"`` or ``"exercise"``. Default: ``"chapter"``.
-        zero_missing: write 0 for every roster student with no graded submission for a column (no
-            submission, or one holding none of the column's exercises). Default: False: copy the roster's
-            value of that cell (an empty cell would remove the grade Canvas holds on import).
+        zero_missing: write 0 where a roster student has no graded submission for a column (no submission,
+            or one holding none of the column's exercises) and the roster's cell is empty; a cell holding
+            anything (a grade, ``EX``) keeps it. Default: False: copy the roster's value of that cell (an
+            empty cell would remove the grade Canvas holds on import).
     """
     canvas_ids = dict(canvas_ids or {})
     check_identities(roster, canvas_ids)
@@ -277,8 +279,9 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
                 continue
             if student is not None:
                 kept.append((student, name))
-            # no grade here: an empty cell would remove the grade Canvas holds, so the roster's is copied
-            cells.append("0" if zero_missing else now.get(name, ""))
+            # no grade here: an empty cell would remove the grade Canvas holds, so the roster's is copied; a cell
+            # holding anything (a grade, EX, a late penalty entered by hand) keeps it, even with zero_missing
+            cells.append(now.get(name, "") or ("0" if zero_missing else ""))
         table.append(cells)
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
