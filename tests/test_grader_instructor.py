@@ -260,3 +260,73 @@ def test_two_assignments_for_one_graded_column_exit_2_before_grading(tmp_path, r
     err = capsys.readouterr().err
     assert code == 2 and "'02_more (502)' and '02 More (503)'" in err.splitlines()[-1], err
     assert "grading:" not in err and not (tmp_path / "out").exists(), err
+
+
+def test_a_grade_canvas_holds_that_this_run_changes_is_listed_and_kept_only_with_keep_existing(tmp_path):
+    """R11: Bob's 4.00 (entered by hand) becomes 5 and Ann's EX becomes 1: canvas.csv carries the new grades
+    and the sheet names both cells; with keep_existing it carries the roster's. Equal values (2.00 and 2) and a
+    first grade (an empty cell) are no change."""
+    (tmp_path / "gradebook.csv").write_text(GRADEBOOK.replace('2.00,1\n', '2.00,EX\n'), encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "gradebook.csv")
+    rows = rows_of("bob", {"ch1.add_one": "passed", "ch1.attend": "passed", "ch2.total": "passed"})
+    rows += rows_of("ann", {"ch1.add_one": "passed", "ch1.attend": "failed", "ch2.total": "passed"})
+
+    def cells(sheet):
+        return {(line[1], column): cell for line in list(csv.reader(io.StringIO(sheet.text)))[2:]
+                for column, cell in zip(("501", "502"), line[5:])}
+
+    changed = [("Jones, Bob", "01_toy (501)", "4.00", "5"), ("Lee, Ann", "02_more (502)", "EX", "1")]
+    new = lms.canvas_csv(rows, ["bob", "ann"], CHAPTERS, roster=roster)
+    assert new.changed == changed and not new.keep_existing
+    assert cells(new) == {("11", "501"): "5", ("11", "502"): "1", ("12", "501"): "2", ("12", "502"): "1"}
+    kept = lms.canvas_csv(rows, ["bob", "ann"], CHAPTERS, roster=roster, keep_existing=True)
+    assert kept.changed == changed and kept.keep_existing
+    assert cells(kept) == {("11", "501"): "4.00", ("11", "502"): "1", ("12", "501"): "2", ("12", "502"): "EX"}
+
+
+def test_changed_grades_are_each_listed_on_stderr_with_their_count(capsys):
+    from utils.grading.batch import _report_canvas
+
+    changed = [("Jones, Bob", "01_toy (501)", "4.00", "5"), ("Lee, Ann", "02_more (502)", "EX", "1")]
+    _report_canvas(lms.CanvasSheet("", [], [], changed=changed))
+    err = capsys.readouterr().err.splitlines()
+    assert "2 grades Canvas already holds differ from this run's (canvas.csv carries this run's grade" in err[0], err
+    assert err[1:] == ["grader: canvas.csv:   Jones, Bob, 01_toy (501): 4.00 → 5",
+                       "grader: canvas.csv:   Lee, Ann, 02_more (502): EX → 1"], err
+    _report_canvas(lms.CanvasSheet("", [], [], changed=changed[:1], keep_existing=True))
+    err = capsys.readouterr().err.splitlines()
+    assert "1 grade Canvas already holds differs from this run's (kept: canvas.csv carries the roster's value, " \
+           "--keep-existing)" in err[0] and err[1] == "grader: canvas.csv:   Jones, Bob, 01_toy (501): 4.00 → 5", err
+
+
+def test_help_says_what_keep_existing_does(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--keep-existing canvas.csv: where the roster's cell already holds a grade (or EX) and this run's grade " \
+           "differs, keep the roster's value" in text, text
+    assert "default: write this run's grade (a regrade replaces the old one on import); either way stderr lists " \
+           "each such cell (Name, column: old → new) and their count" in text, text
+
+
+@pytest.mark.parametrize("flag", ["--zero-missing", "--keep-existing"])
+def test_canvas_only_flags_without_format_canvas_are_refused(flag, capsys):
+    with pytest.raises(SystemExit) as raised:
+        cli.main(["subs", flag])
+    assert raised.value.code == 2 and f"{flag} changes only canvas.csv: add --format canvas" in capsys.readouterr().err
+
+
+@pytest.mark.sandbox
+def test_a_rerun_lists_the_grade_it_changes_and_keep_existing_keeps_it(tmp_path, registry, capsys):
+    """R11, through the command line: Ann's 0.50 for chapter 2 (entered by hand) meets her graded 1."""
+    two_chapter_course(tmp_path / "course")
+    gf.student(tmp_path / "subs", "ann", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
+    (tmp_path / "gradebook.csv").write_text(GRADEBOOK.replace("2.00,1\n", "2.00,0.50\n"), encoding="utf-8")
+    args = ("--chapters", "2", "--format", "canvas", "--roster", str(tmp_path / "gradebook.csv"), "--out",
+            str(tmp_path / "out"))
+    assert run(tmp_path, *args) == 0
+    assert "grader: canvas.csv:   Lee, Ann, 02_more (502): 0.50 → 1" in capsys.readouterr().err.splitlines()
+    assert '"Lee, Ann",12,,ann,,1\n' in (tmp_path / "out" / "canvas.csv").read_text(encoding="utf-8")
+    assert run(tmp_path, *args, "--overwrite", "--keep-existing") == 0
+    assert "(kept: canvas.csv carries the roster's value, --keep-existing)" in capsys.readouterr().err
+    assert '"Lee, Ann",12,,ann,,0.50\n' in (tmp_path / "out" / "canvas.csv").read_text(encoding="utf-8")

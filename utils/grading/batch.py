@@ -78,8 +78,8 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
           lms_format: str | None = None, columns: str = "chapter",
           feedback: str = "public", lang: str = "en", chapters: frozenset[int] | None = None,
           allow_weak_isolation: bool | None = None, overwrite: bool | None = None, refuse_empty: bool = False,
-          zero_missing: bool = False, budget: float | None = None, budget_from: float | None = None,
-          wall: float | None = None) -> dict[str, Any]:
+          zero_missing: bool = False, keep_existing: bool = False, budget: float | None = None,
+          budget_from: float | None = None, wall: float | None = None) -> dict[str, Any]:
     """Grade every student in ``submissions_dir`` and write the reports into ``out_dir``.
 
     Args:
@@ -111,7 +111,10 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
         zero_missing: in ``canvas.csv``, write 0 where a roster student has no graded submission for a column
             (none at all, or one holding none of its exercises) and the roster's cell is empty; a cell holding
             anything (a grade, ``EX``) keeps it. Default False: copy the roster's value of the cell (an empty
-            cell would remove the grade Canvas holds on import). When the roster's Points
+            cell would remove the grade Canvas holds on import).
+        keep_existing: in ``canvas.csv``, where the roster's cell holds a grade (or ``EX``) other than this
+            run's, keep the roster's value. Default False: write this run's grade. Either way each such cell is
+            printed (``Name, column: old → new``) with their count. When the roster's Points
             Possible differ from the course's for a graded column, no ``canvas.csv`` is written (the summary's
             ``canvas`` lists them in ``mismatched``; the command line exits 2).
         budget: wall-clock seconds for the whole batch, counted from ``budget_from`` (a ``time.monotonic()``;
@@ -141,12 +144,13 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
                       registry=registry, memory_mb=memory_mb, progress=progress, layout=layout, roster=roster,
                       lms_format=lms_format, columns=columns, feedback=feedback, chapters=chapters,
                       allow_weak_isolation=allow_weak_isolation, overwrite=overwrite, refuse_empty=refuse_empty,
-                      zero_missing=zero_missing, budget=budget, budget_from=budget_from, wall=wall)
+                      zero_missing=zero_missing, keep_existing=keep_existing, budget=budget, budget_from=budget_from,
+                      wall=wall)
 
 
 def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, registry, memory_mb, progress, layout,
            roster, lms_format, columns, feedback, chapters, allow_weak_isolation, overwrite, refuse_empty,
-           zero_missing, budget, budget_from, wall) -> dict[str, Any]:
+           zero_missing, keep_existing, budget, budget_from, wall) -> dict[str, Any]:
     started = time.perf_counter()
     deadline = math.inf if budget is None else \
         (time.monotonic() if budget_from is None else budget_from) + _seconds("budget", budget)
@@ -208,7 +212,8 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     sheet = None
     if lms_format == "canvas":
         sheet = lms.canvas_csv(rows, the_plan.students, the_plan.exercises, roster=the_roster,
-                               canvas_ids=found.canvas_ids, columns=columns, zero_missing=zero_missing)
+                               canvas_ids=found.canvas_ids, columns=columns, zero_missing=zero_missing,
+                               keep_existing=keep_existing)
         if sheet.mismatched:  # full marks would read as part marks: no canvas.csv, and an earlier one goes
             (Path(out_dir) / "canvas.csv").unlink(missing_ok=True)
         else:
@@ -312,6 +317,15 @@ def _report_canvas(sheet: lms.CanvasSheet) -> None:
         _say(f"grader: canvas.csv: {report.plural(len(sheet.kept), 'grade cell')} where the submission holds none "
              f"of the column's exercises ({_no_grade(sheet)}): "
              f"{'; '.join(f'{student} ({column})' for student, column in sheet.kept[:MAX_LISTED])}")
+    if sheet.changed:
+        what = ("kept: canvas.csv carries the roster's value, --keep-existing" if sheet.keep_existing else
+                "canvas.csv carries this run's grade, so importing it replaces them; --keep-existing keeps the "
+                "roster's")
+        one = len(sheet.changed) == 1
+        _say(f"grader: canvas.csv: {report.plural(len(sheet.changed), 'grade')} Canvas already holds "
+             f"differ{'s' if one else ''} from this run's ({what}):")
+        for student, column, held, grade in sheet.changed:  # every one: a grade changed is never silent
+            _say(f"grader: canvas.csv:   {student}, {column}: {held} → {grade}")
     if sheet.left_out:
         _say(f"grader: canvas.csv: left out {report.plural(len(sheet.left_out), 'graded column')} that the roster "
              f"has no Canvas assignment for: {', '.join(sheet.left_out)}; create the assignment in Canvas, export the "

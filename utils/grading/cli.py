@@ -77,6 +77,10 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
         "or nothing of that chapter) and the roster's cell is EMPTY; a cell holding anything (a grade, EX, a late "
         "penalty entered by hand) keeps it; default: copy the roster's current grade into that cell (an empty cell "
         "would remove the grade on import; a cell empty in the roster stays empty)"))
+    parser.add_argument("--keep-existing", action="store_true", help=(
+        "canvas.csv: where the roster's cell already holds a grade (or EX) and this run's grade differs, keep the "
+        "roster's value; default: write this run's grade (a regrade replaces the old one on import); either way "
+        "stderr lists each such cell (Name, column: old → new) and their count"))
     parser.add_argument("--course", type=Path, default=None, help=(
         "the course folder whose solutions/*.ipynb give the exercises and their points (default: this "
         "checkout's solutions/ when present, else the exercise list installed with the package)"))
@@ -122,6 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.roster is not None and args.lms_format is None:
         parser.error("--roster is read only for an LMS gradebook: add --format canvas")
+    for flag in ("zero_missing", "keep_existing"):
+        if getattr(args, flag) and args.lms_format is None:
+            parser.error(f"--{flag.replace('_', '-')} changes only canvas.csv: add --format canvas")
     chapters = None
     if args.chapters is not None:
         try:
@@ -148,7 +155,8 @@ def main(argv: list[str] | None = None) -> int:
                         course_root=args.course, memory_mb=args.memory, layout=args.layout, roster=args.roster,
                         lms_format=args.lms_format, columns=args.columns, feedback=args.feedback,
                         lang=args.lang, chapters=chapters, allow_weak_isolation=args.allow_weak_isolation,
-                        overwrite=args.overwrite, refuse_empty=True, zero_missing=args.zero_missing)
+                        overwrite=args.overwrite, refuse_empty=True, zero_missing=args.zero_missing,
+                        keep_existing=args.keep_existing)
     except (NoSubmissions, NoExercises, NothingToGrade, OutputExists, lms.RosterError, course.ChapterError,
             sandbox.WeakIsolation) as exc:
         print(report.console(str(exc) if isinstance(exc, sandbox.WeakIsolation) else f"grader: {exc}"),

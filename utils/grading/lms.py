@@ -42,6 +42,10 @@ is the gradebook export, so importing it changes nothing there; :attr:`CanvasShe
 a cell empty in the roster stays empty. ``zero_missing`` (``--zero-missing``, for the run after the
 deadline) writes 0 into those cells that are empty in the roster; a cell holding anything (a grade from an
 earlier import, Canvas's excused mark ``EX``, a late penalty entered by hand) keeps it.
+Where the roster's cell holds a grade other than this run's (a rerun after a regrade, a hand-entered
+``4.00`` that the grader makes ``5``, an ``EX`` for a student who handed in), ``canvas.csv`` carries this
+run's grade and :attr:`CanvasSheet.changed` lists the cell (printed, each one); ``keep_existing``
+(``--keep-existing``) writes the roster's value there instead.
 When the roster's ``Points Possible`` row gives a graded column other points than the course does
 (:attr:`CanvasSheet.mismatched`), the grader writes no ``canvas.csv`` (Canvas does not change an existing
 assignment's points on import, so full marks would read as part marks).
@@ -149,7 +153,9 @@ class CanvasSheet:
     new: list[str] = field(default_factory=list)
     kept: list[tuple[str, str]] = field(default_factory=list)  # (student, column): none of its exercises handed in
     mismatched: list[tuple[str, str, str]] = field(default_factory=list)  # (column, roster's points, course's points)
-    zero_missing: bool = False  # 0 written where there is no grade (else the roster's value)
+    zero_missing: bool = False  # 0 written where there is no grade and the roster's cell is empty
+    changed: list[tuple[str, str, str, str]] = field(default_factory=list)  # (student, column, roster's, this run's)
+    keep_existing: bool = False  # the roster's value written where it differs from this run's grade
 
 
 def check_identities(roster: Roster | None, canvas_ids: Mapping[str, str]) -> None:
@@ -226,7 +232,7 @@ def points_cell(value: object) -> str:
 
 def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, roster: Roster | None = None,
                canvas_ids: Mapping[str, str] | None = None, columns: str = "chapter",
-               zero_missing: bool = False) -> CanvasSheet:
+               zero_missing: bool = False, keep_existing: bool = False) -> CanvasSheet:
     """The Canvas gradebook CSV for graded ``rows`` (see the module's docstring for every rule).
 
     Args:
@@ -240,12 +246,15 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
             or one holding none of the column's exercises) and the roster's cell is empty; a cell holding
             anything (a grade, ``EX``) keeps it. Default: False: copy the roster's value of that cell (an
             empty cell would remove the grade Canvas holds on import).
+        keep_existing: where the roster's cell holds a grade (or ``EX``) other than this run's, write the
+            roster's. Default: False: write this run's grade. Either way the sheet's ``changed`` lists them.
     """
     canvas_ids = dict(canvas_ids or {})
     check_identities(roster, canvas_ids)
     points = {(r.student, r.exercise): r.points for r in rows}
     missing = {(r.student, r.exercise) for r in rows if r.status == Status.MISSING}
     kept: list[tuple[str, str]] = []
+    changed: list[tuple[str, str, str, str]] = []
     layout, left_out, new = canvas_columns(exercises, columns, roster)
     headers = [header for header, _ids, _max in layout]
     if roster is None:
@@ -275,7 +284,11 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
             absent.append(identity.get("Student") or identity.get("ID") or f"row {index + 2}")
         for name, ids, _max in layout:
             if student is not None and not all((student, e) in missing for e in ids):
-                cells.append(points_cell(sum(points.get((student, e), 0) for e in ids)))
+                grade, held = points_cell(sum(points.get((student, e), 0) for e in ids)), now.get(name, "")
+                if held and not _same(held, grade):  # Canvas holds another grade: a regrade, never a silent one
+                    changed.append((identity.get("Student") or identity.get("ID") or student, name, held, grade))
+                    grade = held if keep_existing else grade
+                cells.append(grade)
                 continue
             if student is not None:
                 kept.append((student, name))
@@ -286,7 +299,15 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
     return CanvasSheet(buffer.getvalue(), unmatched, absent, left_out, new, kept, points_mismatches(layout, roster),
-                       zero_missing)
+                       zero_missing, changed, keep_existing)
+
+
+def _same(held: str, grade: str) -> bool:
+    """Whether the roster's cell ``held`` is the grade ``grade`` (``4.00`` is ``4``; ``EX`` is no number)."""
+    try:
+        return Fraction(held) == Fraction(grade)
+    except (ValueError, ZeroDivisionError):
+        return False
 
 
 def points_mismatches(layout: Sequence[tuple[str, list[str], int]], roster: Roster | None
