@@ -195,21 +195,29 @@ def test_help_says_memory_is_per_student(capsys):
 
 
 @pytest.mark.sandbox
-def test_points_possible_unlike_the_course_writes_no_canvas_csv_and_exits_2(tmp_path, registry, capsys):
-    """W4: the roster gives chapter 2 10 points, the course 1: full marks would read 1/10 in Canvas."""
+def test_points_possible_unlike_the_course_exit_2_before_grading_and_write_nothing(tmp_path, registry, capsys):
+    """W4: the roster gives chapter 2 10 points, the course 1: full marks would read 1/10 in Canvas. R11: this
+    is known once the roster is read, so nobody is graded and nothing is written (an earlier run in --out, even
+    with --overwrite, stays as it was)."""
     two_chapter_course(tmp_path / "course")
     gf.student(tmp_path / "subs", "bob", {"02_more.ipynb": gf.notebook(list(CH2.items()))})
     (tmp_path / "gradebook.csv").write_text(GRADEBOOK.replace(",,,,,5,1\n", ",,,,,5,10.00\n"), encoding="utf-8")
     out = tmp_path / "out"
-    code = run(tmp_path, "--chapters", "2", "--format", "canvas", "--roster", str(tmp_path / "gradebook.csv"),
-               "--out", str(out))
+    args = ("--chapters", "2", "--format", "canvas", "--roster", str(tmp_path / "gradebook.csv"), "--out", str(out))
+    code = run(tmp_path, *args)
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if "Points Possible" in line]
     assert code == 2 and len(lines) == 1, err
     assert "canvas.csv NOT written" in lines[0] and "for 02_more (502) is 10.00, but the course gives it 1 " \
         "points" in lines[0], lines[0]
-    assert not (out / "canvas.csv").exists()
-    assert all((out / name).is_file() for name in ("results.csv", "grades.csv", "feedback/bob.md"))
+    assert "nothing was graded or written" in err.splitlines()[-1] and "grading:" not in err, err
+    assert not out.exists()
+    out.mkdir()
+    (out / "canvas.csv").write_text("earlier\n", encoding="utf-8")
+    (out / "results.csv").write_text("earlier\n", encoding="utf-8")
+    assert run(tmp_path, *args, "--overwrite") == 2
+    assert "grading:" not in capsys.readouterr().err
+    assert [p.read_text(encoding="utf-8") for p in sorted(out.iterdir())] == ["earlier\n", "earlier\n"]
 
 
 def test_points_possible_compared_as_decimals_per_graded_column(tmp_path):

@@ -114,9 +114,9 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
             cell would remove the grade Canvas holds on import).
         keep_existing: in ``canvas.csv``, where the roster's cell holds a grade (or ``EX``) other than this
             run's, keep the roster's value. Default False: write this run's grade. Either way each such cell is
-            printed (``Name, column: old → new``) with their count. When the roster's Points
-            Possible differ from the course's for a graded column, no ``canvas.csv`` is written (the summary's
-            ``canvas`` lists them in ``mismatched``; the command line exits 2).
+            printed (``Name, column: old → new``) with their count. When the roster's Points Possible differ
+            from the course's for a graded column, :class:`~utils.grading.lms.RosterError` is raised before
+            anyone is graded, and nothing is written (the command line exits 2).
         budget: wall-clock seconds for the whole batch, counted from ``budget_from`` (a ``time.monotonic()``;
             None, the default: from this call). None, the default: no limit.
             Once spent, no exercise starts, one still running is stopped, and every exercise left is a
@@ -185,8 +185,9 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         where = f"{root / 'solutions'}" if root is not None else "the exercise list shipped with the package"
         raise NoExercises(f"found no exercises to grade in {where}; pass --course with the folder of a course "
                           f"checkout (the one holding solutions/), or reinstall the course package")
-    if lms_format == "canvas":
-        lms.canvas_columns(the_plan.exercises, columns, the_roster)  # an unusable roster stops us before grading
+    if lms_format == "canvas":  # an unusable roster stops us before grading, and before anything is written
+        layout, _left_out, _new = lms.canvas_columns(the_plan.exercises, columns, the_roster)
+        _refuse_points(lms.points_mismatches(layout, the_roster), the_roster)
     settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
                                hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())),
                                feedback=feedback, wall=None if wall is None else float(wall), deadline=deadline,
@@ -214,10 +215,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         sheet = lms.canvas_csv(rows, the_plan.students, the_plan.exercises, roster=the_roster,
                                canvas_ids=found.canvas_ids, columns=columns, zero_missing=zero_missing,
                                keep_existing=keep_existing)
-        if sheet.mismatched:  # full marks would read as part marks: no canvas.csv, and an earlier one goes
-            (Path(out_dir) / "canvas.csv").unlink(missing_ok=True)
-        else:
-            report.atomic_write(Path(out_dir) / "canvas.csv", sheet.text)
+        report.atomic_write(Path(out_dir) / "canvas.csv", sheet.text)  # Points Possible were checked before grading
         _report_canvas(sheet)
     elif overwrite:
         (Path(out_dir) / "canvas.csv").unlink(missing_ok=True)  # the earlier run's, not this one's
@@ -303,11 +301,23 @@ def _no_grade(sheet: lms.CanvasSheet) -> str:
             "--zero-missing writes 0")
 
 
-def _report_canvas(sheet: lms.CanvasSheet) -> None:
-    for column, theirs, ours in sheet.mismatched:
+def _refuse_points(mismatched: list[tuple[str, str, str]], roster: lms.Roster | None) -> None:
+    """One line per column whose Points Possible in the roster differ from the course's, then
+    :class:`~utils.grading.lms.RosterError`: full marks would read as part marks in Canvas, which does not
+    change an existing assignment's points on import."""
+    if not mismatched:
+        return
+    for column, theirs, ours in mismatched:
         _say(f"grader: canvas.csv NOT written: the roster's Points Possible for {column} is {theirs or '(empty)'}, "
              f"but the course gives it {ours} points; set the assignment's points in Canvas to {ours}, export the "
              f"gradebook again and pass it as --roster")
+    raise lms.RosterError(
+        f"the roster {roster.path if roster else ''} gives {report.plural(len(mismatched), 'graded column')} other "
+        f"points than the course ({', '.join(column for column, _theirs, _ours in mismatched)}), and Canvas keeps "
+        f"an assignment's points on import, so full marks would read as part marks: nothing was graded or written")
+
+
+def _report_canvas(sheet: lms.CanvasSheet) -> None:
     for student, why in sheet.unmatched:
         _say(f"grader: canvas.csv: {student!r} is left out: {why}")
     if sheet.absent:

@@ -6,9 +6,9 @@
 :mod:`utils.builder.gradescope_bundle`: :mod:`utils.grade` sends it there.)
 Exit status: 0 when the batch completed, whatever the scores; 2 for bad arguments, no submissions, a
 course with no exercises, no submission holding an exercise of the graded chapters, an ``--out`` that
-holds an earlier run (without ``--overwrite``) or an unusable roster; 2 also when the roster's Points
-Possible differ from the course's points for a graded column (``canvas.csv`` is not written; results.csv,
-grades.csv and feedback/ are).
+holds an earlier run (without ``--overwrite``) or an unusable roster: two roster assignments named like one
+graded column, or Points Possible other than the course's points for a graded column. Each of these is found
+before any student is graded, and nothing is written.
 """
 
 from __future__ import annotations
@@ -163,12 +163,11 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 2
     print(report.summary_table(summary["rows"], summary["exercises"]))
-    canvas_refused = summary["canvas"] is not None and bool(summary["canvas"].mismatched)
-    canvas = ", canvas.csv" if summary["canvas"] is not None and not canvas_refused else ""
+    canvas = ", canvas.csv" if summary["canvas"] is not None else ""
     students, exercises = report.plural(len(summary["students"]), "student"), report.plural(
         len(summary["exercises"]), "exercise")
     print(f"\n{students} and {exercises}: ran the cells of {report.plural(summary['units'], 'student')} in "
           f"{summary['seconds']:.1f} s; wrote "
           f"{args.out}/results.csv, grades.csv{canvas}, feedback/")
     print(f"grader isolation: {summary['isolation_summary']}")
-    return 2 if canvas_refused else 0
+    return 0

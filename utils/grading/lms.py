@@ -47,8 +47,9 @@ Where the roster's cell holds a grade other than this run's (a rerun after a reg
 run's grade and :attr:`CanvasSheet.changed` lists the cell (printed, each one); ``keep_existing``
 (``--keep-existing``) writes the roster's value there instead.
 When the roster's ``Points Possible`` row gives a graded column other points than the course does
-(:attr:`CanvasSheet.mismatched`), the grader writes no ``canvas.csv`` (Canvas does not change an existing
-assignment's points on import, so full marks would read as part marks).
+(:func:`points_mismatches`, :attr:`CanvasSheet.mismatched`), the grader refuses before grading anyone and
+writes nothing (Canvas does not change an existing assignment's points on import, so full marks would read as
+part marks).
 The display columns (``Student``, ``Section``) are escaped against formula injection; identity columns
 are written exactly as they are, so that Canvas can match them.
 """
