@@ -160,6 +160,7 @@ FIRES = [
     ("grouped_query_attention", "no_scale", "weights_read_back", "c = 1: no scale at all"),
     ("grouped_query_attention", "causal_one_ahead", "weights_read_back", "query 0 gives weight to key 1"),
     ("grouped_query_attention", "tiled", "shapes", "right on query(2, 2, 3, 4)"),
+    ("grouped_query_attention", "values_not_repeated", "repeats", "repeat the values as well as the keys"),
     ("sink_window_mask", "sinks_see_future", "keys_read_back", "a sink that comes after it"),
     ("sink_window_mask", "sinks_inside_window", "keys_read_back", "window − sinks"),
     ("sink_window_mask", "sinks_ignored", "sizes", "right on L=8, window=3, sinks=0"),
