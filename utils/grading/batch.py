@@ -328,10 +328,10 @@ def _report_canvas(sheet: lms.CanvasSheet) -> None:
              f"of the column's exercises ({_no_grade(sheet)}): "
              f"{'; '.join(f'{student} ({column})' for student, column in sheet.kept[:MAX_LISTED])}")
     if sheet.changed:
-        what = ("kept: canvas.csv carries the roster's value, --keep-existing" if sheet.keep_existing else
-                "canvas.csv carries this run's grade, so importing it replaces them; --keep-existing keeps the "
-                "roster's")
         one = len(sheet.changed) == 1
+        what = ("kept: canvas.csv carries the roster's value, --keep-existing" if sheet.keep_existing else
+                f"canvas.csv carries this run's grade, so importing it replaces {'it' if one else 'them'}; "
+                f"--keep-existing keeps the roster's")
         _say(f"grader: canvas.csv: {report.plural(len(sheet.changed), 'grade')} Canvas already holds "
              f"differ{'s' if one else ''} from this run's ({what}):")
         for student, column, held, grade in sheet.changed:  # every one: a grade changed is never silent
