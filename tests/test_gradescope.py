@@ -308,6 +308,7 @@ def test_the_zip_has_setup_and_run_autograder_at_its_root_executable(bundle):
     assert config == {
         "seed": 11,
         "timeout": 30.0,
+        "budget": 420.0,  # the default: a grade within Gradescope's default 10 minutes (test_gradescope_budget.py)
         "memory_mb": 2048,
         "hidden_visibility": "after_due_date",
         "course": "course",
