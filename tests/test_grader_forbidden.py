@@ -13,10 +13,15 @@ import dataclasses
 import grader_fixtures as gf
 import nbformat
 import pytest
+import torch
+import torch.nn.functional as F
 from test_grader_units import grade_class, row
 
 from utils.exercises import get
+from utils.exercises.common import resolve
+from utils.exercises.definition import TORCH_ATTENTION
 from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
+from utils.exercises.runner import ForbiddenCall, forbid
 
 pytestmark = pytest.mark.sandbox  # grades batches in sandboxed workers: make unit, not make quick
 
@@ -105,6 +110,13 @@ CODE_IN_STRINGS = {
     "match_private": ("def attend(q, k, v):\n    match torch:\n        case object(_C=c):\n            return c\n"),
     "match_dunder": ("def attend(q, k, v):\n    match F:\n        case object(__dict__=d):\n            return d\n"),
 }
+# A private module of torch's below a public one, bound to a name of its own (found with issue 35's R10 routes).
+PRIVATE_SUBMODULES = {
+    "private_submodule_alias": ("import torch.nn.attention.experimental._paged_attention as pa\n"
+                                "def attend(q, k, v):\n    return pa.PagedAttention\n"),
+    "private_submodule_from": ("from torch.nn.attention.experimental._paged_attention import PagedAttention\n"
+                               "def attend(q, k, v):\n    return q\n"),
+}
 # Passes the static check: nn.TransformerEncoderLayer builds its attention from the class that
 # torch.nn.modules.transformer holds, which is nn.MultiheadAttention under another name.
 TRANSFORMER_LAYER = (
@@ -115,9 +127,11 @@ TRANSFORMER_LAYER = (
     "        mha.out_proj.bias.zero_()\n    return mha(q, k, v, need_weights=True)[0].detach()\n")
 
 
-@pytest.mark.parametrize("name", sorted(BYPASSES) + sorted(STRING_BYPASSES) + sorted(CODE_IN_STRINGS))
+@pytest.mark.parametrize("name", sorted(BYPASSES) + sorted(STRING_BYPASSES) + sorted(CODE_IN_STRINGS)
+                         + sorted(PRIVATE_SUBMODULES))
 def test_static_check_flags_each_bypass(name):
-    assert unsafe_in_source(BYPASSES.get(name) or STRING_BYPASSES.get(name) or CODE_IN_STRINGS[name]), name
+    assert unsafe_in_source(BYPASSES.get(name) or STRING_BYPASSES.get(name) or CODE_IN_STRINGS.get(name)
+                            or PRIVATE_SUBMODULES[name]), name
 
 
 def test_a_pattern_that_reads_a_forbidden_attribute_is_named():
@@ -171,6 +185,19 @@ def test_honest_uses_pass_the_static_check():
     assert unsafe_in_source(honest) is None
 
 
+R10_ATTEND = {
+    "mha_forward": ("def attend(q, k, v):\n    n, length, d = q.shape\n    eye = torch.eye(d)\n"
+                    "    out, _ = F.multi_head_attention_forward(q.transpose(0, 1), k.transpose(0, 1), "
+                    "v.transpose(0, 1), d, 1, None, None, None, None, False, 0.0, eye, None, training=False, "
+                    "use_separate_proj_weight=True, q_proj_weight=eye, k_proj_weight=eye, v_proj_weight=eye)\n"
+                    "    return out.transpose(0, 1)\n"),
+    "flex": ("import torch.nn.attention.flex_attention as fa\ndef attend(q, k, v):\n"
+             "    return getattr(fa, 'flex_attention')(q[:, None], k[:, None], v[:, None])[:, 0]\n"),
+}
+R10_TOTAL = ("def total(x):\n    logits = torch.distributions.Categorical(logits=x.double()).logits\n"
+             "    return float((x.double()[0] - logits[0]).exp())\n")
+
+
 @pytest.fixture(scope="module")
 def bypass_batch(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("bypass")
@@ -185,10 +212,18 @@ def bypass_batch(tmp_path_factory):
         "def _again():\n    while True:\n        torch.softmax = lambda x, dim=-1: x * 0\n        time.sleep(0.001)\n"
         "threading.Thread(target=_again, daemon=True).start()\n"
         "def add_one(x):\n    return x + 1\n")}
-    # the toy attend also forbids nn.MultiheadAttention here, as chapter 2's exercise does
-    attend = dataclasses.replace(gf.ATTEND, forbidden=(*gf.ATTEND.forbidden, "torch.nn.MultiheadAttention"))
+    attackers.update({f"r10_{name}": {"ch1.attend": source} for name, source in R10_ATTEND.items()})
+    attackers["r10_categorical"] = {"ch1.total": R10_TOTAL}
+    # the toy attend forbids torch's attention routines here, as the course's attention exercises do, but
+    # not nn.Transformer's classes (so that only the run-time check can catch TRANSFORMER_LAYER); the toy
+    # total forbids what chapter 6's online softmax update does
+    routines = tuple(name for name in TORCH_ATTENTION if not name.startswith("torch.nn.Transformer"))
+    assert "torch.nn.MultiheadAttention" in routines and len(routines) < len(TORCH_ATTENTION)
+    attend = dataclasses.replace(gf.ATTEND, forbidden=(*gf.ATTEND.forbidden, *routines))
+    total = dataclasses.replace(gf.TOTAL, forbidden=get("ch6.online_softmax_update").forbidden)
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(gf.TOY_REGISTRY, "ch1.attend", attend)
+        patch.setitem(gf.TOY_REGISTRY, "ch1.total", total)
         batch = grade_class(tmp, attackers)
     batch["later"] = later
     return batch
@@ -206,6 +241,19 @@ def test_a_torch_class_reached_under_another_name_is_forbidden_at_run_time(bypas
     got = row(bypass_batch, "by_transformer_layer", "ch1.attend")
     assert got["status"] == "forbidden" and "torch.nn.MultiheadAttention" in got["feedback"], got
     assert row(bypass_batch, "by_transformer_layer", "ch1.total")["status"] == "passed"
+
+
+def test_r10_routes_are_forbidden_in_the_sandbox(bypass_batch):
+    """Red team R10 (issue 35): F.multi_head_attention_forward and flex_attention (named in the source),
+    and torch.distributions.Categorical, whose logits are normalised by the Tensor method logsumexp (named
+    nowhere: only the run-time block of torch.Tensor.logsumexp sees it)."""
+    for name in R10_ATTEND:
+        got = row(bypass_batch, f"r10_{name}", "ch1.attend")
+        assert got["status"] == "forbidden" and got["points"] == "0", (name, got)
+        assert row(bypass_batch, f"r10_{name}", "ch1.total")["status"] == "passed"
+    got = row(bypass_batch, "r10_categorical", "ch1.total")
+    assert got["status"] == "forbidden" and "torch.Tensor.logsumexp" in got["feedback"], got
+    assert row(bypass_batch, "r10_categorical", "ch1.attend")["status"] == "passed"
 
 
 def test_a_cell_sees_no_later_cell_nor_its_inputs(bypass_batch):
@@ -249,3 +297,94 @@ def test_starting_a_program_is_named_by_the_static_check(source, named):
 
 def test_os_for_paths_is_still_allowed():
     assert unsafe_in_source("import os\ndef f(x):\n    return os.path.join('a', 'b')") is None
+
+
+# Red team R10 (issue 35): a forbidden function reached through a string (getattr's name) or through
+# another object that computes the same thing (torch.special's, a Tensor method), and torch attention
+# routines that some attention exercises did not list. Each: (exercise, source, the name the check gives).
+_OSU = ("def online_softmax_update(running_max, running_sum, block):\n"
+        "    new_max = torch.maximum(running_max, block.amax(dim=-1))\n"
+        "    shift = torch.where(new_max == float('-inf'), 0.0, new_max)\n    lse = {}(dim=-1)\n"
+        "    return new_max, running_sum * torch.exp(running_max - shift) + torch.exp(lse - shift)\n")
+_CACHE = ("def attend_with_cache(q_new, k_new, v_new, k_cache, v_cache):\n"
+          "    k_all = torch.cat([k_cache, k_new], dim=-2)\n    v_all = torch.cat([v_cache, v_new], dim=-2)\n")
+_MHAF = (_CACHE + "    N, H, T1, D = k_all.shape\n    eye = torch.eye(D, dtype=q_new.dtype)\n"
+         "    qq = q_new.reshape(N * H, 1, D).transpose(0, 1)\n    kk = k_all.reshape(N * H, T1, D).transpose(0, 1)\n"
+         "    vv = v_all.reshape(N * H, T1, D).transpose(0, 1)\n"
+         "    out, _ = F.multi_head_attention_forward(qq, kk, vv, D, 1, None, None, None, None, False, 0.0,\n"
+         "        eye, None,\n"
+         "        training=False, need_weights=True, use_separate_proj_weight=True, q_proj_weight=eye,\n"
+         "        k_proj_weight=eye, v_proj_weight=eye)\n"
+         "    return out.transpose(0, 1).reshape(N, H, 1, D), k_all, v_all\n")
+_FLEX6 = ("from torch.nn.attention.flex_attention import flex_attention\n" + _CACHE
+          + "    return flex_attention(q_new, k_all, v_all), k_all, v_all\n")
+_FLEX3 = ("from torch.nn.attention.flex_attention import flex_attention, create_block_mask\n"
+          "def multi_head_attention(x, w_q, w_k, w_v, w_o, num_heads, mask=None):\n"
+          "    N, L, E = x.shape\n    H, D = num_heads, E // num_heads\n"
+          "    q = (x @ w_q).view(N, L, H, D).transpose(1, 2)\n    k = (x @ w_k).view(N, L, H, D).transpose(1, 2)\n"
+          "    v = (x @ w_v).view(N, L, H, D).transpose(1, 2)\n    if mask is None:\n"
+          "        out = flex_attention(q, k, v)\n    else:\n"
+          "        m = mask.expand(N, H, L, L).contiguous()\n"
+          "        bm = create_block_mask(lambda b, h, i, j: m[b, h, i, j], N, H, L, L, device='cpu')\n"
+          "        out = flex_attention(q, k, v, block_mask=bm)\n"
+          "    return out.transpose(1, 2).reshape(N, L, E) @ w_o\n")
+_GETATTR_SDPA = "def attend(q, k, v, mask=None):\n    return getattr(F, 'scaled_dot_product_attention')(q, k, v)\n"
+R10_ROUTES = {
+    "tensor_getattr": ("ch6.online_softmax_update", _OSU.format('getattr(block, "logsumexp")'), "torch.logsumexp"),
+    "special_getattr": ("ch6.online_softmax_update",
+                        _OSU.format('(lambda f, b: (lambda **kw: f(b, **kw)))(getattr(torch.special, "logsumexp"), '
+                                    'block)'), "torch.special.logsumexp"),
+    "special_softmax": ("ch6.online_softmax_update", _OSU.format("torch.special.softmax(block, -1).log"),
+                        "torch.special.softmax"),
+    "hasattr_string": ("ch6.online_softmax_update", _OSU.format("(block.exp().sum(-1).log() if hasattr(block, "
+                                                                "'log_softmax') else block).sum"), "torch.log_softmax"),
+    "mha_forward": ("ch6.attend_with_cache", _MHAF, "torch.nn.functional.multi_head_attention_forward"),
+    "flex_cache": ("ch6.attend_with_cache", _FLEX6, "torch.nn.attention.flex_attention.flex_attention"),
+    "flex_heads": ("ch3.multi_head_attention", _FLEX3, "torch.nn.attention.flex_attention.flex_attention"),
+    "getattr_sdpa": ("ch2.scaled_dot_product_attention", _GETATTR_SDPA,
+                     "torch.nn.functional.scaled_dot_product_attention"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(R10_ROUTES))
+def test_a_forbidden_name_reached_by_a_string_or_another_object_is_named(name):
+    eid, source, named = R10_ROUTES[name]
+    assert unsafe_in_source(source) is None  # nothing else in these sources is refused
+    assert forbidden_in_source(source, get(eid).forbidden) == named, (name, get(eid).forbidden)
+
+
+def test_a_string_is_only_flagged_when_it_is_a_forbidden_name_whole():
+    forbidden = get("ch6.online_softmax_update").forbidden
+    honest = 'def f(block):\n    """the logsumexp of each row, by softmax\'s rule"""\n    return block.amax(-1)\n'
+    assert forbidden_in_source(honest, forbidden) is None
+    assert forbidden_in_source("def f(x):\n    return {'softmax': x}\n", forbidden) == "torch.nn.functional.softmax"
+
+
+def test_every_attention_exercise_forbids_every_torch_attention_routine():
+    for eid in ("ch2.scaled_dot_product_attention", "ch3.multi_head_attention", "ch5.encoder_layer_post_ln",
+                "ch5.encoder_layer_pre_ln", "ch6.attend_with_cache"):
+        missing = set(TORCH_ATTENTION) - set(get(eid).forbidden)
+        assert not missing, (eid, missing)
+    assert {"torch.nn.attention.flex_attention.flex_attention", "torch.nn.functional.multi_head_attention_forward",
+            "torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention"} <= set(TORCH_ATTENTION)
+    for name in TORCH_ATTENTION:
+        assert resolve(name) is not None, name  # each exists here, so the run time can block it
+
+
+def test_the_online_softmax_update_blocks_every_object_that_computes_it_at_run_time():
+    block = torch.randn(3, 5)
+    routes = {"torch.Tensor.logsumexp": lambda: getattr(block, "logsumexp")(dim=-1),  # noqa: B009
+              "torch.special.logsumexp": lambda: getattr(torch.special, "logsumexp")(block, dim=-1),  # noqa: B009
+              "torch.special.softmax": lambda: torch.special.softmax(block, -1),
+              "torch.special.log_softmax": lambda: torch.special.log_softmax(block, -1),
+              "torch.Tensor.log_softmax": lambda: block.log_softmax(-1),
+              "torch.Tensor.logcumsumexp": lambda: block.logcumsumexp(-1),
+              "torch.nn.functional.cross_entropy": lambda: F.cross_entropy(block, torch.zeros(3, dtype=torch.long)),
+              "torch.Tensor.softmax": lambda: block.softmax(-1)}
+    with forbid(get("ch6.online_softmax_update").forbidden) as called:
+        for name, route in routes.items():
+            with pytest.raises(ForbiddenCall):
+                route()
+            assert called[-1] == name
+    assert "logsumexp" not in vars(torch.Tensor)  # restored as it was: inherited, not copied onto Tensor
+    assert torch.allclose(block.logsumexp(-1), torch.logsumexp(block, -1))

@@ -14,7 +14,7 @@ import random
 import torch
 
 from utils.exercises.common import Case
-from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.definition import TORCH_ATTENTION, Exercise, Mistake
 from utils.exercises.edges import at_scale as edges
 from utils.exercises.mistakes import at_scale as wrong
 from utils.exercises.mistakes import at_scale_cache as wrong_cache
@@ -110,7 +110,13 @@ ONLINE = Exercise(
                 "for the elementwise larger of two tensors"),
     ),
     forbidden=("torch.logsumexp", "torch.nn.functional.softmax", "torch.softmax", "torch.log_softmax",
-               "torch.nn.functional.log_softmax", "utils.tiled_attention.online_softmax_update"),
+               "torch.nn.functional.log_softmax", "utils.tiled_attention.online_softmax_update",
+               # the same computations under other objects (red team R10, issue 35): torch.special's, the
+               # Tensor methods, a row's last logcumsumexp, cross_entropy (logsumexp less one logit), softmin
+               "torch.special.logsumexp", "torch.special.softmax", "torch.special.log_softmax",
+               "torch.Tensor.logsumexp", "torch.Tensor.softmax", "torch.Tensor.log_softmax",
+               "torch.logcumsumexp", "torch.Tensor.logcumsumexp", "torch.nn.functional.cross_entropy",
+               "torch.nn.functional.softmin"),
     hint="the new max is the elementwise larger of the old max and each row's block max; the old sum was "
          "measured relative to the old max, so rescale it before adding the block's terms, which are measured "
          "relative to the new max; a row whose new max is still -inf must come out as max -inf, sum 0",
@@ -386,8 +392,7 @@ CACHE = Exercise(
                 "torch.cat without dim= joins along dim 0, the batch: join the caches along the sequence dim, "
                 "dim=-2, where the T cached positions are"),
     ),
-    forbidden=("torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
-               "utils.at_scale.attend_with_cache"),
+    forbidden=(*TORCH_ATTENTION, "utils.at_scale.attend_with_cache"),
     hint="append the new key and value at the end of the caches, along the sequence dim; then the one new "
          "query attends to all T + 1 keys, itself included (chapter 2's attention, scaled by the head dim D); "
          "return the output and both updated caches",

@@ -65,6 +65,24 @@ HIDDEN_CHECK_SEED = 2718
 """The seed of ``check.<name>(fn, cases="hidden")`` when no seed is given (an nbgrader hidden test, for
 one). The grader itself draws a seed per student from ``--seed``; never publish the seed it uses."""
 
+TORCH_ATTENTION = (
+    "torch.nn.functional.scaled_dot_product_attention",
+    "torch.nn.functional.multi_head_attention_forward",
+    "torch.nn.MultiheadAttention",
+    "torch.nn.attention.flex_attention.flex_attention",
+    "torch.nn.attention.flex_attention.flex_attention_hop",  # what flex_attention calls; callable on its own
+    "torch.nn.Transformer",
+    "torch.nn.TransformerEncoder",
+    "torch.nn.TransformerEncoderLayer",
+    "torch.nn.TransformerDecoder",
+    "torch.nn.TransformerDecoderLayer",
+)
+"""torch's routines that compute attention, forbidden in every exercise whose task is attention (chapters 2,
+3, 5 and 6). The static check also refuses any of these names as a string (``getattr(F, "flex_attention")``).
+``torch.nn.attention.varlen.varlen_attn`` is left out: it runs only on CUDA's flash kernels (on the CPU, where
+the grader runs, it raises), and blocking it at run time would import its module, about a second of CPU
+time, in every exercise's process."""
+
 POINT_STEP = Fraction(1, 100)
 """Part points are exact multiples of a hundredth (kept as :class:`~fractions.Fraction`), so that a
 total is exact and prints as a short decimal."""

@@ -74,8 +74,12 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
     for name in forbidden:
         by_attr.setdefault(name.rpartition(".")[2], []).append(name)
     packages = {name for name in forbidden if "." not in name}
+    strings = {name.rpartition(".")[2] for name in forbidden if "." in name}
     aliases = _aliases(tree)
     for node in ast.walk(tree):
+        named = _named_by_string(node, strings, by_attr, aliases)
+        if named:
+            return named
         if isinstance(node, ast.Attribute) and node.attr in by_attr:
             chain = _attribute_chain(node)
             reached = ".".join([aliases.get(chain[0], chain[0]), *chain[1:]]) if chain else ""
@@ -97,6 +101,24 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
             for attr in node.kwd_attrs:
                 if attr in by_attr:
                     return _named(by_attr[attr], attr)
+    return None
+
+
+def _named_by_string(node: ast.AST, strings: set[str], by_attr: Mapping[str, list[str]],
+                     aliases: Mapping[str, str]) -> str | None:
+    """The forbidden name a string constant spells (``getattr(torch.special, "logsumexp")``, a dict key that
+    becomes a keyword or an attribute), or None. A string can become an attribute's name, so one equal to a
+    forbidden name's last part counts as that name: named by what getattr's first argument reaches, when
+    it is getattr's (or hasattr's) name."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
+            and len(node.args) > 1 and _constant(node.args[1]) in strings:
+        owner = node.args[0]
+        chain = [owner.id] if isinstance(owner, ast.Name) else _attribute_chain(owner) \
+            if isinstance(owner, ast.Attribute) else []
+        reached = ".".join([aliases.get(chain[0], chain[0]), *chain[1:], node.args[1].value]) if chain else ""
+        return _named(by_attr[node.args[1].value], reached or node.args[1].value)
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in strings:
+        return _named(by_attr[node.value], node.value)
     return None
 
 
@@ -195,7 +217,7 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
             if alias.name.split(".")[0] == _COURSE_PACKAGE:
                 return tr("{code} (the course's own code, including the machinery that checks it)",
                           code=f"import {alias.name}")
-            if alias.name.startswith(("torch._", "torch.ops")):
+            if _torch_internal(alias.name):
                 return tr("{code} (torch's internals)", code=f"import {alias.name}")
             if alias.name.split(".")[0] in _TORCH_MODULES and alias.name.split(".")[1:2] and \
                     alias.name.split(".")[1] in UNSAFE_TORCH:
@@ -209,7 +231,7 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
         if module.split(".")[0] == _COURSE_PACKAGE:
             return tr("{code} (the course's own code, including the machinery that checks it)",
                       code=f"from {module} import ...")
-        if module.startswith(("torch._", "torch.ops")):
+        if _torch_internal(module):
             return tr("{code} (torch's internals)", code=f"from {module} import ...")
         for alias in node.names:
             if alias.name in UNSAFE_BUILTINS | UNSAFE_ATTRIBUTES or (module == "sys" and alias.name in ("modules",
@@ -251,6 +273,13 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
         if name.value.startswith("_") or name.value in UNSAFE_ATTRIBUTES or name.value in ("ops", "modules"):
             return f"getattr(..., {name.value!r})"
     return None
+
+
+def _torch_internal(module: str) -> bool:
+    """``torch._C``, ``torch.ops.aten``, and a private module below a public one
+    (``torch.nn.attention.experimental._paged_attention``)."""
+    root, *parts = module.split(".")
+    return root in _TORCH_MODULES and any(part.startswith("_") or part == "ops" for part in parts)
 
 
 def _annotations(node: ast.AST) -> list[ast.AST]:

@@ -16,7 +16,7 @@ import random
 import torch
 
 from utils.attention import MultiHeadAttention, causal_mask, padding_mask
-from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.definition import TORCH_ATTENTION, Exercise, Mistake
 from utils.exercises.edges import multihead as edges
 from utils.exercises.mistakes import multihead as wrong
 from utils.exercises.probing.multihead import MERGE_PROBES, MHA_PROBES, SPLIT_PROBES
@@ -397,12 +397,7 @@ MULTI_HEAD_ATTENTION = Exercise(
     gradients=True,  # it is trained through: a right output that cuts or poisons the gradient fails
     points=3,
     mistakes=MULTI_HEAD_MISTAKES,
-    forbidden=(
-        "torch.nn.functional.scaled_dot_product_attention",
-        "torch.nn.functional.multi_head_attention_forward",
-        "torch.nn.MultiheadAttention",
-        *_NO_UTILS,
-    ),
+    forbidden=(*TORCH_ATTENTION, *_NO_UTILS),
     hint="project with x @ w_q (and w_k, w_v), split heads, attend with scale 1/sqrt(D) and the mask, "
          "merge, then @ w_o.",
 )

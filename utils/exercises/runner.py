@@ -45,6 +45,9 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
     """Replace each dotted name (``"torch.nn.MultiheadAttention"``) by a function that raises
     :class:`ForbiddenCall`, for the duration of the block. Unknown names are ignored.
 
+    A class's method (``"torch.Tensor.logsumexp"``, so that ``block.logsumexp()`` is blocked too) is
+    replaced on the class and, when the class only inherited it, removed again afterwards.
+
     Yields the list of forbidden names called inside the block, so a call is noticed even when the
     caller swallows the :class:`ForbiddenCall` (``try: ... except Exception: ...``)."""
     saved = []
@@ -53,7 +56,7 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
         for dotted in names:
             # A bare package ("utils") cannot be patched out at run time (resolve gives None); the
             # static check (forbidden_in_source) catches any use of it in the learner's source.
-            resolved = resolve(dotted)
+            resolved = resolve(dotted) or _class_member(dotted)
             if resolved is None:
                 continue
             owner, attr = resolved
@@ -62,12 +65,24 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
                 called.append(_name)
                 raise ForbiddenCall(_name)
 
-            saved.append((owner, attr, getattr(owner, attr)))
+            saved.append((owner, attr, getattr(owner, attr), attr in vars(owner)))
             setattr(owner, attr, _blocked)
         yield called
     finally:
-        for owner, attr, original in reversed(saved):
-            setattr(owner, attr, original)
+        for owner, attr, original, own in reversed(saved):
+            if own:
+                setattr(owner, attr, original)
+            else:
+                delattr(owner, attr)
+
+
+def _class_member(dotted: str) -> tuple[type, str] | None:
+    """``(torch.Tensor, "logsumexp")`` for ``"torch.Tensor.logsumexp"``: a class of a module and an attribute
+    it has (its own or inherited); None for anything else."""
+    owner = resolve(dotted.rpartition(".")[0])
+    cls = getattr(*owner) if owner is not None else None
+    attr = dotted.rpartition(".")[2]
+    return (cls, attr) if isinstance(cls, type) and hasattr(cls, attr) else None
 
 
 def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence[str] = (),

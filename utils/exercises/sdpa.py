@@ -11,7 +11,7 @@ import torch
 
 from utils import attention
 from utils.exercises.common import Case
-from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.definition import TORCH_ATTENTION, Exercise, Mistake
 from utils.exercises.edges import sdpa as edges
 from utils.exercises.edges import sdpa_inputs as inputs
 from utils.exercises.mistakes import sdpa as wrong
@@ -253,8 +253,7 @@ SDPA = Exercise(
                 "dtype of the inputs (or cast the results back with .to(q.dtype))"),
     ),
     forbidden=(
-        "torch.nn.functional.scaled_dot_product_attention",
-        "torch.nn.MultiheadAttention",
+        *TORCH_ATTENTION,
         "utils",  # the course's own reference: caught in the source; run time also blocks the function below
         "utils.attention.scaled_dot_product_attention",
     ),

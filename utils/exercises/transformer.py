@@ -19,7 +19,7 @@ import random
 import torch
 import torch.nn.functional as F
 
-from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.definition import TORCH_ATTENTION, Exercise, Mistake
 from utils.exercises.edges import transformer as edges
 from utils.exercises.mistakes import transformer as wrong
 from utils.exercises.probing.transformer import FEED_FORWARD_PROBES, layer_probes
@@ -33,9 +33,7 @@ __all__ = ["ENCODER_POST_LN", "ENCODER_PRE_LN", "EXERCISES", "FEED_FORWARD", "en
 # layers are also named, so that they are patched out at run time; not the helpers the reference layer calls
 # (utils.layers.FeedForward, utils.attention.scaled_dot_product_attention): that would break it under forbid().
 _NO_UTILS = ("utils", "utils.layers.TransformerEncoderLayer", "utils.attention.MultiHeadAttention")
-_NO_TORCH_LAYERS = ("torch.nn.functional.scaled_dot_product_attention",
-                    "torch.nn.functional.multi_head_attention_forward", "torch.nn.MultiheadAttention",
-                    "torch.nn.TransformerEncoderLayer")
+_NO_TORCH_LAYERS = TORCH_ATTENTION  # the encoder layers included
 
 
 # -------------------- ch5.feed_forward --------------------------------------------------------------------------------
