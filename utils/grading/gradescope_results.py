@@ -107,9 +107,12 @@ def instructor_test(name: str, passed: bool, text: str) -> dict[str, Any]:
     }
 
 
-def now_text(status: Any, public_cases: bool) -> str:
+def now_text(status: Any, public_cases: bool, ran: bool = True) -> str:
     """The fixed message of a test shown at once (after its status): what ``status`` means, nothing the run
-    produced. ``public_cases``: the status is the part's public cases' alone (else the whole exercise's)."""
+    produced. ``public_cases``: the status is the part's public cases' alone (else the whole exercise's).
+    ``ran`` False: the submission's budget ran out before the exercise's turn, so none of it ran."""
+    if not ran:
+        return tr("not run: the grading time of this submission ran out before its turn")
     if public_cases:
         if status == Status.PASSED:
             return tr("every public case passes (the check cell in your notebook runs the same cases)")
@@ -173,7 +176,8 @@ def _entries(row: Any, held_back: bool) -> list[Any]:
             entries.append(_Entry(row.exercise, label, 0, 0, public, now_text(public, True), False))
         else:
             label = tr("{name} · status", name=name) if name else tr("status")
-            entries.append(_Entry(row.exercise, label, 0, 0, source.status, now_text(source.status, False), False))
+            entries.append(_Entry(row.exercise, label, 0, 0, source.status,
+                                 now_text(source.status, False, getattr(row, "ran", True)), False))
         entries.append(
             _Entry(row.exercise, name, source.points, source.max_points, source.status, source.feedback, True)
         )

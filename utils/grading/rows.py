@@ -41,7 +41,8 @@ class PartRow:
 @dataclass(frozen=True)
 class Row:
     """One student × exercise. ``points`` is the exact total of ``parts`` (an ``int`` when whole, else a
-    :class:`~fractions.Fraction` in hundredths: :func:`~utils.exercises.definition.points_text` prints it)."""
+    :class:`~fractions.Fraction` in hundredths: :func:`~utils.exercises.definition.points_text` prints it).
+    ``ran`` is False when none of the student's code for it ran because the batch's budget was spent first."""
 
     student: str
     exercise: str
@@ -50,6 +51,7 @@ class Row:
     status: Status
     feedback: str
     parts: tuple[PartRow, ...] = ()
+    ran: bool = True
 
 
 def hidden_only_parts(exercise: Exercise) -> frozenset[str]:

@@ -62,6 +62,8 @@ COLLECT_SECONDS = 120.0
 """The watchdog's bound on reading and judging one exercise's results."""
 CLEANUP_SECONDS = 600.0
 """The watchdog's bound on removing one unit's work folder."""
+NOT_RUN = "not run"
+"""The third item of a verdict whose exercise never ran: the budget was spent before its turn."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ def _out_of_budget(tasks: list[Task], settings: Settings, guard: Guard) -> bool:
         guard.verdicts.setdefault(index, (Status.TIMEOUT, tr(
             "not run: the grading time of this submission ({budget:g} s for all its exercises) ran out before this "
             "exercise's turn; code that waits or loops (a sleep, an endless loop) in an exercise uses it up",
-            budget=settings.budget or 0)))
+            budget=settings.budget or 0), NOT_RUN))
     return True
 
 
@@ -146,7 +148,7 @@ class Guard:
         self.phase = "waiting"
         self.deadline = math.inf
         self.worker: sandbox.Worker | None = None
-        self.verdicts: dict[int, tuple[Status, str] | Row] = {}
+        self.verdicts: dict[int, tuple[Status, str] | tuple[Status, str, str] | Row] = {}
         self.abandoned = False
         self._lock = threading.Lock()
 
@@ -193,19 +195,21 @@ def run_unit(student: str, tasks: list[Task], settings: Settings, tmp_root: Path
     return unit_rows(student, tasks, guard.verdicts, "the grader lost track of this exercise")
 
 
-def unit_rows(student: str, tasks: list[Task], verdicts: Mapping[int, tuple[Status, str] | Row],
-              reason: str) -> list[Row]:
+def unit_rows(student: str, tasks: list[Task],
+              verdicts: Mapping[int, tuple[Status, str] | tuple[Status, str, str] | Row], reason: str) -> list[Row]:
     """A row per task: its judged :class:`Row`, or a whole-exercise ``(status, reason)`` (0 points: a
-    timeout, a crash, ...), or ``(error, reason)`` where there is neither."""
+    timeout, a crash, ...; ``(status, reason, NOT_RUN)``: never run, ``Row.ran`` False), or ``(error,
+    reason)`` where there is neither."""
     rows = []
     for index, task in enumerate(tasks):
         verdict = verdicts.get(index, (Status.ERROR, reason))
         if isinstance(verdict, Row):
             rows.append(verdict)
             continue
-        status, feedback = verdict
+        status, feedback, *never = verdict  # a third item, NOT_RUN: the budget ran out before its turn
         parts = whole_exercise_parts(task.course.exercise, status, feedback)
-        rows.append(Row(student, task.course.id, 0, task.course.points, status, one_line(feedback), parts))
+        rows.append(Row(student, task.course.id, 0, task.course.points, status, one_line(feedback), parts,
+                        ran=NOT_RUN not in never))
     return rows
 
 
