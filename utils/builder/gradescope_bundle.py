@@ -43,6 +43,7 @@ from pathlib import Path
 
 from utils.builder.course import render
 from utils.grading.course import ChapterError, chapter_of, chapters_text, course_chapters, parse_chapters
+from utils.grading.course_secret import SecretError, read_secret
 from utils.grading.gradescope import CONFIG_FILE, DEFAULT_BUDGET, HIDDEN_VISIBILITIES, check_budget, check_visibility
 from utils.i18n.messages import LANGUAGES, normalize_language
 from utils.paths import REPO_ROOT
@@ -193,7 +194,7 @@ def write_gradescope_bundle(
 
 def _exists(out_zip: Path) -> str:
     return (f"{out_zip} exists, and it holds the seed its students' hidden cases were drawn with: pass --overwrite "
-            f"to replace it (its seed is lost unless you pass it again as --seed), or choose another name")
+            f"to replace it (its seed is lost unless you pass it again, in a --seed-file), or choose another name")
 
 
 def _write_zip(handle, root: Path, config: dict, notebooks: dict[str, str]) -> None:
@@ -211,17 +212,23 @@ def _write_zip(handle, root: Path, config: dict, notebooks: dict[str, str]) -> N
 
 
 def bundle_main(argv: Sequence[str]) -> int:
-    """``python -m utils.grade gradescope-bundle OUT.zip [--seed N] [--hidden-visibility V] [--chapters 2] ...``."""
+    """``python -m utils.grade gradescope-bundle OUT.zip [--seed N | --seed-file FILE] [--hidden-visibility V]
+    [--chapters 2] ...``."""
     parser = argparse.ArgumentParser(
         prog="python -m utils.grade gradescope-bundle", description="Write a Gradescope autograder zip for the course."
     )
     parser.add_argument("out", type=Path, help="the zip to write, e.g. autograder.zip")
-    parser.add_argument(
+    seeds = parser.add_mutually_exclusive_group()
+    seeds.add_argument(
         "--seed",
         type=int,
         default=None,
         help="seed of the random cases, stored in the zip (default: drawn now; keep it secret)",
     )
+    seeds.add_argument("--seed-file", type=Path, default=None, metavar="FILE", help=(
+        "read the seed from FILE, mode 0600, as python -m utils.grade --seed-file does: one non-negative integer "
+        "on a line of its own, '#' comment lines and blank lines skipped; unlike --seed it is not on the command "
+        "line, which any process on this machine can read (regrade with the seed the students were graded with)"))
     parser.add_argument(
         "--hidden-visibility",
         choices=HIDDEN_VISIBILITIES,
@@ -248,7 +255,7 @@ def bundle_main(argv: Sequence[str]) -> int:
         "imported (default: 2048)"))
     parser.add_argument("--overwrite", action="store_true", help=(
         "replace OUT if it exists (it holds the seed the students were graded with: keep a copy, or pass it again "
-        "as --seed); without it an existing OUT is refused"))
+        "in a --seed-file); without it an existing OUT is refused"))
     parser.add_argument(
         "--lang",
         choices=tuple(LANGUAGES),
@@ -265,11 +272,18 @@ def bundle_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--course", type=Path, default=REPO_ROOT, help=argparse.SUPPRESS)
     args = parser.parse_args(list(argv))
+    seed = args.seed
+    if args.seed_file is not None:
+        try:
+            seed = read_secret(args.seed_file)
+        except SecretError as exc:
+            print(f"gradescope-bundle: --seed-file: {exc}", file=sys.stderr)
+            return 2
     try:
         path = write_gradescope_bundle(
             args.out,
             root=args.course,
-            seed=args.seed,
+            seed=seed,
             hidden_visibility=args.hidden_visibility,
             timeout=args.timeout,
             budget=args.budget,
