@@ -343,6 +343,12 @@ R10_ROUTES = {
     "flex_heads": ("ch3.multi_head_attention", _FLEX3, "torch.nn.attention.flex_attention.flex_attention"),
     "getattr_sdpa": ("ch2.scaled_dot_product_attention", _GETATTR_SDPA,
                      "torch.nn.functional.scaled_dot_product_attention"),
+    # chapter 7's: a getattr evaluated before the run-time block, in a default argument or a class body
+    "default_getattr": ("ch7.rms_norm", "def rms_norm(x, weight, eps=1e-6, _f=getattr(F, 'rms_norm')):\n"
+                        "    return _f(x, (x.shape[-1],), weight, eps)\n", "torch.nn.functional.rms_norm"),
+    "class_getattr": ("ch7.rms_norm", "class _K:\n    f = staticmethod(getattr(torch, 'rms_norm'))\n"
+                      "def rms_norm(x, weight, eps=1e-6):\n    return _K.f(x, (x.shape[-1],), weight, eps)\n",
+                      "torch.rms_norm"),
 }
 
 
@@ -388,3 +394,11 @@ def test_the_online_softmax_update_blocks_every_object_that_computes_it_at_run_t
             assert called[-1] == name
     assert "logsumexp" not in vars(torch.Tensor)  # restored as it was: inherited, not copied onto Tensor
     assert torch.allclose(block.logsumexp(-1), torch.logsumexp(block, -1))
+
+
+def test_the_sliding_window_mask_forbids_the_course_s_own():
+    window = get("ch6.sliding_window_mask")
+    source = ("from utils.at_scale import sliding_window_mask as s\n"
+              "def sliding_window_mask(L, window):\n    return s(L, window)\n")
+    assert forbidden_in_source(source, window.forbidden) == "utils.at_scale"
+    assert resolve("utils.at_scale.sliding_window_mask") is not None  # so the run time blocks it too

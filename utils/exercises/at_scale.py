@@ -287,6 +287,7 @@ WINDOW = Exercise(
                 "your band is one key wider on each side: |i - j| <= window, not window + 1 (2·window + 1 keys "
                 f"in all, the query included) {_BOTH_SIDES}"),
     ),
+    forbidden=("utils", "utils.at_scale.sliding_window_mask"),  # the course's own, as every exercise lists
     hint="query i may see key j when they are at most `window` positions apart, on either side, the edge "
          "included; all (L, L) pairs at once: broadcast a column of positions against a row",
 )
