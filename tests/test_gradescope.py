@@ -321,7 +321,8 @@ def test_the_zip_has_setup_and_run_autograder_at_its_root_executable(bundle):
 def test_the_zip_carries_the_whole_package_and_no_solution(bundle):
     with zipfile.ZipFile(bundle) as archive:
         names = set(archive.namelist())
-        notebooks = {n: archive.read(n).decode() for n in names if n.startswith("course/solutions/")}
+        notebooks = {n: archive.read(n).decode() for n in names
+                     if n.startswith("course/solutions/") and n.endswith(".ipynb")}
     package = {
         f"course/{p.relative_to(REPO).as_posix()}"
         for p in (REPO / "utils").rglob("*.py")

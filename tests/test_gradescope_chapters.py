@@ -10,13 +10,14 @@ import json
 import zipfile
 
 import grader_fixtures as gf
+import nbformat
 import pytest
 import test_gradescope as tg
 from test_gradescope import TOY, check_spec, lay_out, run_autograder, scored
 
 from utils.builder.gradescope_bundle import bundle_chapters, write_gradescope_bundle
 from utils.grade import main as grade_main
-from utils.grading.course import ChapterError
+from utils.grading.course import EXERCISE_CHAPTERS, ChapterError, chapter_of, course_entries, exercise_chapters
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +36,8 @@ def test_the_bundle_of_chapter_2_carries_chapter_2_only(tmp_path):
     assert grade_main(["gradescope-bundle", str(out), "--seed", "5", "--chapters", "2"]) == 0
     with zipfile.ZipFile(out) as archive:
         config = json.loads(archive.read("gradescope.json"))
-        notebooks = sorted(n for n in archive.namelist() if n.startswith("course/solutions/"))
+        notebooks = sorted(n for n in archive.namelist() if n.startswith("course/solutions/") and
+                           n.endswith(".ipynb"))
     assert config["chapters"] == [2]
     assert notebooks == [f"course/solutions/{p.name}" for p in gf.course_notebooks() if p.name.startswith("02_")]
 
@@ -95,3 +97,52 @@ def test_another_chapters_notebook_in_a_chapter_2_assignment_is_named_as_such(bu
     assert "01_toy.ipynb: this is chapter 1; this assignment grades chapter 2: submit your chapter 2 notebook " \
            "(.ipynb) here." in data["output"], data["output"]
     assert "No exercise cell was found" not in data["output"]
+
+
+@pytest.fixture(scope="module")
+def chapter_2_bundle(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bundle") / "ch2.zip"
+    assert grade_main(["gradescope-bundle", str(out), "--seed", "5", "--chapters", "2"]) == 0
+    return out
+
+
+def test_a_chapter_bundle_knows_every_exercise_chapter_but_ships_no_other_chapters_code(chapter_2_bundle):
+    """W5: the bundle held chapter 2's notebook alone, so a chapter 7 upload could not be named as such."""
+    with zipfile.ZipFile(chapter_2_bundle) as archive:
+        listed = json.loads(archive.read(f"course/solutions/{EXERCISE_CHAPTERS}"))
+        notebooks = [n for n in archive.namelist() if n.endswith(".ipynb")]
+    course = course_entries(gf.REPO)[0]
+    assert listed["chapters"] == {exercise_id: chapter_of(name) for name, exercise_id, _points in course}
+    assert {7, 1, 2} <= set(listed["chapters"].values())
+    assert set(listed) == {"about", "chapters"}  # ids and chapters only: no source, no solution
+    assert all(name.startswith("course/solutions/02_") for name in notebooks), notebooks
+
+
+@pytest.mark.sandbox
+def test_a_chapter_7_notebook_in_the_real_chapter_2_bundle_is_named_as_such(chapter_2_bundle, autograder_root):
+    """W5: a chapter 7 notebook uploaded to ``gradescope-bundle --chapters 2`` read "No exercise cell was
+    found", and each test "no cell for exercise ch2.... found"; the bundle as written, the course's registry."""
+    seven = next(p for p in gf.course_notebooks() if p.name.startswith("07_"))
+    root = lay_out(autograder_root, chapter_2_bundle, {seven.name: nbformat.read(str(seven), as_version=4)},
+                   toy=False)
+    data = run_autograder(root)
+    assert data["score"] == 0
+    assert f"{seven.name}: this is chapter 7; this assignment grades chapter 2: submit your chapter 2 notebook " \
+           "(.ipynb) here." in data["output"], data["output"]
+    assert "No exercise cell was found" not in data["output"]
+    tests = scored(data)
+    assert tests and all(t["name"].startswith("ch2.") for t in tests)
+    for test in tests:
+        assert test["output"].startswith(f"missing: {seven.name}: this is chapter 7; this assignment grades chapter "
+                                         "2, so ch2."), test["output"]
+        assert "hand in your chapter 2 notebook" in test["output"], test["output"]
+
+
+def test_an_exercise_chapter_list_the_grader_cannot_use_is_refused_by_name(tmp_path):
+    (tmp_path / "solutions").mkdir()
+    listed = tmp_path / "solutions" / EXERCISE_CHAPTERS
+    listed.write_text(json.dumps({"chapters": {"ch7.x": 7, "ch3.y": 3}}), encoding="utf-8")
+    assert exercise_chapters(tmp_path, []) == {"ch7.x": 7, "ch3.y": 3}
+    listed.write_text(json.dumps({"chapters": {"ch7.x": "7"}}), encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{listed}: 'chapters' must map each exercise id to its chapter number"):
+        exercise_chapters(tmp_path, [])

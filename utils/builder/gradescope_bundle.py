@@ -21,7 +21,9 @@ The zip holds, at its root (as Gradescope's autograder specification asks):
   another uid, cannot read the seed.
 - ``course/``: the course package, its pins, and ``course/solutions/``: the chapter notebooks (only the
   bundle's chapters, with ``--chapters``) with their solutions stripped and outputs cleared (the grader
-  reads only the exercise ids and points from them).
+  reads only the exercise ids and points from them), and ``exercise_chapters.json``: every exercise id of
+  the course and its chapter, no code, so that a notebook of a chapter the bundle does not carry (chapter 7
+  uploaded to the chapter 2 assignment) is named as such.
 
 What ``run_autograder`` runs, and the ``results.json`` it writes, are :mod:`utils.grading.gradescope`'s.
 
@@ -42,7 +44,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from utils.builder.course import render
-from utils.grading.course import ChapterError, chapter_of, chapters_text, course_chapters, parse_chapters
+from utils.grading.course import (
+    EXERCISE_CHAPTERS,
+    ChapterError,
+    chapter_of,
+    chapters_text,
+    course_chapters,
+    exercise_chapters_text,
+    parse_chapters,
+)
 from utils.grading.course_secret import SecretError, read_secret
 from utils.grading.gradescope import CONFIG_FILE, DEFAULT_BUDGET, HIDDEN_VISIBILITIES, check_budget, check_visibility
 from utils.i18n.messages import LANGUAGES, normalize_language
@@ -209,6 +219,8 @@ def _write_zip(handle, root: Path, config: dict, notebooks: dict[str, str]) -> N
                 _add(archive, f"course/{path.relative_to(root).as_posix()}", path.read_bytes())
         for name, text in sorted(notebooks.items()):
             _add(archive, f"course/solutions/{name}", text)
+        # every exercise's chapter, the chapters not carried included: ids and numbers, no code
+        _add(archive, f"course/solutions/{EXERCISE_CHAPTERS}", exercise_chapters_text(root))
 
 
 def bundle_main(argv: Sequence[str]) -> int:

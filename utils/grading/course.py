@@ -26,6 +26,8 @@ from utils.grading.manifest import MANIFEST_PATH, load_manifest
 
 MAX_NOTEBOOK_BYTES = 20 * 2**20
 MAX_CELL_CHARS = 200_000
+EXERCISE_CHAPTERS = "exercise_chapters.json"
+"""In ``solutions/``: every course exercise's chapter, ids and numbers only (:func:`exercise_chapters`)."""
 
 
 @dataclass(frozen=True)
@@ -248,6 +250,31 @@ def load_course(course_root: Path | None, registry: Mapping[str, Any]) -> list[C
         seen.add(exercise_id)
         exercises.append(CourseExercise(exercise_id, points, name, registry[exercise_id]))
     return exercises
+
+
+def exercise_chapters(course_root: Path | None, exercises: Iterable[CourseExercise]) -> dict[str, int]:
+    """Every course exercise's chapter: those of ``exercises`` (the course's, as loaded) and those listed in
+    ``course_root/solutions/`` :data:`EXERCISE_CHAPTERS`, which a Gradescope bundle of some chapters ships
+    in place of the other chapters' notebooks, so that a notebook of another chapter is named as such."""
+    found: dict[str, int] = {}
+    path = None if course_root is None else Path(course_root) / "solutions" / EXERCISE_CHAPTERS
+    if path is not None and path.is_file():
+        listed = json.loads(path.read_text(encoding="utf-8")).get("chapters")
+        if not isinstance(listed, dict) or not all(isinstance(k, str) and type(v) is int for k, v in listed.items()):
+            raise ValueError(f"{path}: 'chapters' must map each exercise id to its chapter number, got {listed!r}")
+        found.update(listed)
+    found.update({e.id: e.chapter for e in exercises if e.chapter is not None})
+    return found
+
+
+def exercise_chapters_text(course_root: Path) -> str:
+    """The :data:`EXERCISE_CHAPTERS` file of the course at ``course_root``: every exercise id and its chapter,
+    in course order; no code, no points."""
+    chapters = {exercise_id: chapter_of(name, exercise_id) for name, exercise_id, _points in
+                course_entries(course_root)[0]}
+    about = "Every exercise of the course and its chapter (the grader names a notebook of another chapter)."
+    return json.dumps({"about": about, "chapters": {k: v for k, v in chapters.items() if v is not None}},
+                      indent=1) + "\n"
 
 
 @dataclass

@@ -295,7 +295,7 @@ def plan(submissions_dir: Any, course_root: Path | None, registry: Mapping[str, 
                    for found in course_mod.find_students(submissions_dir)]
     return Plan([s.student for s in submissions], exercises, submissions,
                 frozenset(e.chapter for e in everything if e.chapter is not None),
-                {e.id: e.chapter for e in everything if e.chapter is not None})
+                course_mod.exercise_chapters(course_root, everything))
 
 
 def run_plan(the_plan: Plan, settings: Settings, jobs: int,
