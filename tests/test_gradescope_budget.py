@@ -55,6 +55,10 @@ def test_a_sleeping_submission_still_gets_results_when_the_budget_is_spent(small
     assert f"Grading stopped when the time for this submission ran out ({BUDGET} s" in data["output"], data["output"]
     shown = [t for t in data["tests"] if t["visibility"] == "visible"]
     assert len(shown) == len(ids) and all(t["status"] == "failed" for t in shown)
+    now = {t["name"].split(" · ")[0]: t["output"] for t in shown}  # W5: the ones never run said "ran too long"
+    assert now[ids[0]] == "timeout: your code ran too long", now
+    assert all(now[e] == "timeout: not run: the grading time of this submission ran out before its turn"
+               for e in ids[1:]), now
 
 
 def test_the_bundle_stores_the_budget_and_refuses_a_wrong_one(tmp_path, capsys):
