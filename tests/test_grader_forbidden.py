@@ -368,13 +368,20 @@ def test_a_string_is_only_flagged_when_it_is_a_forbidden_name_whole():
 
 def test_every_attention_exercise_forbids_every_torch_attention_routine():
     for eid in ("ch2.scaled_dot_product_attention", "ch3.multi_head_attention", "ch5.encoder_layer_post_ln",
-                "ch5.encoder_layer_pre_ln", "ch6.attend_with_cache"):
+                "ch5.encoder_layer_pre_ln", "ch6.attend_with_cache", "ch7.grouped_query_attention"):
         missing = set(TORCH_ATTENTION) - set(get(eid).forbidden)
         assert not missing, (eid, missing)
     assert {"torch.nn.attention.flex_attention.flex_attention", "torch.nn.functional.multi_head_attention_forward",
             "torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention"} <= set(TORCH_ATTENTION)
     for name in TORCH_ATTENTION:
         assert resolve(name) is not None, name  # each exists here, so the run time can block it
+
+
+def test_each_chapter_7_exercise_forbids_the_course_s_own_function_at_run_time():
+    own = {"ch7.rms_norm": "utils.llm.blocks.rms_norm", "ch7.rotate_half_rope": "utils.llm.blocks.rotate_half_rope",
+           "ch7.grouped_query_attention": "utils.llm.blocks.grouped_query_attention"}
+    for eid, name in own.items():
+        assert name in get(eid).forbidden and resolve(name) is not None, (eid, name)
 
 
 def test_the_online_softmax_update_blocks_every_object_that_computes_it_at_run_time():

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from utils._checks import check_positive_int, check_tensor, fmt_shape
-from utils.exercises.definition import Exercise, Mistake
+from utils.exercises.definition import TORCH_ATTENTION, Exercise, Mistake
 from utils.exercises.edges import llm as edges
 from utils.exercises.mistakes import llm as wrong
 from utils.exercises.probing.llm import RMS_PROBES, ROPE_PROBES
@@ -116,7 +116,8 @@ RMS_NORM = Exercise(
                 "you ignore the eps argument: your function adds 1e-6 whatever eps it is given (the check passes "
                 f"eps = 0.1, among others); add the `eps` you receive to the mean square, inside the root {_RMSNORM}"),
     ),
-    forbidden=("utils", "torch.nn.functional.rms_norm", "torch.rms_norm", "torch.nn.RMSNorm"),
+    forbidden=("utils", "utils.llm.blocks.rms_norm", "torch.nn.functional.rms_norm", "torch.rms_norm",
+               "torch.nn.RMSNorm"),
     hint="each vector (the last dim) is divided by its root mean square sqrt(mean(x²) + eps), eps inside the root, "
          "then multiplied by weight feature by feature; no mean is subtracted",
 )
@@ -195,7 +196,7 @@ ROPE = Exercise(
                 "wrong angles even then): each position needs its own row of D/2 angles, the outer product "
                 f"positions[:, None] * θ[None, :], shape (L, D/2) {_ROPE}"),
     ),
-    forbidden=("utils",),
+    forbidden=("utils", "utils.llm.blocks.rotate_half_rope"),
     hint="θ_i = base^(-2i/D) for i < D/2; angle = positions[:, None] · θ, written twice, torch.cat((angle, angle), "
          "dim=-1); out = x · cos(angle) + rotate_half(x) · sin(angle), rotate_half([x1, x2]) = [-x2, x1]",
 )
@@ -278,8 +279,8 @@ GQA = Exercise(
                 "size mismatch): G = H // H_kv, query.shape[1] // key.shape[1], the number of query heads that "
                 f"share one K/V head {_GQA}"),
     ),
-    forbidden=("utils", "torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
-               "torch.nn.attention.flex_attention.flex_attention"),  # enable_gqa=True does it all
+    # sdpa's and flex_attention's enable_gqa=True do it all
+    forbidden=("utils", "utils.llm.blocks.grouped_query_attention", *TORCH_ATTENTION),
     hint="G = H // H_kv; repeat each key/value head G times next to itself (repeat_interleave(G, dim=1)), then "
          "softmax(q kᵀ / sqrt(D)) v per query head, with a causal mask (j <= i) when is_causal",
 )
@@ -344,7 +345,7 @@ SINK_MASK = Exercise(
                 "is ambiguous': combine bool tensors entry by entry with & (and) and | (or), each side in "
                 f"parentheses {_SINKS}"),
     ),
-    forbidden=("utils",),
+    forbidden=("utils",),  # the course's own is refused by the static check (it imports utils)
     hint="query i may see key j when j <= i and (i − j < window or j < sinks): the window of the `window` most "
          "recent positions, itself included, plus the first `sinks` positions; broadcast a column of positions "
          "against a row",
