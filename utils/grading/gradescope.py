@@ -84,16 +84,16 @@ DEFAULT_BUDGET = 420.0
 """Wall-clock seconds to grade one submission (``budget`` in ``gradescope.json``): an honest submission of all
 seven chapters takes far less, and a submission that waits in every exercise still gets a ``results.json``
 within Gradescope's default limit of 10 minutes, with three minutes left for starting and writing it."""
-WALL_FACTOR = 2.0
+GRADESCOPE_WALL_FACTOR = 2.0
 """On Gradescope one submission has the machine to itself: a run's wall-clock backstop is this many times the
-CPU-time limit, at least :data:`WALL_MARGIN` seconds more than it (:func:`gradescope_wall`) ..."""
-WALL_MARGIN = 30.0
+CPU-time limit, at least :data:`GRADESCOPE_WALL_MARGIN` seconds more than it (:func:`gradescope_wall`) ..."""
+GRADESCOPE_WALL_MARGIN = 30.0
 """... (the local grader's, shared by a class, is :func:`utils.grading.unit.wall_limit`)."""
 
 
 def gradescope_wall(timeout: float) -> float:
     """The wall-clock seconds one run of one exercise may take on Gradescope, for a CPU-time limit ``timeout``."""
-    return max(WALL_FACTOR * timeout, timeout + WALL_MARGIN)
+    return max(GRADESCOPE_WALL_FACTOR * timeout, timeout + GRADESCOPE_WALL_MARGIN)
 
 
 def check_budget(value: Any) -> float | None:
