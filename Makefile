@@ -8,6 +8,7 @@ LAB_STAMP := $(VENV)/.installed-lab
 DEV_STAMP := $(VENV)/.installed-dev
 PIP := $(BIN)/python -m pip install --disable-pip-version-check
 JOBS   ?= 2
+UNIT_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 PYTEST := $(BIN)/python -m pytest
 SUBMISSIONS ?= submissions
 GRADES ?= grades
@@ -117,10 +118,11 @@ lint: setup-dev
 	$(BIN)/ruff check utils tests solutions chapters
 
 # Everything but the browser, Binder and Colab tests, which have targets of their own (below). Whole files
-# are handed out, so that a module-scoped fixture is built once, in the order tests/conftest.py sets: the
-# files holding slow tests first, then those with a module-scoped fixture, then the rest.
+# are handed out, so that a module-scoped fixture is built once, longest first (tests/conftest.py, with the
+# seconds of tests/file_seconds.json). One worker more than the cores: much of this stage waits (graders'
+# sandboxes starting, hanging students timed out, fresh interpreters), so a third worker fills the gaps.
 unit: setup-dev
-	$(PYTEST) -n $(JOBS) --dist loadfile --no-loadscope-reorder -m "not browser" --ignore=tests/test_binder_env.py --ignore=tests/test_colab_sim.py
+	$(PYTEST) -n $(UNIT_JOBS) --dist loadfile --no-loadscope-reorder -m "not browser" --ignore=tests/test_binder_env.py --ignore=tests/test_colab_sim.py $(PYTEST_ARGS)
 
 doctest: setup-dev
 	$(PYTEST) -q -p no:cacheprovider --doctest-modules utils -o testpaths=utils

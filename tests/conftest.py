@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import file_seconds
 import pytest
 import torch
 
@@ -32,8 +33,9 @@ def _module_scoped(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Files holding a slow test first, then files using a module-scoped fixture, then the rest; each
-    file's tests kept together and in order, files in the order they were collected.
+    """The longest files first (the seconds in ``tests/file_seconds.json``; a file not recorded there
+    counts as a minute when it holds a slow test, 20 s when it uses a module-scoped fixture, else 0); each
+    file's tests kept together and in order, equal files in the order they were collected.
 
     ``make unit`` hands out whole files (``--dist loadfile --no-loadscope-reorder``), so that a
     module-scoped fixture is built on one worker only; the long files go out first and the light ones
@@ -43,7 +45,15 @@ def pytest_collection_modifyitems(config, items):
     slow = {item.path for item in items if item.get_closest_marker("slow")}
     heavy = {item.path for item in items if _module_scoped(item)}
     order = {path: i for i, path in enumerate(dict.fromkeys(item.path for item in items))}
-    items.sort(key=lambda item: (item.path not in slow, item.path not in heavy, order[item.path]))
+    seconds = file_seconds.recorded()
+    root = Path(str(config.rootpath))
+
+    def expected(path) -> float:
+        rel = Path(path).relative_to(root).as_posix() if Path(path).is_relative_to(root) else str(path)
+        return file_seconds.expected_seconds(rel, path in slow, path in heavy, seconds)
+
+    took = {path: expected(path) for path in order}
+    items.sort(key=lambda item: (-took[item.path], order[item.path]))
 
 
 @pytest.fixture
