@@ -361,18 +361,7 @@ def test_reference_is_skipped_without_transformers_and_refuses_bad_prompts(monke
         reference.transformers_reference(["hello"], new_tokens=0)
 
 
-@pytest.mark.slow
-def test_reference_process_gives_transformers_tokens_and_logits():
-    """The separate process's results equal the course's model on the same prompt (tests/test_llm.py compares
-    the two in one process; this checks what the chapter shows)."""
-    pytest.importorskip("transformers")
-    from utils.llm import load_smollm2
-    from utils.llm.reference import transformers_reference
-
-    (result,) = transformers_reference(["The capital of France is"], new_tokens=4)
-    model, tokenizer = load_smollm2()
-    ids = tokenizer.encode("The capital of France is").ids
-    assert result["ids"] == ids
-    with torch.no_grad():
-        torch.testing.assert_close(model(torch.tensor([ids]))[0], result["logits"], atol=5e-4, rtol=0)
-    assert model.generate(torch.tensor([ids]), 4)[0].tolist() == result["generated"]
+# The separate process's results (utils.llm.reference.transformers_reference) are compared with the course's
+# model by the chapter itself: cell ch7-29 prints, for two prompts, whether the ids, the logits (within 5e-4)
+# and 12 greedy tokens are the same, and nbval runs it strictly in both languages (make nbval-solutions).
+# tests/test_llm.py compares the two models in one process, on more prompts.
