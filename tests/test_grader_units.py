@@ -364,3 +364,30 @@ def test_fd_exhaustion_and_forged_status_lines_cost_only_their_own_exercise(tmp_
             assert row(batch, student, eid)["status"] == "passed", (student, row(batch, student, eid))
         assert "memory" not in row(batch, student)["feedback"]
     assert row(batch, "forger")["status"] in ("passed", "error")
+
+
+
+def test_the_grader_starts_without_jsonschema_s_iri_grammar_and_still_validates_notebooks(tmp_path):
+    """utils.grading.course keeps jsonschema from building its IRI parser (lark), a cost at every grader and
+    Gradescope start; nbformat still reads and validates a notebook, and still refuses a broken one."""
+    import subprocess
+    import sys
+
+    broken = tmp_path / "broken.ipynb"
+    broken.write_text('{"cells": [{"cell_type": "code"}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}')
+    script = (
+        "import sys\n"
+        "import utils.grading.course\n"
+        "import nbformat\n"
+        "nbformat.validate(nbformat.read(sys.argv[1], as_version=4))\n"
+        "try:\n"
+        "    nbformat.validate(nbformat.read(sys.argv[2], as_version=4))\n"
+        "except nbformat.ValidationError:\n"
+        "    print('broken refused')\n"
+        "print(sorted(m for m in ('lark', 'rfc3987_syntax', 'jsonschema') if sys.modules.get(m)))\n"
+    )
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run([sys.executable, "-c", script, str(repo / "solutions" / "01_queries_keys_values.ipynb"),
+                           str(broken)], capture_output=True, text=True, timeout=120, cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["broken refused", "['jsonschema']"]

@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nbformat
+# nbformat imports jsonschema, which builds an Earley parser for the "iri" string format at import whenever
+# rfc3987_syntax is installed (Jupyter's own dependencies install it): about 1.4 s of CPU at every start of
+# the grader and of each Gradescope run, for a format the notebook schema never uses. Marked absent before
+# jsonschema loads, in the grader's process only (no kernel imports this module), jsonschema skips it.
+if "jsonschema" not in sys.modules:
+    sys.modules.setdefault("rfc3987_syntax", None)
+import nbformat  # noqa: E402
 
 from utils.grading import files
 from utils.grading.manifest import MANIFEST_PATH, load_manifest
