@@ -236,3 +236,25 @@ def test_two_alike_assignments_nobody_grades_are_no_error(tmp_path):
                                          encoding="utf-8")
     layout, left_out, new = lms.canvas_columns(QKV, "chapter", lms.read_roster(tmp_path / "roster.csv"))
     assert [header for header, _ids, _max in layout] == ["01_queries_keys_values (11)"] and left_out == new == []
+
+
+MANUAL_POSTING = (  # W6: Canvas exports a "Manual Posting" row when an assignment posts grades by hand
+    "Student,ID,SIS User ID,SIS Login ID,Section,01_toy (4417),02 More (4418),Current Score\n"
+    ",,,,,Manual Posting,,\n"
+    "Manual Posting,,,,,,Manual Posting,\n"
+    "    Points Possible,,,,,6,4,(read only)\n"
+    '"Doe, Jane",1234,S1,jdoe,A,4,,80\n'
+    '"Smith, Bob",555,S2,bsmith,A,,,\n'
+)
+
+
+@pytest.mark.parametrize("zero_missing", [False, True])
+def test_canvas_manual_posting_rows_are_no_students_and_never_reach_canvas_csv(tmp_path, zero_missing):
+    (tmp_path / "roster.csv").write_text(MANUAL_POSTING, encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "roster.csv")
+    assert [r["ID"] for r in roster.rows] == ["1234", "555"] and len(roster.grades) == 2
+    sheet = lms.canvas_csv(rows_for("jdoe", {"ch1.add_one": 2}), ["jdoe"], EXERCISES, roster=roster,
+                           zero_missing=zero_missing)
+    assert sheet.absent == ["Smith, Bob"]  # never "row 2" or "row 3"
+    ids = [line[1] for line in table(sheet.text)[2:]]
+    assert "" not in ids and "Manual Posting" not in sheet.text, sheet.text

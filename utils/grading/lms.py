@@ -2,7 +2,8 @@
 
 **The roster** (``--roster roster.csv``) is a CSV with a header row. Canvas's own gradebook export
 (Grades > Export) works as it is: its columns ``Student``, ``ID``, ``SIS User ID``, ``SIS Login ID``
-and ``Section`` are the identity columns, and its ``Points Possible`` row is skipped. Any other roster
+and ``Section`` are the identity columns, and its ``Points Possible`` and ``Manual Posting`` rows are skipped
+(as is any row whose identity columns are all empty: it names no student). Any other roster
 needs at least one of these columns (names match ignoring case and surrounding spaces). A submission
 is matched to a row, in this order:
 
@@ -134,8 +135,9 @@ def read_roster(path: str | Path) -> Roster:
         if line and line[0].strip() == "Points Possible":
             possible = {name: value.strip() for name, value in zip(header, line) if name in assignments}
             continue
-        if not any(cell.strip() for cell in line):
-            continue
+        named = [value.strip() for name, value in zip(header, line) if name in IDENTITY or name == "submission"]
+        if not any(named) or line[0].strip().lower() == "manual posting":
+            continue  # Canvas's "Manual Posting" row (assignments posted by hand), or any row naming nobody
         rows.append({name: value.strip() for name, value in zip(header, line)
                      if name in IDENTITY or name == "submission"})
         grades.append({name: value.strip() for name, value in zip(header, line) if name in assignments})
