@@ -22,7 +22,7 @@ WORK ?= work
 export PYTHONHASHSEED := 0
 export MPLBACKEND := Agg
 
-.PHONY: help setup setup-dev venv test-prereqs lab lab-zh test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
+.PHONY: help setup setup-dev venv test-prereqs fresh-test-cache lab lab-zh test quick lint unit doctest nbval nbval-solutions nbval-chapters chapters grade html browser binder-test benchmark clean
 
 help:
 	@echo "make lab        install what the chapters need in .venv (if needed) and start JupyterLab on the course"
@@ -105,8 +105,15 @@ test quick unit doctest nbval nbval-solutions nbval-chapters binder-test browser
 # installed file (torch's alone: 11 s -> 6 s to install) costs more than compiling, on import, the few used.
 test quick unit binder-test: export PIP_COMPILE = 0
 
-test: test-prereqs setup-dev lint unit doctest nbval-solutions binder-test browser html
+# transformers' reference run for chapter 7 (utils/llm/reference.py) once per prompt per test run: tests/test_llm.py
+# computes it, and the chapter's runs under nbval and in chapters/zh read it. Emptied when make test starts.
+test: export COURSE_REFERENCE_CACHE = $(CURDIR)/build/test-cache/reference
+
+test: test-prereqs fresh-test-cache setup-dev lint unit doctest nbval-solutions binder-test browser html
 	@echo "make test: all green"
+
+fresh-test-cache:
+	rm -rf build/test-cache
 
 # npm and Chromium, checked before anything is installed: one line says what is missing.
 test-prereqs:

