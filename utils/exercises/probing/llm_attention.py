@@ -52,14 +52,19 @@ def _group_inputs(gen: torch.Generator) -> list:
              "value": torch.randn(1, H_kv, 2, 3, generator=gen), "is_causal": False} for H, H_kv in _GROUPS]
 
 
-def _group_explain(reference, inputs, outcomes) -> str | None:
-    """Right exactly where H = H_kv²: a group size of H_kv. ``inputs`` and ``outcomes``: those of _group_inputs."""
-    if len(outcomes) < len(inputs):
-        return None
+def _right_per_case(reference, inputs, outcomes) -> list[bool]:
+    """For each probe case, whether the learner's output has the reference's shape and values (atol 1e-4)."""
     right = []
     for case, outcome in zip(inputs, outcomes):
         got, want = probe_output([outcome], 0), reference_output(reference, case)
         right.append(got is not None and got.shape == want.shape and same(got.double(), want.double(), atol=1e-4))
+    return right
+
+def _group_explain(reference, inputs, outcomes) -> str | None:
+    """Right exactly where H = H_kv²: a group size of H_kv. ``inputs`` and ``outcomes``: those of _group_inputs."""
+    if len(outcomes) < len(inputs):
+        return None
+    right = _right_per_case(reference, inputs, outcomes)
     if right != [H == H_kv ** 2 for H, H_kv in _GROUPS]:
         return None
     return tr("your function is right only where H = H_kv², on (H, H_kv) = {good}, and not on {bad}: the group size "
@@ -241,10 +246,7 @@ def _repeat_explain(reference, inputs, outcomes) -> str | None:
     repeated; right where H = H_kv only: the group size (or both repeats) wrong."""
     if len(outcomes) < len(inputs):
         return None
-    right = []
-    for case, outcome in zip(inputs, outcomes):
-        got, want = probe_output([outcome], 0), reference_output(reference, case)
-        right.append(got is not None and got.shape == want.shape and same(got.double(), want.double(), atol=1e-4))
+    right = _right_per_case(reference, inputs, outcomes)
     wrong = [i for i, ok in enumerate(right) if not ok]
     if not wrong or any(outcomes[i].error is None for i in wrong):
         return None
