@@ -110,7 +110,8 @@ def test_no_grade_canvas_holds_is_removed_by_an_empty_cell(tmp_path):
     after = canvas_import(before, people_of(W4_GRADEBOOK), sheet.text)
     assert {k: v for k, v in after.items() if before[k] != v} == {("201", "502"): "1"}, sheet.text
     assert after[("206", "502")] == "0.50" and after[("207", "502")] == "0.75" and after[("208", "502")] == ""
-    assert sheet.kept == [("fay", "02_more (502)")] and sheet.absent == ["Noshow, Nat", "Student, Test"]
+    assert sheet.kept == [] and sheet.absent == ["Noshow, Nat", "Student, Test"]  # Fay sent only chapter 1:
+    assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)", "Student, Test (e1b2c3d4)"]  # no rows
     zero = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster, zero_missing=True)
     after = canvas_import(before, people_of(W4_GRADEBOOK), zero.text)
     assert {k: v for k, v in after.items() if before[k] != v} == {("201", "502"): "1", ("208", "502"): "0"}  # R11
@@ -126,7 +127,8 @@ def test_zero_missing_fills_only_empty_cells_and_keeps_an_excuse_or_a_hand_enter
     zero = lms.canvas_csv([r for r in rows if r.exercise == "ch2.total"], ["fay"], ch2,
                           roster=lms.read_roster(tmp_path / "gradebook.csv"), zero_missing=True)
     cells = {line[1]: line[5] for line in list(csv.reader(io.StringIO(zero.text)))[2:]}
-    assert cells == {"201": "EX", "206": "0.50", "207": "0.75", "208": "0"}, zero.text
+    assert cells == {"208": "0"}, zero.text  # only a row with a 0 written; the others keep what Canvas holds
+    assert zero.untouched == ["Smith, Ana (ana)", "Lee, Fay (fay)", "Noshow, Nat (nat)"]
 
 
 def feedback_names(out) -> set[str]:
@@ -173,12 +175,15 @@ def test_an_unplaced_row_in_the_feedback_names_no_empty_exercise():
 def test_roster_students_without_a_submission_are_listed_apart_though_names_hold_commas(capsys):
     from utils.grading.batch import _report_canvas
 
-    _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob", "Lee, Ann"], kept=[("carl", "01_toy (501)")]))
+    _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob", "Lee, Ann"], kept=[("carl", "01_toy (501)")],
+                                   untouched=["Jones, Bob (bob)", "Lee, Ann (ann)"]))
     err = " ".join(capsys.readouterr().err.split())
-    assert "2 roster students without a submission (each cell holds the roster's current grade, since an empty " \
-           "cell would remove it on import; --zero-missing writes 0): Jones, Bob; Lee, Ann" in err, err
-    assert "1 grade cell where the submission holds none of the column's exercises (each cell holds" in err, err
-    assert "Canvas keeps" not in err and "left empty" not in err, err
+    assert "2 roster students without a submission (no row in canvas.csv, so Canvas keeps what it has; " \
+           "--zero-missing writes 0 where their cell is empty): Jones, Bob; Lee, Ann" in err, err
+    assert "1 grade cell where the submission holds none of the column's exercises (each cell holds the roster's " \
+           "current grade, since an empty cell would remove it on import" in err, err
+    assert "2 roster students left out of canvas.csv because nothing of theirs was graded (left out so that " \
+           "Canvas keeps what it has" in err, err
     _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob"], kept=[("carl", "01_toy (501)")], zero_missing=True))
     err = " ".join(capsys.readouterr().err.split())
     assert err.count("(--zero-missing: 0 where the roster's cell is empty; a cell holding anything, a grade or EX, "
@@ -338,3 +343,29 @@ def test_a_rerun_lists_the_grade_it_changes_and_keep_existing_keeps_it(tmp_path,
     assert run(tmp_path, *args, "--overwrite", "--keep-existing") == 0
     assert "(kept: canvas.csv carries the roster's value, --keep-existing)" in capsys.readouterr().err
     assert '"Lee, Ann",12,,ann,,0.50\n' in (tmp_path / "out" / "canvas.csv").read_text(encoding="utf-8")
+
+
+def test_a_stale_roster_undoes_no_edit_made_in_canvas_since_the_export(tmp_path, capsys):
+    """W6: canvas.csv had a row for every roster student, copying the roster's cells where the run had no grade,
+    so importing it put back what the old export held over an edit made in Canvas since. Now a student with
+    nothing graded has no row, and Canvas's import leaves a student not in the file as they are."""
+    from utils.grading.batch import _report_canvas
+
+    (tmp_path / "gradebook.csv").write_text(W4_GRADEBOOK, encoding="utf-8")
+    roster = lms.read_roster(tmp_path / "gradebook.csv")  # exported before the edits below
+    now = gradebook_of(W4_GRADEBOOK) | {("207", "502"): "1.00", ("206", "502"): "EX", ("206", "501"): "5.00"}
+    rows = [r for r in rows_of("ana", {"ch1.add_one": "missing", "ch1.attend": "missing", "ch2.total": "passed"})
+            + rows_of("fay", {"ch1.add_one": "passed", "ch1.attend": "passed", "ch2.total": "missing"})
+            if r.exercise == "ch2.total"]
+    ch2 = [e for e in CHAPTERS if e.chapter == 2]
+    sheet = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster)
+    after = canvas_import(now, people_of(W4_GRADEBOOK), sheet.text)
+    assert {k: v for k, v in after.items() if now[k] != v} == {("201", "502"): "1"}, sheet.text
+    assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)", "Student, Test (e1b2c3d4)"]
+    _report_canvas(sheet)
+    err = " ".join(capsys.readouterr().err.split())
+    assert "3 roster students left out of canvas.csv because nothing of theirs was graded" in err, err
+    zero = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster, zero_missing=True)
+    after = canvas_import(now, people_of(W4_GRADEBOOK), zero.text)  # a 0 only where the export's cell was empty
+    assert {k: v for k, v in after.items() if now[k] != v} == {("201", "502"): "1", ("208", "502"): "0"}
+

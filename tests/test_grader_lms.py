@@ -74,15 +74,16 @@ def test_canvas_csv_per_chapter_with_identities_first_and_points_possible(tmp_pa
     (tmp_path / "roster.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
     roster = lms.read_roster(tmp_path / "roster.csv")
     rows = rows_for("jdoe", {"ch1.add_one": 2, "ch1.attend": 3, "ch2.more": 4}) + rows_for("stranger", {})
-    sheet = lms.canvas_csv(rows, ["jdoe", "stranger"], EXERCISES, roster=roster)
+    rows += rows_for("eve", {})
+    sheet = lms.canvas_csv(rows, ["jdoe", "stranger", "eve"], EXERCISES, roster=roster)
     lines = table(sheet.text)
     # 02_more has no Canvas assignment in the roster: left out, never a column Canvas would create
     assert lines[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "01_toy (4417)"]
     assert lines[1] == ["Points Possible", "", "", "", "", "6"]
     assert lines[2] == ["Doe, Jane", "1234", "S1", "jdoe", "A", "5"]
-    assert lines[3] == ["Smith, Bob", "555", "S2", "bsmith", "A", ""]  # no submission: left empty
-    assert lines[4] == ["'=Evil, Eve", "999", "S3", "eve", "'=cmd", ""]  # display columns escaped
-    assert sheet.absent == ["Smith, Bob", "=Evil, Eve"]
+    assert lines[3] == ["'=Evil, Eve", "999", "S3", "eve", "'=cmd", "0"]  # display columns escaped
+    assert len(lines) == 4  # Bob sent nothing: no row, so Canvas keeps what it holds for him
+    assert sheet.absent == ["Smith, Bob"] and sheet.untouched == ["Smith, Bob (bsmith)"]
     assert sheet.unmatched == [("stranger", "no roster row has this submission's name")]
     assert (sheet.left_out, sheet.new) == (["02_more"], [])
 

@@ -294,9 +294,12 @@ def _report_reading(results: engine.Results, unplaced: int) -> None:
              f"{intake.UNPLACED} in results.csv")
 
 
-def _no_grade(sheet: lms.CanvasSheet) -> str:
+def _no_grade(sheet: lms.CanvasSheet, row: bool = False) -> str:
+    """What canvas.csv holds where this run has no grade: for a whole student (``row``) or one cell."""
     if sheet.zero_missing:
         return "--zero-missing: 0 where the roster's cell is empty; a cell holding anything, a grade or EX, keeps it"
+    if row:
+        return "no row in canvas.csv, so Canvas keeps what it has; --zero-missing writes 0 where their cell is empty"
     return ("each cell holds the roster's current grade, since an empty cell would remove it on import; "
             "--zero-missing writes 0")
 
@@ -322,7 +325,12 @@ def _report_canvas(sheet: lms.CanvasSheet) -> None:
         _say(f"grader: canvas.csv: {student!r} is left out: {why}")
     if sheet.absent:
         _say(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a submission "
-             f"({_no_grade(sheet)}): {'; '.join(sheet.absent[:MAX_LISTED])}")  # names hold commas
+             f"({_no_grade(sheet, row=True)}): {'; '.join(sheet.absent[:MAX_LISTED])}")  # names hold commas
+    if sheet.untouched:
+        who = "roster student" if sheet.from_roster else "student"
+        _say(f"grader: canvas.csv: {report.plural(len(sheet.untouched), who)} left out of canvas.csv because nothing "
+             f"of theirs was graded (left out so that Canvas keeps what it has, edits made there since the export "
+             f"too)")
     if sheet.kept:
         _say(f"grader: canvas.csv: {report.plural(len(sheet.kept), 'grade cell')} where the submission holds none "
              f"of the column's exercises ({_no_grade(sheet)}): "

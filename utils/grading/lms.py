@@ -34,15 +34,19 @@ the columns are headed by their names and Canvas will offer to create one assign
 import (:attr:`CanvasSheet.new`, printed): right for a first import, wrong for a second, so import the
 later ones with the export that has the ids.
 
-There is one row per roster student, in roster order, and a submission without a roster row is left out
-and reported. Canvas's import reads an empty cell against a grade it holds as "remove this grade", so
-``canvas.csv`` never leaves a cell empty where the grader has no grade for it: a roster student without a
-submission, or one whose submission holds none of a column's exercises (every one ``missing``: a student
-who handed in chapter 1 only, graded for chapter 2), gets the roster's own value of that cell (the roster
-is the gradebook export, so importing it changes nothing there; :attr:`CanvasSheet.kept`, printed), and
-a cell empty in the roster stays empty. ``zero_missing`` (``--zero-missing``, for the run after the
-deadline) writes 0 into those cells that are empty in the roster; a cell holding anything (a grade from an
-earlier import, Canvas's excused mark ``EX``, a late penalty entered by hand) keeps it.
+A row is written only for a student this run gives at least one grade (or, with ``zero_missing``, a 0),
+in roster order; a submission without a roster row is left out and reported. Canvas's import leaves a
+student who is not in the file as they are, so a student with nothing graded (no submission, or a
+submission holding none of the graded exercises) gets no row at all (:attr:`CanvasSheet.untouched`,
+counted on stderr): an edit made in Canvas since the roster was exported survives the import. Canvas
+reads an empty cell against a grade it holds as "remove this grade", so within a row ``canvas.csv``
+never leaves a cell empty where the grader has no grade for it: a column whose exercises the submission
+holds none of (every one ``missing``: a student who handed in chapter 1 only, graded for chapters 1 and
+2) gets the roster's own value of that cell (:attr:`CanvasSheet.kept`, printed), and a cell empty in the
+roster stays empty (without a roster every such cell is empty: :attr:`CanvasSheet.from_roster`).
+``zero_missing`` (``--zero-missing``, for the run after the deadline) writes 0 into those cells that are
+empty in the roster, for roster students without a submission too; a cell holding anything (a grade from
+an earlier import, Canvas's excused mark ``EX``, a late penalty entered by hand) keeps it.
 Where the roster's cell holds a grade other than this run's (a rerun after a regrade, a hand-entered
 ``4.00`` that the grader makes ``5``, an ``EX`` for a student who handed in), ``canvas.csv`` carries this
 run's grade and :attr:`CanvasSheet.changed` lists the cell (printed, each one); ``keep_existing``
@@ -159,6 +163,8 @@ class CanvasSheet:
     zero_missing: bool = False  # 0 written where there is no grade and the roster's cell is empty
     changed: list[tuple[str, str, str, str]] = field(default_factory=list)  # (student, column, roster's, this run's)
     keep_existing: bool = False  # the roster's value written where it differs from this run's grade
+    untouched: list[str] = field(default_factory=list)  # students given no row: nothing of theirs graded or zeroed
+    from_roster: bool = True  # False: no roster, so a cell without a grade is empty (and clears Canvas's)
 
 
 def check_identities(roster: Roster | None, canvas_ids: Mapping[str, str]) -> None:
@@ -247,8 +253,9 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
         columns: ``"chapter"`` or ``"exercise"``. Default: ``"chapter"``.
         zero_missing: write 0 where a roster student has no graded submission for a column (no submission,
             or one holding none of the column's exercises) and the roster's cell is empty; a cell holding
-            anything (a grade, ``EX``) keeps it. Default: False: copy the roster's value of that cell (an
-            empty cell would remove the grade Canvas holds on import).
+            anything (a grade, ``EX``) keeps it. Default: False: a student with nothing graded gets no row,
+            and in a written row the roster's value of that cell is copied (an empty cell would remove the
+            grade Canvas holds on import).
         keep_existing: where the roster's cell holds a grade (or ``EX``) other than this run's, write the
             roster's. Default: False: write this run's grade. Either way the sheet's ``changed`` lists them.
     """
@@ -276,12 +283,12 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
                 owner[index] = student
     table: list[list[object]] = [[*IDENTITY, *headers], ["Points Possible", "", "", "", "",
                                                           *(points_cell(maximum) for _n, _i, maximum in layout)]]
-    absent = []
+    absent, untouched = [], []
     for index, identity in enumerate(identities):
         cells: list[object] = [escape_cell(identity.get("Student", "")), identity.get("ID", ""),
                                identity.get("SIS User ID", ""), identity.get("SIS Login ID", ""),
                                escape_cell(identity.get("Section", ""))]
-        student = owner.get(index)
+        student, written, mine = owner.get(index), False, []  # written: a grade of this run (or a 0) in the row
         now = roster.grades[index] if roster is not None and index < len(roster.grades) else {}
         if student is None:
             absent.append(identity.get("Student") or identity.get("ID") or f"row {index + 2}")
@@ -292,17 +299,30 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
                     changed.append((identity.get("Student") or identity.get("ID") or student, name, held, grade))
                     grade = held if keep_existing else grade
                 cells.append(grade)
+                written = True
                 continue
             if student is not None:
-                kept.append((student, name))
+                mine.append((student, name))
             # no grade here: an empty cell would remove the grade Canvas holds, so the roster's is copied; a cell
             # holding anything (a grade, EX, a late penalty entered by hand) keeps it, even with zero_missing
             cells.append(now.get(name, "") or ("0" if zero_missing else ""))
-        table.append(cells)
+            written = written or zero_missing and not now.get(name, "")
+        if written:
+            table.append(cells)
+            kept += mine
+        else:  # no row: Canvas's import leaves a student not in the file as it is, edits made since the export too
+            untouched.append(_who(identity, student or f"row {index + 2}"))
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
     return CanvasSheet(buffer.getvalue(), unmatched, absent, left_out, new, kept, points_mismatches(layout, roster),
-                       zero_missing, changed, keep_existing)
+                       zero_missing, changed, keep_existing, untouched, roster is not None)
+
+
+def _who(identity: Mapping[str, str], fallback: str) -> str:
+    """A roster student as the instructor knows them: ``Davis, Dave (ddavis)``, the login or SIS id in brackets."""
+    name = identity.get("Student", "")
+    login = identity.get("SIS Login ID") or identity.get("SIS User ID") or identity.get("ID") or ""
+    return f"{name} ({login})" if name and login and login != name else name or login or fallback
 
 
 def _same(held: str, grade: str) -> bool:
