@@ -81,7 +81,7 @@ def test_a_column_the_submission_holds_nothing_of_keeps_the_roster_grade(tmp_pat
     after = canvas_import(before, people_of(GRADEBOOK), sheet.text)
     assert {k: v for k, v in after.items() if before[k] != v} == {("11", "502"): "1", ("12", "501"): "2"}
     assert after[("11", "501")] == "4.00" and after[("12", "502")] == "1"  # nothing handed in: kept
-    assert sheet.kept == [("bob", "01_toy (501)"), ("ann", "02_more (502)")]
+    assert sheet.kept == [("Jones, Bob (bob)", "01_toy (501)"), ("Lee, Ann (ann)", "02_more (502)")]  # W6: not "bob"
     zero = lms.canvas_csv(rows, ["bob", "ann"], CHAPTERS, roster=roster, zero_missing=True)
     assert canvas_import(before, people_of(GRADEBOOK), zero.text) == after and zero.kept == sheet.kept  # R11
 

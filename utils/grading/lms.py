@@ -302,7 +302,7 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
                 written = True
                 continue
             if student is not None:
-                mine.append((student, name))
+                mine.append((_who(identity, student) if roster is not None else student, name))
             # no grade here: an empty cell would remove the grade Canvas holds, so the roster's is copied; a cell
             # holding anything (a grade, EX, a late penalty entered by hand) keeps it, even with zero_missing
             cells.append(now.get(name, "") or ("0" if zero_missing else ""))
