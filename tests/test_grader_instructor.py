@@ -369,3 +369,23 @@ def test_a_stale_roster_undoes_no_edit_made_in_canvas_since_the_export(tmp_path,
     after = canvas_import(now, people_of(W4_GRADEBOOK), zero.text)  # a 0 only where the export's cell was empty
     assert {k: v for k, v in after.items() if now[k] != v} == {("201", "502"): "1", ("208", "502"): "0"}
 
+
+def test_without_a_roster_the_messages_say_what_an_empty_cell_does(capsys):
+    """W6: "each cell holds the roster's current grade" was printed with no --roster, where the cell is empty."""
+    from utils.grading.batch import _report_canvas
+
+    _report_canvas(lms.CanvasSheet("", [], [], kept=[("davisdave", "01_toy")], from_roster=False,
+                                   untouched=["davisdave (1005)"]))
+    err = " ".join(capsys.readouterr().err.split())
+    assert "roster's" not in err and "1 student left out of canvas.csv" in err, err
+    assert "no --roster, so each is EMPTY and importing canvas.csv removes a grade Canvas holds there" in err, err
+    rows = [Row("dave", "ch1.add_one", 0, 2, "missing", ""), Row("dave", "ch1.attend", 0, 3, "missing", ""),
+            Row("dave", "ch2.total", 1, 1, "passed", "")]
+    sheet = lms.canvas_csv(rows, ["dave"], CHAPTERS, canvas_ids={"dave": "1005"})
+    assert sheet.kept == [("dave", "01_toy")] and not sheet.from_roster and sheet.untouched == []
+    only_ch1 = lms.canvas_csv(rows[:2], ["dave"], CHAPTERS[:2], canvas_ids={"dave": "1005"})
+    assert len(table_of(only_ch1.text)) == 2 and only_ch1.untouched == ["dave (1005)"]  # W6: no ",,,,," row
+
+
+def table_of(text: str) -> list[list[str]]:
+    return list(csv.reader(io.StringIO(text)))

@@ -297,9 +297,14 @@ def _report_reading(results: engine.Results, unplaced: int) -> None:
 def _no_grade(sheet: lms.CanvasSheet, row: bool = False) -> str:
     """What canvas.csv holds where this run has no grade: for a whole student (``row``) or one cell."""
     if sheet.zero_missing:
+        if not sheet.from_roster:
+            return "--zero-missing: 0 in each (no --roster says what Canvas holds there)"
         return "--zero-missing: 0 where the roster's cell is empty; a cell holding anything, a grade or EX, keeps it"
     if row:
         return "no row in canvas.csv, so Canvas keeps what it has; --zero-missing writes 0 where their cell is empty"
+    if not sheet.from_roster:
+        return ("no --roster, so each is EMPTY and importing canvas.csv removes a grade Canvas holds there; pass "
+                "Canvas's gradebook export as --roster to keep it, or --zero-missing to write 0")
     return ("each cell holds the roster's current grade, since an empty cell would remove it on import; "
             "--zero-missing writes 0")
 
