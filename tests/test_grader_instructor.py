@@ -244,6 +244,7 @@ def test_help_says_what_zero_missing_writes(capsys):
            "nothing of that chapter) and the roster's cell is EMPTY; a cell holding anything (a grade, EX, a late " \
            "penalty entered by hand) keeps it" in text
     assert "copy the roster's current grade into that cell" in text
+    assert "a student with nothing graded gets no row (Canvas keeps what it has)" in text
 
 
 @pytest.mark.sandbox

@@ -75,8 +75,9 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--zero-missing", action="store_true", help=(
         "canvas.csv: write 0 where a roster student has no graded submission for a column (who handed in nothing, "
         "or nothing of that chapter) and the roster's cell is EMPTY; a cell holding anything (a grade, EX, a late "
-        "penalty entered by hand) keeps it; default: copy the roster's current grade into that cell (an empty cell "
-        "would remove the grade on import; a cell empty in the roster stays empty)"))
+        "penalty entered by hand) keeps it; default: a student with nothing graded gets no row (Canvas keeps what it "
+        "has), and in a written row copy the roster's current grade into that cell (an empty cell would remove the "
+        "grade on import; a cell empty in the roster stays empty)"))
     parser.add_argument("--keep-existing", action="store_true", help=(
         "canvas.csv: where the roster's cell already holds a grade (or EX) and this run's grade differs, keep the "
         "roster's value; default: write this run's grade (a regrade replaces the old one on import); either way "
