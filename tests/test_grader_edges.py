@@ -273,3 +273,21 @@ def test_control_and_bidirectional_characters_are_escaped_in_results_and_feedbac
     text = file.read_text(encoding="utf-8")
     assert not {"\x1b", "\u202e", "\r"} & set(text), repr(text)
     assert "# Feedback for eve\\x1b[2K\\u202egpj.exe" in text and "x\\r\\ngrader: 0 errors\\u202e.txt" in text
+
+
+def test_at_equal_file_times_canvas_s_later_resubmission_is_graded_and_named():
+    """W6: a Canvas download gave both copies one file time, and the copy named like the chapter beat Canvas's
+    "-1" resubmission of it. At equal times the higher resubmission number in the name is the newer copy."""
+    ex = course.CourseExercise("ch2.total", 1, "02_more.ipynb", None)
+    same = dict.fromkeys(("02_more.ipynb", "02_more-1.ipynb", "02_more-2.ipynb", "notes-7.ipynb"), 100.0)
+    source, others = engine.choose_copy([("02_more.ipynb", "first"), ("02_more-1.ipynb", "second")], same, ex)
+    assert source == "second" and [file for file, _why in others] == ["02_more.ipynb"], others
+    assert "02_more-1.ipynb holds it too and is Canvas's later resubmission" in others[0][1], others
+    assert others[0][1].endswith("the newest copy is graded"), others
+    cells = [("02_more-2.ipynb", "third"), ("02_more-1.ipynb", "second"), ("02_more.ipynb", "first")]
+    assert engine.choose_copy(cells, same, ex)[0] == "third"
+    # a "-7" that no copy of the same name stands beside is no resubmission: the chapter's name wins the tie
+    assert engine.choose_copy([("notes-7.ipynb", "x"), ("02_more.ipynb", "first")], same, ex)[0] == "first"
+    # the file time comes first: an older "-1" is not graded
+    older = same | {"02_more-1.ipynb": 50.0}
+    assert engine.choose_copy([("02_more.ipynb", "first"), ("02_more-1.ipynb", "second")], older, ex)[0] == "first"

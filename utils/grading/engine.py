@@ -35,11 +35,12 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -179,9 +180,10 @@ def choose_copy(cells: list[tuple[str, str]], modified: Mapping[str, float], ex:
     each copy that is not graded.
 
     Of several notebooks, the one modified last (its file's time, or the time stored in its zip) is
-    graded: a resubmission replaces the earlier work. At equal times, the notebook named like the chapter's
-    own (``02_scaled_dot_product_attention.ipynb``) wins, then the name that sorts first. Of several cells
-    in that notebook, the last one is graded, as running the notebook from the top defines it last.
+    graded: a resubmission replaces the earlier work. At equal times, Canvas's higher resubmission number
+    wins (``02_x-1.ipynb`` over ``02_x.ipynb``), then the notebook named like the chapter's own, then the name
+    that sorts first. Of several cells in that notebook, the last one is graded, as running the notebook from
+    the top defines it last.
     """
     files = _by_preference(cells, modified, ex)
     chosen = files[0]
@@ -191,6 +193,9 @@ def choose_copy(cells: list[tuple[str, str]], modified: Mapping[str, float], ex:
         if modified.get(file, 0.0) < modified.get(chosen, 0.0):
             others.append((file, tr("{file} holds it too and was modified later; the newest copy is graded",
                                     file=chosen)))
+        elif _resubmission(file, files, ex) < _resubmission(chosen, files, ex):
+            others.append((file, tr("{file} holds it too and is Canvas's later resubmission of it (same file time, "
+                                    "a higher -N in its name); the newest copy is graded", file=chosen)))
         else:
             others.append((file, tr("{file} holds it too, modified at the same time; the copy in the notebook "
                                     "named like the chapter, else the first by name, is graded", file=chosen)))
@@ -203,10 +208,15 @@ def choose_copy(cells: list[tuple[str, str]], modified: Mapping[str, float], ex:
 def _by_preference(cells: list[tuple[str, str]], modified: Mapping[str, float], ex: course_mod.CourseExercise
                    ) -> list[str]:
     """The files holding ``cells``, the one :func:`choose_copy` grades first."""
-    def key(file: str) -> tuple[float, bool, str]:
-        return -modified.get(file, 0.0), _base_name(file) != ex.notebook, file
+    files = {file for file, _source in cells}
+    return sorted(files, key=lambda file: (-modified.get(file, 0.0), -_resubmission(file, files, ex),
+                                           _base_name(file) != ex.notebook, file))
 
-    return sorted({file for file, _source in cells}, key=key)
+
+def _resubmission(file: str, files: Iterable[str], ex: course_mod.CourseExercise) -> int:
+    """N for Canvas's ``02_x-N.ipynb`` beside a copy named ``02_x.ipynb`` (or named like the chapter), else 0."""
+    m = re.fullmatch(r"(.+)-(\d{1,4})(\.ipynb)", _base_name(file), re.IGNORECASE)
+    return int(m[2]) if m and m[1] + m[3] in {ex.notebook, *map(_base_name, files)} else 0
 
 
 def _chosen_file(cells: list[tuple[str, str]], modified: Mapping[str, float], ex: course_mod.CourseExercise) -> str:
