@@ -3,8 +3,9 @@
 The metadata is checked here cell by cell; the slow test round-trips chapter 1 through the real
 nbgrader (0.9.x from PyPI, in a venv of its own under ``.cache/nbgrader-venv``): ``generate_assignment``;
 ``autograde`` without the grading secret (refused), then of a right, a partly right and an attacking
-submission (one that takes over its kernel), each scored by the course's judge outside the kernel with
-the points ``python -m utils.grade`` gives; ``generate_feedback`` and ``export``. nbgrader's venv holds
+submission (one that takes over its kernel and replaces its own submitted file with the solutions), each
+scored by the course's judge outside the kernel with the points ``python -m utils.grade`` gives (the
+handed-in copy); ``generate_feedback`` and ``export``. nbgrader's venv holds
 nbgrader only; the notebooks run on a kernel named ``python3`` that is this course's Python, as in a
 class whose JupyterHub image has the course installed. The secret and the judge's failures without
 nbgrader: tests/test_nbgrader_hidden.py.
@@ -29,6 +30,7 @@ from env_support import run_pip, venv_env
 
 from utils.builder.cli import main as build_main
 from utils.builder.nbgrader import SECRET_NAME, export_nbgrader, nbgrader_config, nbgrader_notebook
+from utils.builder.nbgrader_hook import CHANGED
 from utils.builder.stamps import SETUP_TAG
 from utils.exercises import all_exercises
 from utils.grading.course_secret import read_secret
@@ -170,8 +172,11 @@ def nbgrader(args: list[str], cwd: Path, env: dict[str, str], ok: bool = True) -
 
 
 # A free cell that takes over the kernel before any test cell runs: the check function, the check API of
-# utils.exercises, and an input transformer that rewrites every test cell into its full points.
-ATTACK = """import utils.exercises, utils.exercises.check_cell as cc
+# utils.exercises, and an input transformer that rewrites every test cell into its full points. The kernel
+# runs as the instructor: the cell also replaces her submitted notebook with the instructor's solutions.
+ATTACK = f"""import shutil
+shutil.copy("../../../source/{CHAPTER}/{CHAPTER}.ipynb", "../../../submitted/mallory/{CHAPTER}/{CHAPTER}.ipynb")
+import utils.exercises, utils.exercises.check_cell as cc
 from utils.exercises.common import Status
 from utils.exercises.judging import Verdict
 cc.run_check = lambda *a, **k: Verdict(True, Status.PASSED, "ok", "")
@@ -252,7 +257,13 @@ def test_real_nbgrader_round_trip(tmp_path):
     assert not (course / "autograded" / "alice" / CHAPTER).exists()
     (tmp_path / "moved").rename(secret)
 
-    nbgrader(["autograde", CHAPTER], course, env)
+    handed_in = (course / "submitted" / "mallory" / CHAPTER / f"{CHAPTER}.ipynb").read_bytes()
+    log = nbgrader(["autograde", CHAPTER], course, env)
+    log = log.stdout + log.stderr
+    # mallory's kernel replaced her submitted notebook with the solutions: what she handed in is graded,
+    # nbgrader's log and her test cells say so, and her file is put back
+    assert log.count(f"course judge: mallory: {CHANGED}") == 1 and log.count(CHANGED) == 1, log[-3000:]
+    assert (course / "submitted" / "mallory" / CHAPTER / f"{CHAPTER}.ipynb").read_bytes() == handed_in
     autograded = {
         s: nbformat.read(str(course / "autograded" / s / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
         for s in ("alice", "carol", "mallory")
@@ -265,6 +276,7 @@ def test_real_nbgrader_round_trip(tmp_path):
         for cell in tests:
             assert [o.output_type for o in cell.outputs] == ["stream", "execute_result"], (student, cell.outputs)
             assert "graded by the course's grader outside this notebook's kernel" in cell.outputs[0].text
+            assert cell.outputs[0].text.startswith(f"WARNING: {CHANGED}\n") == (student == "mallory")
 
     nbgrader(["generate_feedback", CHAPTER], course, env)
     nbgrader(["export"], course, env)

@@ -19,7 +19,7 @@ import pytest
 
 from utils.builder.cli import main as build_main
 from utils.builder.nbgrader import HOOK_NAME, SECRET_NAME, export_nbgrader, nbgrader_config
-from utils.builder.nbgrader_hook import CourseJudge
+from utils.builder.nbgrader_hook import CHANGED, CourseJudge
 from utils.grading.course_secret import read_secret, secret_mode
 from utils.notebook_files import BuildError
 
@@ -104,3 +104,50 @@ def test_without_its_secret_the_judge_grades_nothing_and_says_why(tmp_path):
     with pytest.raises(RuntimeError, match="is missing"):
         judge(nb, resources)
     assert all(c.get("outputs", []) == [] for c in nb.cells)
+
+
+def _submission(course, student: str, nb) -> tuple[object, dict]:
+    path = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(path))
+    return path, {"nbgrader": {"student": student, "assignment": CHAPTER, "notebook": CHAPTER}}
+
+
+def _unsolved(course):
+    """The source notebook with every exercise's body replaced by the course's stub."""
+    nb = nbformat.read(str(course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
+    for cell in nb.cells:
+        if cell.get("metadata", {}).get("course", {}).get("exercise"):
+            head = cell.source.split("### BEGIN SOLUTION")[0]
+            cell.source = head + "raise NotImplementedError\n"
+    return nb
+
+
+def test_the_judge_grades_the_copy_handed_in_when_the_kernel_rewrites_it(tmp_path, caplog):
+    course = tmp_path / "course"
+    export_nbgrader(course, chapters={CHAPTER})
+    solved = (course / "source" / CHAPTER / f"{CHAPTER}.ipynb").read_bytes()
+    handed_in = _unsolved(course)
+    path, resources = _submission(course, "trudy", handed_in)
+    original = path.read_bytes()
+    judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
+    judge.preflight(handed_in, resources)
+    path.write_bytes(solved)  # what a "Try it" cell of hers does while her kernel runs
+    with caplog.at_level("WARNING"):
+        judge(handed_in, resources)
+    tests = [c for c in handed_in.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
+    assert [c.outputs[1].data["text/plain"] for c in tests] == ["0", "0"]  # the unsolved copy's points
+    assert all(c.outputs[0].text.startswith(f"WARNING: {CHANGED}\n") for c in tests)
+    assert f"trudy: {CHANGED}" in caplog.text
+    assert path.read_bytes() == original  # what she handed in is back in submitted/
+
+    # a file that another student's kernel changed after autograde began is refused, not graded
+    judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
+    other, other_resources = _submission(course, "alice", handed_in)
+    judge.preflight(handed_in, resources)  # trudy first: every submission's digest is taken now
+    other.write_bytes(solved)
+    with pytest.raises(RuntimeError, match=f"{other} changed after this autograde started"):
+        judge.preflight(handed_in, other_resources)
+    with pytest.raises(RuntimeError, match="was not read before its kernel started"):
+        judge(handed_in, other_resources)
+

@@ -10,24 +10,37 @@ outputs. So the export's test cells decide nothing. :func:`install` adds two ste
 
 * before nbgrader starts the kernel, :meth:`CourseJudge.preflight` checks that the course's Python and
   the grading secret are there, so a missing secret stops autograde at once, with the reason, instead
-  of grading anyone with a default;
+  of grading anyone with a default; and it reads the submission's bytes (``submitted/...``), the copy
+  handed in, before any of the student's code has run. The kernel runs as the instructor and can rewrite
+  that file; it is the handed-in copy that is graded. A submission that another notebook's kernel changed
+  after this autograde started (each file's digest is taken before the first kernel) is refused;
 * after the kernel has run and is gone, :meth:`CourseJudge.__call__` runs the course's grader on the
-  submitted notebook, in a fresh process of the course's Python
-  (``python -I -m utils.grading.nbgrader_judge``: the sandboxed runner of ``python -m utils.grade``), and
-  replaces each test cell's outputs with its verdict: the feedback, and the points as the cell's value,
-  which nbgrader reads as partial credit. nbgrader's score is then the grader's, whatever the kernel did.
+  handed-in copy, sent on stdin to a fresh process of the course's Python
+  (``python -I -m utils.grading.nbgrader_judge - --name NB.ipynb``: the sandboxed runner of
+  ``python -m utils.grade``), and replaces each test cell's outputs with its verdict: the feedback, and
+  the points as the cell's value, which nbgrader reads as partial credit. nbgrader's score is then the
+  grader's, whatever the kernel did. When the file on disk changed while the notebook ran, nbgrader's log
+  and each test cell say so, and the handed-in bytes are put back in ``submitted/``.
 
 When the judge cannot run, the step raises: nbgrader reports that submission as failed and records no grade.
 """
 
 from __future__ import annotations
 
+import glob
+import hashlib
 import json
 import os
+import stat
 import subprocess
 import sys
+import tempfile
 
-__all__ = ["TESTS_SUFFIX", "CourseJudge", "exercise_of", "install"]
+__all__ = ["CHANGED", "TESTS_SUFFIX", "CourseJudge", "exercise_of", "install"]
+
+CHANGED = "the notebook was changed while it ran; the copy handed in is graded"
+"""Said in nbgrader's log and in each test cell when the kernel rewrote the submitted notebook."""
+_MAX_NOTEBOOK_BYTES = 20 * 2**20  # as the course's grader (utils.grading.course.MAX_NOTEBOOK_BYTES)
 
 TESTS_SUFFIX = "-tests"
 """The export names a test cell ``<exercise id with - for .>-tests``, e.g. ``ch1-project_qkv-tests``."""
@@ -55,6 +68,32 @@ def _tests(nb) -> dict[int, str]:
             if exercise_id is not None:
                 found[index] = exercise_id
     return found
+
+
+def _warn(message: str) -> None:
+    """A warning in nbgrader's log (the running application's logger), or on stderr without one."""
+    try:
+        from traitlets.log import get_logger
+    except ImportError:
+        print(f"[course judge | WARNING] {message}", file=sys.stderr)
+    else:
+        get_logger().warning("course judge: %s", message)
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _read_submission(path: str) -> bytes:
+    """The bytes of the submitted notebook ``path`` (a regular file, at most the grader's size limit)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RuntimeError(f"course judge: the submission {path} is not a regular file")
+        data = handle.read(_MAX_NOTEBOOK_BYTES + 1)
+    if len(data) > _MAX_NOTEBOOK_BYTES:
+        raise RuntimeError(f"course judge: the submission {path} is larger than {_MAX_NOTEBOOK_BYTES} bytes")
+    return data
 
 
 def _report(exercise_id: str, verdict: dict) -> str:
@@ -86,6 +125,8 @@ class CourseJudge:
         self.course_dir = os.path.abspath(course_dir)
         self.secret = os.path.join(self.course_dir, secret)
         self.timeout = float(timeout)
+        self._handed_in: dict[str, bytes] = {}  # submitted path -> its bytes, read before its kernel started
+        self._at_start: dict[str, str] | None = None  # every submitted notebook's digest, before any kernel
 
     def check_ready(self) -> None:
         """Raise ``RuntimeError`` naming what is missing: the course's Python or the grading secret."""
@@ -101,9 +142,31 @@ class CourseJudge:
                 "export again with `python -m utils.build --nbgrader DIR --seed SEED`"
             )
 
+    def _digests(self) -> dict[str, str]:
+        """Each submitted notebook's digest (``submitted/<student>/<assignment>/<notebook>.ipynb``)."""
+        found = {}
+        for path in sorted(glob.glob(os.path.join(self.course_dir, "submitted", "*", "*", "*.ipynb"))):
+            try:
+                found[path] = _digest(_read_submission(path))
+            except (OSError, RuntimeError):
+                continue  # refused with its reason when its own turn comes
+        return found
+
     def preflight(self, nb, resources):
-        """Before the kernel starts: fail at once when the judge could not run."""
+        """Before the kernel starts: fail at once when the judge could not run; keep the handed-in bytes."""
         self.check_ready()
+        if self._at_start is None:  # the first notebook of this autograde: no kernel has run yet
+            self._at_start = self._digests()
+        path = self.submitted(resources)
+        data = _read_submission(path)
+        before = self._at_start.get(path)
+        if before is not None and before != _digest(data):
+            raise RuntimeError(
+                f"course judge: {path} changed after this autograde started, before its own kernel ran "
+                "(another student's notebook may have rewritten it); nothing was graded for it: check the "
+                "file against the student's hand-in, then autograde this student again"
+            )
+        self._handed_in[path] = data
         return nb, resources
 
     def submitted(self, resources) -> str:
@@ -115,15 +178,18 @@ class CourseJudge:
             raise RuntimeError(f"course judge: expected the submission at {path} (nbgrader's default layout)")
         return path
 
-    def judge(self, notebook: str, student: str, exercise_ids: list[str]) -> dict:
-        """The course grader's verdicts (see :mod:`utils.grading.nbgrader_judge`); raises when it fails."""
+    def judge(self, data: bytes, name: str, student: str, exercise_ids: list[str]) -> dict:
+        """The course grader's verdicts on the notebook ``data`` (file name ``name``), sent on stdin (see
+        :mod:`utils.grading.nbgrader_judge`); raises when it fails."""
         self.check_ready()
         command = [
             self.python,
             "-I",
             "-m",
             "utils.grading.nbgrader_judge",
-            notebook,
+            "-",
+            "--name",
+            name,
             "--student",
             student,
             "--secret",
@@ -133,45 +199,68 @@ class CourseJudge:
             command += ["--exercise", exercise_id]
         try:
             done = subprocess.run(
-                command,
-                cwd=self.course_dir,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=self.timeout,
+                command, cwd=self.course_dir, input=data, capture_output=True, timeout=self.timeout
             )
         except subprocess.TimeoutExpired:
-            raise RuntimeError(f"course judge: grading {notebook} took more than {self.timeout:.0f} s") from None
-        for line in done.stderr.splitlines()[-20:]:
+            raise RuntimeError(
+                f"course judge: grading {name} of {student} took more than {self.timeout:.0f} s"
+            ) from None
+        stderr = done.stderr.decode("utf-8", "replace")
+        for line in stderr.splitlines()[-20:]:
             print(f"course judge: {line}", file=sys.stderr)
         if done.returncode != 0:
             raise RuntimeError(
-                f"course judge: grading {notebook} failed (exit status {done.returncode}): "
-                f"{done.stderr.strip()[-2000:]}"
+                f"course judge: grading {name} of {student} failed (exit status {done.returncode}): "
+                f"{stderr.strip()[-2000:]}"
             )
-        return json.loads(done.stdout)
+        return json.loads(done.stdout.decode("utf-8"))
+
+    def _handed_in_copy(self, path: str, student: str) -> tuple[bytes, bool]:
+        """The bytes read before the kernel started, and whether the file changed since (then they are put
+        back, and nbgrader's log says so)."""
+        data = self._handed_in.pop(path, None)
+        if data is None:
+            raise RuntimeError(
+                f"course judge: {path} was not read before its kernel started; nbgrader_config.py must "
+                "call install(), which runs the judge's preflight before nbgrader's Execute"
+            )
+        try:
+            now = _read_submission(path)
+        except (OSError, RuntimeError):
+            now = None
+        if now == data:
+            return data, False
+        _warn(f"{student}: {CHANGED} ({path}; the handed-in bytes are put back)")
+        fd, temporary = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".handed-in-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+        return data, True
 
     def __call__(self, nb, resources):
-        """After the kernel: each test cell's outputs become the grader's verdict and its points."""
+        """After the kernel: each test cell's outputs become the grader's verdict on the handed-in copy, and
+        its points."""
         from nbformat.v4 import new_output
 
+        self.check_ready()
+        info = resources["nbgrader"]
+        path = self.submitted(resources)
+        data, changed = self._handed_in_copy(path, info["student"])
         tests = _tests(nb)
         if not tests:
             return nb, resources
-        self.check_ready()
-        verdicts = self.judge(self.submitted(resources), resources["nbgrader"]["student"], sorted(set(tests.values())))[
-            "exercises"
-        ]
+        verdicts = self.judge(data, os.path.basename(path), info["student"], sorted(set(tests.values())))
         for index, exercise_id in tests.items():
-            cell, verdict = nb.cells[index], verdicts[exercise_id]
+            cell, verdict = nb.cells[index], verdicts["exercises"][exercise_id]
             if float(verdict["max_points"]) != float(cell.metadata.nbgrader.get("points", -1)):
                 raise RuntimeError(
                     f"course judge: {exercise_id} is worth {verdict['max_points']} points in the "
                     f"course but {cell.metadata.nbgrader.get('points')} in nbgrader's gradebook; "
                     f"export and generate the assignment again"
                 )
+            report = _report(exercise_id, verdict)
             cell.outputs = [
-                new_output("stream", name="stdout", text=_report(exercise_id, verdict)),
+                new_output("stream", name="stdout", text=f"WARNING: {CHANGED}\n{report}" if changed else report),
                 new_output(
                     "execute_result",
                     data={"text/plain": verdict["points"]},

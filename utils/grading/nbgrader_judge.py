@@ -9,7 +9,9 @@ runs this command, in a fresh process of the course's Python, after nbgrader has
 and writes its verdicts into the test cells' outputs.
 
 This command reads the submitted notebook from disk (through one descriptor, size-capped, as the grader
-reads any submission) and grades it with :func:`utils.grading.batch.grade`, exactly as
+reads any submission), or from stdin when NOTEBOOK is ``-`` (with ``--name``, its file name: the hook
+sends the bytes it read before the student's kernel started, since that kernel may rewrite the file),
+and grades it with :func:`utils.grading.batch.grade`, exactly as
 ``python -m utils.grade SUBMITTED --seed SEED`` grades the student folder named like the nbgrader
 student id: the same sandboxed workers, that student's hidden cases drawn from the course's secret seed
 (:mod:`utils.grading.course_secret`), partial credit per named part, ``public`` feedback (hidden cases:
@@ -58,11 +60,34 @@ def _student_folder(student: str) -> str:
     return student
 
 
+def _notebook_name(name: str) -> str:
+    if not name.endswith(".ipynb") or name.startswith(".") or any(c in name for c in "/\\\0") or len(name) > 255:
+        raise JudgeError(f"--name {name!r} must be a notebook's file name, e.g. 01_queries_keys_values.ipynb")
+    return name
+
+
+def read_stdin(limit: int | None = None) -> bytes:
+    """The notebook's bytes from stdin, at most the grader's size limit."""
+    from utils.grading.course import MAX_NOTEBOOK_BYTES
+
+    limit = MAX_NOTEBOOK_BYTES if limit is None else limit
+    data = sys.stdin.buffer.read(limit + 1)
+    if len(data) > limit:
+        raise JudgeError(f"the notebook on stdin is larger than {limit} bytes")
+    return data
+
+
 def judge_submission(
-    notebook: Path, student: str, seed: int, exercise_ids: list[str], course_root: Path | None = None
+    notebook: Path,
+    student: str,
+    seed: int,
+    exercise_ids: list[str],
+    course_root: Path | None = None,
+    data: bytes | None = None,
 ) -> dict[str, Any]:
     """Grade ``notebook`` as student ``student`` with :func:`~utils.grading.batch.grade` and return the rows
-    of ``exercise_ids`` (see the module docstring for the shape)."""
+    of ``exercise_ids`` (see the module docstring for the shape). With ``data``, those bytes are graded and
+    ``notebook`` only names the file."""
     from utils.exercises.definition import points_text
     from utils.grading import batch, files
     from utils.grading.course import MAX_NOTEBOOK_BYTES
@@ -70,12 +95,13 @@ def judge_submission(
     folder = _student_folder(student)
     if not exercise_ids:
         raise JudgeError("no --exercise given: name the exercises of this assignment")
-    try:
-        data = files.read_regular(Path(notebook), MAX_NOTEBOOK_BYTES)
-    except files.TooLarge as exc:
-        raise JudgeError(f"{notebook} is too large ({exc.size} bytes)") from None
-    except (files.Refused, OSError) as exc:
-        raise JudgeError(f"cannot read the submission {notebook}: {exc}") from None
+    if data is None:
+        try:
+            data = files.read_regular(Path(notebook), MAX_NOTEBOOK_BYTES)
+        except files.TooLarge as exc:
+            raise JudgeError(f"{notebook} is too large ({exc.size} bytes)") from None
+        except (files.Refused, OSError) as exc:
+            raise JudgeError(f"cannot read the submission {notebook}: {exc}") from None
     with tempfile.TemporaryDirectory(prefix="nbgrader-judge-") as work:
         submissions = Path(work) / "submissions"
         (submissions / folder).mkdir(parents=True)
@@ -130,7 +156,10 @@ def main(argv: list[str] | None = None) -> int:
             "Grade one nbgrader submission with the course's grader, outside the student's kernel; print JSON"
         ),
     )
-    parser.add_argument("notebook", type=Path, help="the submitted notebook (nbgrader's submitted/ copy)")
+    parser.add_argument(
+        "notebook", type=Path, help="the submitted notebook (nbgrader's submitted/ copy), or - for stdin"
+    )
+    parser.add_argument("--name", default=None, help="with -: the notebook's file name")
     parser.add_argument("--student", required=True, help="the nbgrader student id")
     parser.add_argument("--secret", type=Path, required=True, help="the course's grading_secret.txt")
     parser.add_argument("--exercise", action="append", default=[], help="an exercise id to report (repeat)")
@@ -138,7 +167,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         seed = read_secret(args.secret)  # first: a missing secret fails before anything is run
-        result = judge_submission(args.notebook, args.student, seed, args.exercise, args.course)
+        if str(args.notebook) == "-":
+            if args.name is None:
+                raise JudgeError("--name is required when the notebook is read from stdin (-)")
+            name, data = _notebook_name(args.name), read_stdin()
+            result = judge_submission(Path(name), args.student, seed, args.exercise, args.course, data)
+        else:
+            if args.name is not None:
+                raise JudgeError("--name is only for a notebook read from stdin (-)")
+            result = judge_submission(args.notebook, args.student, seed, args.exercise, args.course)
     except (SecretError, JudgeError) as exc:
         print(f"nbgrader judge: {exc}", file=sys.stderr)
         return 2
