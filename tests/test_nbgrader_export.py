@@ -3,9 +3,9 @@
 The metadata is checked here cell by cell; the slow test round-trips chapter 1 through the real
 nbgrader (0.9.x from PyPI, in a venv of its own under ``.cache/nbgrader-venv``): ``generate_assignment``;
 ``autograde`` without the grading secret (refused), then of a right, a partly right and an attacking
-submission (one that takes over its kernel and replaces its own submitted file with the solutions), each
-scored by the course's judge outside the kernel with the points ``python -m utils.grade`` gives (the
-handed-in copy); ``generate_feedback`` and ``export``. nbgrader's venv holds
+submission (one that takes over its kernel, replaces its own submitted file with the solutions and prints
+the grading secret), each scored by the course's judge outside the kernel with the points
+``python -m utils.grade`` gives (the handed-in copy; the secret removed from the outputs); ``generate_feedback`` and ``export``. nbgrader's venv holds
 nbgrader only; the notebooks run on a kernel named ``python3`` that is this course's Python, as in a
 class whose JupyterHub image has the course installed. The secret and the judge's failures without
 nbgrader: tests/test_nbgrader_hidden.py.
@@ -30,7 +30,7 @@ from env_support import run_pip, venv_env
 
 from utils.builder.cli import main as build_main
 from utils.builder.nbgrader import SECRET_NAME, export_nbgrader, nbgrader_config, nbgrader_notebook
-from utils.builder.nbgrader_hook import CHANGED
+from utils.builder.nbgrader_hook import CHANGED, SECRET_NOTICE
 from utils.builder.stamps import SETUP_TAG
 from utils.exercises import all_exercises
 from utils.grading.course_secret import read_secret
@@ -188,6 +188,8 @@ def _full_points(lines):
     return ["2\\n"] if lines and lines[0].startswith("# Tests of") else lines
 get_ipython().input_transformers_cleanup.append(_full_points)
 print("patched the kernel")"""
+# The next free cell prints the grading secret, which the kernel can read.
+LEAK = 'print(open("../../../grading_secret.txt").read())'
 # Right on batched inputs only: the part "unbatched q, k (L, D)" fails.
 PARTIAL = """def attention_scores(q, k):
     if q.dim() == 2:
@@ -197,7 +199,7 @@ PARTIAL = """def attention_scores(q, k):
 
 def _students(course: Path, released: Path) -> None:
     """alice: the solutions; carol: one part of attention_scores wrong; mallory: the released notebook,
-    unsolved, with ATTACK after the setup cell."""
+    unsolved, with ATTACK and LEAK after the setup cell."""
     source = nbformat.read(str(course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
     carol = copy.deepcopy(source)
     next(
@@ -205,7 +207,7 @@ def _students(course: Path, released: Path) -> None:
     ).source = PARTIAL
     mallory = nbformat.read(str(released), as_version=4)
     setup = next(i for i, c in enumerate(mallory.cells) if SETUP_TAG in c.metadata.get("tags", []))
-    mallory.cells.insert(setup + 1, nbformat.v4.new_code_cell(ATTACK))
+    mallory.cells[setup + 1 : setup + 1] = [nbformat.v4.new_code_cell(ATTACK), nbformat.v4.new_code_cell(LEAK)]
     for student, nb in (("alice", source), ("carol", carol), ("mallory", mallory)):
         target = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"
         target.parent.mkdir(parents=True)
@@ -270,6 +272,9 @@ def test_real_nbgrader_round_trip(tmp_path):
     }
     attack = next(c for c in autograded["mallory"].cells if c.source == ATTACK)
     assert [o.get("text") for o in attack.outputs] == ["patched the kernel\n"]  # her kernel was hers
+    leak = next(i for i, c in enumerate(autograded["mallory"].cells) if c.source == LEAK)
+    assert [o.get("text") for o in autograded["mallory"].cells[leak].outputs] == [SECRET_NOTICE]  # she read it
+    assert log.count(f"mallory {CHAPTER}.ipynb cell {leak}: 1 output(s) showed the grading secret") == 1
     for student, nb in autograded.items():  # every test cell shows the judge's verdict, and its points
         tests = [c for c in nb.cells if (nbgrader_meta(c) or {}).get("grade")]
         assert len(tests) == 2
@@ -314,7 +319,7 @@ def test_real_nbgrader_round_trip(tmp_path):
         }
     assert grader == scores
 
-    # The seed is nowhere a student can see: not the released notebook, not the feedback.
+    # The seed is nowhere a student can see: not the released notebook, not the feedback (mallory printed it).
     shown = [released, *course.glob("feedback/*/*/*.html"), *course.glob("autograded/*/*/*.ipynb")]
     assert len(shown) == 7 and not any(seed in p.read_text(encoding="utf-8") for p in shown)
     assert oct(os.stat(secret).st_mode & 0o777) == "0o600"

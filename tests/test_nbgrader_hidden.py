@@ -19,7 +19,7 @@ import pytest
 
 from utils.builder.cli import main as build_main
 from utils.builder.nbgrader import HOOK_NAME, SECRET_NAME, export_nbgrader, nbgrader_config
-from utils.builder.nbgrader_hook import CHANGED, CourseJudge
+from utils.builder.nbgrader_hook import CHANGED, SECRET_NOTICE, CourseJudge
 from utils.grading.course_secret import read_secret, secret_mode
 from utils.notebook_files import BuildError
 
@@ -151,3 +151,26 @@ def test_the_judge_grades_the_copy_handed_in_when_the_kernel_rewrites_it(tmp_pat
     with pytest.raises(RuntimeError, match="was not read before its kernel started"):
         judge(handed_in, other_resources)
 
+
+def test_outputs_that_show_the_secret_are_removed_and_logged(tmp_path, caplog):
+    course = tmp_path / "course"
+    export_nbgrader(course, chapters={CHAPTER}, seed=8675309123)
+    nb = _unsolved(course)
+    nb.cells[3].outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="patched\n"),
+        nbformat.v4.new_output("stream", name="stdout", text=(course / SECRET_NAME).read_text()),
+    ]
+    nb.cells[5].outputs = [
+        nbformat.v4.new_output("error", ename="ValueError", evalue="LEAK 8675309123", traceback=["x"]),
+        nbformat.v4.new_output("display_data", data={"text/html": "<b>8675309123</b>"}),
+        nbformat.v4.new_output("execute_result", data={"text/plain": "'867530912'"}, execution_count=1),
+    ]
+    judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
+    with caplog.at_level("WARNING"):
+        assert judge.scrub(nb, "mallory", CHAPTER) == 3
+    assert [o.get("text") for o in nb.cells[3].outputs] == ["patched\n", SECRET_NOTICE]
+    assert [o.get("text") for o in nb.cells[5].outputs[:2]] == [SECRET_NOTICE, SECRET_NOTICE]
+    assert nb.cells[5].outputs[2].data["text/plain"] == "'867530912'"  # not the secret: kept
+    assert "8675309123" not in nbformat.writes(nb)
+    assert f"mallory {CHAPTER}.ipynb cell 3: 1 output(s) showed the grading secret" in caplog.text
+    assert f"mallory {CHAPTER}.ipynb cell 5: 2 output(s)" in caplog.text and "8675309123" not in caplog.text

@@ -14,8 +14,9 @@ outputs. So the export's test cells decide nothing. :func:`install` adds two ste
   handed in, before any of the student's code has run. The kernel runs as the instructor and can rewrite
   that file; it is the handed-in copy that is graded. A submission that another notebook's kernel changed
   after this autograde started (each file's digest is taken before the first kernel) is refused;
-* after the kernel has run and is gone, :meth:`CourseJudge.__call__` runs the course's grader on the
-  handed-in copy, sent on stdin to a fresh process of the course's Python
+* after the kernel has run and is gone, :meth:`CourseJudge.__call__` replaces every output that shows the
+  grading secret's value with a fixed notice (the kernel can read the secret), then runs the course's
+  grader on the handed-in copy, sent on stdin to a fresh process of the course's Python
   (``python -I -m utils.grading.nbgrader_judge - --name NB.ipynb``: the sandboxed runner of
   ``python -m utils.grade``), and replaces each test cell's outputs with its verdict: the feedback, and
   the points as the cell's value, which nbgrader reads as partial credit. nbgrader's score is then the
@@ -36,10 +37,14 @@ import subprocess
 import sys
 import tempfile
 
-__all__ = ["CHANGED", "TESTS_SUFFIX", "CourseJudge", "exercise_of", "install"]
+__all__ = ["CHANGED", "SECRET_NOTICE", "TESTS_SUFFIX", "CourseJudge", "exercise_of", "install"]
 
 CHANGED = "the notebook was changed while it ran; the copy handed in is graded"
 """Said in nbgrader's log and in each test cell when the kernel rewrote the submitted notebook."""
+SECRET_NOTICE = "[the course's judge removed this output: it showed the course's grading secret]\n"
+"""What replaces an output that shows the grading secret's value."""
+MIN_SECRET_DIGITS = 6
+"""A shorter seed is found in too many outputs to be removed (and is guessable anyway): it is not looked for."""
 _MAX_NOTEBOOK_BYTES = 20 * 2**20  # as the course's grader (utils.grading.course.MAX_NOTEBOOK_BYTES)
 
 TESTS_SUFFIX = "-tests"
@@ -96,6 +101,17 @@ def _read_submission(path: str) -> bytes:
     return data
 
 
+def _shows(value, secret: str) -> bool:
+    """Whether ``secret`` occurs in any string inside an output (its text, data, traceback, name, value)."""
+    if isinstance(value, str):
+        return secret in value
+    if isinstance(value, dict):
+        return any(_shows(v, secret) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_shows(v, secret) for v in value)
+    return False
+
+
 def _report(exercise_id: str, verdict: dict) -> str:
     lines = [
         f"{exercise_id}: {verdict['points']} of {verdict['max_points']} points ({verdict['status']}), "
@@ -141,6 +157,13 @@ class CourseJudge:
                 "hidden case can be drawn and nothing was graded; restore your copy of it, or "
                 "export again with `python -m utils.build --nbgrader DIR --seed SEED`"
             )
+
+    def secret_text(self) -> str:
+        """The secret's value as written in its file (its one line that is not a comment)."""
+        with open(self.secret, encoding="ascii", errors="replace") as handle:
+            values = [line.strip() for line in handle.read(4097).splitlines()]
+        values = [v for v in values if v and not v.startswith("#")]
+        return values[0] if len(values) == 1 else ""
 
     def _digests(self) -> dict[str, str]:
         """Each submitted notebook's digest (``submitted/<student>/<assignment>/<notebook>.ipynb``)."""
@@ -215,6 +238,32 @@ class CourseJudge:
             )
         return json.loads(done.stdout.decode("utf-8"))
 
+    def scrub(self, nb, student: str, notebook: str) -> int:
+        """Replace every output that shows the secret's value with :data:`SECRET_NOTICE`, saying in nbgrader's
+        log which student and cell; return how many outputs were replaced."""
+        from nbformat.v4 import new_output
+
+        secret = self.secret_text()
+        if len(secret) < MIN_SECRET_DIGITS:
+            _warn(
+                f"the grading secret has fewer than {MIN_SECRET_DIGITS} digits, so outputs that show it "
+                "cannot be told apart and are not removed; export a course with a drawn seed"
+            )
+            return 0
+        replaced = 0
+        for index, cell in enumerate(nb.cells):
+            outputs = cell.get("outputs", [])
+            shown = [i for i, output in enumerate(outputs) if _shows(output, secret)]
+            for i in shown:
+                outputs[i] = new_output("stream", name="stdout", text=SECRET_NOTICE)
+            if shown:
+                replaced += len(shown)
+                _warn(
+                    f"{student} {notebook}.ipynb cell {index}: {len(shown)} output(s) showed the grading "
+                    "secret and were removed; this student's code read the secret"
+                )
+        return replaced
+
     def _handed_in_copy(self, path: str, student: str) -> tuple[bytes, bool]:
         """The bytes read before the kernel started, and whether the file changed since (then they are put
         back, and nbgrader's log says so)."""
@@ -238,14 +287,15 @@ class CourseJudge:
         return data, True
 
     def __call__(self, nb, resources):
-        """After the kernel: each test cell's outputs become the grader's verdict on the handed-in copy, and
-        its points."""
+        """After the kernel: outputs that show the secret go; each test cell's outputs become the grader's
+        verdict on the handed-in copy, and its points."""
         from nbformat.v4 import new_output
 
         self.check_ready()
         info = resources["nbgrader"]
         path = self.submitted(resources)
         data, changed = self._handed_in_copy(path, info["student"])
+        self.scrub(nb, info["student"], info["notebook"])
         tests = _tests(nb)
         if not tests:
             return nb, resources
