@@ -8,12 +8,16 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 import zipfile
+from pathlib import Path
 
 import pytest
 
-from utils.builder.gradescope_bundle import write_gradescope_bundle
+from utils.builder.gradescope_bundle import checkout_warnings, write_gradescope_bundle
 from utils.grade import main as grade_main
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 def seed_of(path) -> int:
@@ -48,3 +52,40 @@ def test_bundle_help_says_memory_is_per_student(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "MiB of RAM per student: all of a student's processes together" in text, text
     assert "per exercise" not in text.split("--memory")[1].split("--")[0] and "--overwrite" in text
+
+
+def _git(folder, *args):
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=folder, check=True,
+                   capture_output=True, timeout=60)
+
+
+def test_a_bundle_inside_the_checkout_or_from_changed_files_is_warned_about(tmp_path, capsys):
+    """W6 (issue 35): a zip written into the checkout, or packing uncommitted edits, is named on stderr."""
+    checkout = tmp_path / "course"
+    (checkout / "utils").mkdir(parents=True)
+    (checkout / "utils" / "attention.py").write_text("x = 1\n")
+    (checkout / "README.md").write_text("course\n")
+    _git(checkout, "init", "-q")
+    _git(checkout, "add", "-A")
+    _git(checkout, "commit", "-q", "-m", "course")
+    outside = tmp_path / "grading" / "ch2.zip"
+    assert checkout_warnings(outside, checkout) == []  # outside the checkout, nothing changed
+    inside = checkout_warnings(checkout / "ch2.zip", checkout)
+    assert len(inside) == 1 and "inside the course checkout" in inside[0] and "grading seed" in inside[0]
+    (checkout / "utils" / "attention.py").write_text("x = 2\n")
+    (checkout / "utils" / "new.py").write_text("y = 1\n")
+    (checkout / "notes.txt").write_text("not packed\n")
+    changed = checkout_warnings(outside, checkout)
+    assert len(changed) == 1
+    assert "2 of them differ from its last commit (utils/attention.py, utils/new.py)" in changed[0]
+    (tmp_path / "plain").mkdir()
+    assert checkout_warnings(outside, tmp_path / "plain") == []  # not a git checkout: nothing to say
+
+    # the command prints them after writing the zip (this checkout, a zip inside it: build/ is ignored)
+    out = REPO / "build" / f"bundle-warning-test-{os.getpid()}.zip"
+    try:
+        assert grade_main(["gradescope-bundle", str(out), "--seed", "5", "--chapters", "1"]) == 0
+        err = capsys.readouterr().err
+        assert f"gradescope-bundle: warning: {out} is inside the course checkout" in err, err
+    finally:
+        out.unlink(missing_ok=True)

@@ -38,6 +38,7 @@ import json
 import os
 import secrets
 import stat
+import subprocess
 import sys
 import zipfile
 from collections.abc import Iterable, Sequence
@@ -309,4 +310,35 @@ def bundle_main(argv: Sequence[str]) -> int:
         print(f"gradescope-bundle: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
+    for warning in checkout_warnings(path, args.course):
+        print(f"gradescope-bundle: warning: {warning}", file=sys.stderr)
     return 0
+
+
+def checkout_warnings(out_zip: str | Path, root: str | Path = REPO_ROOT) -> list[str]:
+    """What an instructor should know about where the zip was written and what it packed (W6, issue 35).
+
+    - ``out_zip`` inside the course checkout: it holds the seed, and a checkout's files get committed and
+      shared by mistake.
+    - uncommitted changes, in a git checkout, to what the zip packs (``utils/``, ``solutions/`` and the
+      course files): the zip packs the files as they are on disk, so the autograder is not the course's
+      committed code. Nothing is said where git or the repository is not there.
+    """
+    root, out_zip = Path(root).resolve(), Path(out_zip).resolve()
+    warnings = []
+    if out_zip.is_relative_to(root):
+        warnings.append(f"{out_zip} is inside the course checkout {root}, and it holds the grading seed: move it "
+                        f"outside (e.g. ~/grading/), where it cannot be committed or shared with the course")
+    try:
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "utils", "solutions",
+                                 *_COURSE_FILES], cwd=root, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return warnings
+    changed = sorted({line[3:].split(" -> ")[-1] for line in status.stdout.splitlines()
+                      if len(line) > 3 and "__pycache__" not in line}) if status.returncode == 0 else []
+    if changed:
+        shown = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        warnings.append(f"the zip packs the checkout's files as they are on disk, and {len(changed)} of them differ "
+                        f"from its last commit ({shown}): commit or undo those changes and build again, unless "
+                        f"you meant to grade with them")
+    return warnings
