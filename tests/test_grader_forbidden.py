@@ -55,6 +55,22 @@ BYPASSES = {
     "private_torch": "def attend(q, k, v):\n    return F._in_projection_packed(q, k, v, torch.eye(q.shape[-1]))[0]\n",
     "pickle": "import pickle\ndef attend(q, k, v):\n    return q\n",
     "gc_walk": "import gc\n_all = gc.get_objects()\ndef attend(q, k, v):\n    return q\n",
+    # Red team R14 (issue 35): torch under a second name, which the chain rule did not know was torch
+    "alias_assign": ("t = torch\ndef attend(q, k, v):\n"
+                     "    return t.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n"),
+    "alias_default_arg": ("def attend(q, k, v, t=torch):\n"
+                          "    return t.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n"),
+    "alias_for_target": ("for t in (torch,):\n    pass\ndef attend(q, k, v):\n"
+                         "    return t.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n"),
+    "alias_list_item": ("def attend(q, k, v):\n"
+                        "    return [torch][0].ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n"),
+    "alias_call_result": ("def attend(q, k, v):\n"
+                          "    return (lambda m: m)(torch).ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n"),
+    "alias_module_attribute": ("from torch.nn import functional as G\ndef attend(q, k, v):\n"
+                               "    return G.torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n"),
+    "alias_private_c": "t = torch\ndef attend(q, k, v):\n    return t._C._special.special_logsumexp(q, [-1])\n",
+    "alias_jit_string": ("t = torch\ndef attend(q, k, v):\n"
+                         "    return t.jit.CompilationUnit('def f(x):\\n    return x\\n').f(q)\n"),
 }
 
 
@@ -147,6 +163,27 @@ def test_honest_annotations_patterns_and_imports_still_pass():
               "    match q.shape:\n        case (n, d):\n            pass\n"
               "        case torch.Size():\n            pass\n    return q\n")
     assert unsafe_in_source(honest) is None
+
+
+def test_a_private_name_is_allowed_only_on_self_and_only_when_the_source_sets_it():
+    """``self._scale`` that the class sets is honest; a private name of torch's is refused even when the
+    source sets it on self (a method called unbound, ``A.get(torch)``, has torch for self), and so is
+    any private name read from anything else, a name a module is bound to under a second name included."""
+    honest = ("class A(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._w = 2.0\n"
+              "    def _twice(self, x):\n        return x * self._w\n    def forward(self, x):\n"
+              "        return self._twice(x)\n")
+    assert unsafe_in_source(honest) is None
+    unbound = ("class A:\n    def __init__(self):\n        self._C = None\n    def get(self):\n        return self._C\n"
+               "def attend(q, k, v):\n    return A.get(torch)\n")
+    assert "_C" in unsafe_in_source(unbound)
+    for source in ("def attend(q, k, v):\n    return q._version\n",
+                   "class A:\n    _w = 1\ndef attend(q, k, v, m=torch):\n    return m._w\n"):
+        assert unsafe_in_source(source), source
+
+
+def test_a_cuda_tensor_method_is_allowed_but_not_torch_cuda_under_another_name():
+    assert unsafe_in_source("def attend(q, k, v):\n    return q.cuda()\n") is None
+    assert unsafe_in_source("t = torch\ndef attend(q, k, v):\n    return t.cuda.jiterator\n")
 
 
 def test_the_transformer_layer_bypass_passes_the_static_check():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
+import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -53,6 +54,10 @@ UNSAFE_TORCH = frozenset({"jit", "hub", "load", "package", "library", "compile",
                           "utils", "serialization", "multiprocessing", "sys", "os", "_dynamo", "cuda"})
 """torch's machinery that loads, unpickles or compiles code (``torch.load``, ``torch.jit.CompilationUnit``
 from a string, ``torch.utils.cpp_extension``) or lists functions to pick by name (``torch.overrides``)."""
+UNSAFE_ANYWHERE = (UNSAFE_TORCH - {"cuda"}) | {"ops", "aten", "jiterator", "cpp_extension", "benchmark"}
+"""torch's internals and machinery refused as an attribute whatever the chain starts at: a second name for
+torch (``t = torch``, a default argument, ``[torch][0]``, ``G.torch``) is not known to be torch. ``.cuda``
+is refused unless called (``x.cuda()``); a private ``._name`` unless :func:`_own_private` allows it."""
 _NAMES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "math": "math"}
 """What the names every exercise cell starts with stand for (:data:`utils.exercises.runner.PREAMBLE`)."""
 
@@ -177,6 +182,7 @@ def unsafe_in_source(source: str) -> str | None:
                 if alias.name in OS_MODULES:
                     os_names[alias.asname or alias.name] = alias.name
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    own_private = _own_private(tree)
     literal_getattr = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
                        and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) > 1}
     for node in ast.walk(tree):
@@ -187,6 +193,11 @@ def unsafe_in_source(source: str) -> str | None:
             return tr("getattr passed as a value (it reaches attributes by computed names)")
         if isinstance(node, ast.Attribute) and node.attr == "modules" and id(node) not in called:
             return ".modules"  # sys.modules reached through another module; self.modules() is a call
+        if isinstance(node, ast.Attribute) and node.attr == "cuda" and id(node) not in called:
+            return tr("{code} (torch's machinery that loads code or finds it by name)", code=".cuda")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and node.attr not in SAFE_DUNDERS \
+                and not (isinstance(node.value, ast.Name) and (node.value.id, node.attr) in own_private):
+            return tr("{code} (torch's internals)", code=f".{node.attr}")
         if isinstance(node, ast.keyword) and (node.arg, _constant(node.value)) in (("allow_pickle", True),
                                                                                   ("weights_only", False)):
             return tr("{code} (unpickling runs code)", code=f"{node.arg}={_constant(node.value)}")
@@ -256,6 +267,8 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
             return tr("{code} (torch's internals)", code=".".join(chain))
         if chain and chain[0] in torch_names and len(chain) > 1 and chain[1] in UNSAFE_TORCH:
             return tr("{code} (torch's machinery that loads code or finds it by name)", code=".".join(chain[:2]))
+        if node.attr in UNSAFE_ANYWHERE:
+            return tr("{code} (torch's machinery that loads code or finds it by name)", code=f".{node.attr}")
     for annotation in _annotations(node):
         text = next((n.value for n in ast.walk(annotation) if isinstance(n, ast.Constant) and isinstance(n.value, str)),
                     None)
@@ -264,15 +277,41 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
                       code=repr(text[:40]))
     if isinstance(node, ast.MatchClass):  # case object(attr=x) reads x = subject.attr
         for attr in node.kwd_attrs:
-            if attr in UNSAFE_ATTRIBUTES | UNSAFE_MODULES | UNSAFE_BUILTINS or attr.startswith("_") or attr == "ops":
+            if attr in UNSAFE_ATTRIBUTES | UNSAFE_MODULES | UNSAFE_BUILTINS | UNSAFE_ANYWHERE or attr.startswith("_"):
                 return tr("{code} (a pattern that reads an attribute the check forbids)", code=f"case ...({attr}=...)")
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
         name = node.args[1] if len(node.args) > 1 else None
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
             return tr("getattr with a computed attribute name")
-        if name.value.startswith("_") or name.value in UNSAFE_ATTRIBUTES or name.value in ("ops", "modules"):
+        if name.value.startswith("_") or name.value in UNSAFE_ATTRIBUTES | UNSAFE_ANYWHERE or name.value == "modules":
             return f"getattr(..., {name.value!r})"
     return None
+
+
+def _own_private(tree: ast.AST) -> set[tuple[str, str]]:
+    """``("self", "_w")`` for each private name a class of the source sets on its methods' first argument
+    (``self._w = ...``) or defines in its body (``def _twice(self, x)``), less any name a loaded module of
+    torch's, or a tensor, has: a method called unbound (``A.get(torch)``) has torch for ``self``."""
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    methods = [item for cls in classes for item in cls.body
+               if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    selves = {m.args.args[0].arg for m in methods if m.args.args}
+    names = {m.name for m in methods} | {target.id for cls in classes for item in cls.body
+                                          if isinstance(item, (ast.Assign, ast.AnnAssign))
+                                          for target in getattr(item, "targets", [getattr(item, "target", None)])
+                                          if isinstance(target, ast.Name)}
+    names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+              and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id in selves}
+    names = {name for name in names if name.startswith("_") and not _torch_has(name)}
+    return {(owner, name) for owner in selves for name in names}
+
+
+def _torch_has(name: str) -> bool:
+    """Whether a tensor, or a module of torch's that is loaded, has an attribute ``name``."""
+    import torch  # the grader has torch; imported here so that the module itself stays light
+
+    modules = [module for key, module in list(sys.modules.items()) if key == "torch" or key.startswith("torch.")]
+    return hasattr(torch.Tensor, name) or any(name in getattr(module, "__dict__", {}) for module in modules)
 
 
 def _torch_internal(module: str) -> bool:
