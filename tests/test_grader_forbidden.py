@@ -9,6 +9,7 @@ worker only when due: an earlier cell cannot change how a later one is run or ju
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import grader_fixtures as gf
 import nbformat
@@ -430,7 +431,11 @@ def test_the_online_softmax_update_blocks_every_object_that_computes_it_at_run_t
               "torch.Tensor.log_softmax": lambda: block.log_softmax(-1),
               "torch.Tensor.logcumsumexp": lambda: block.logcumsumexp(-1),
               "torch.nn.functional.cross_entropy": lambda: F.cross_entropy(block, torch.zeros(3, dtype=torch.long)),
-              "torch.Tensor.softmax": lambda: block.softmax(-1)}
+              "torch.Tensor.softmax": lambda: block.softmax(-1),
+              "torch.logaddexp": lambda: functools.reduce(torch.logaddexp, block.unbind(-1)),  # red team R14
+              "torch.Tensor.logaddexp": lambda: block[:, 0].logaddexp(block[:, 1]),
+              "torch.logaddexp2": lambda: torch.logaddexp2(block[:, 0], block[:, 1]),
+              "torch.Tensor.logaddexp2": lambda: block[:, 0].logaddexp2(block[:, 1])}
     with forbid(get("ch6.online_softmax_update").forbidden) as called:
         for name, route in routes.items():
             with pytest.raises(ForbiddenCall):
@@ -438,6 +443,18 @@ def test_the_online_softmax_update_blocks_every_object_that_computes_it_at_run_t
             assert called[-1] == name
     assert "logsumexp" not in vars(torch.Tensor)  # restored as it was: inherited, not copied onto Tensor
     assert torch.allclose(block.logsumexp(-1), torch.logsumexp(block, -1))
+
+
+def test_a_blocks_logsumexp_by_logaddexp_is_named_by_the_static_check():
+    """Red team R14 (issue 35): the block's logsumexp folded by numpy's or torch's logaddexp got 2/2."""
+    forbidden = get("ch6.online_softmax_update").forbidden
+    head = "def online_softmax_update(running_max, running_sum, block):\n    lse = "
+    sources = {"numpy.logaddexp": "import numpy as np\n" + head + "np.logaddexp.reduce(block.numpy(), axis=-1)\n",
+               "numpy.logaddexp2": "import numpy\n" + head + "numpy.logaddexp2.reduce(block.numpy(), axis=-1)\n",
+               "torch.logaddexp": "import functools\n" + head + "functools.reduce(torch.logaddexp, block.unbind(-1))\n",
+               "torch.Tensor.logaddexp": head + "block[..., 0].logaddexp(block[..., 1])\n"}
+    for name, source in sources.items():
+        assert forbidden_in_source(source, forbidden) == name, source
 
 
 def test_the_sliding_window_mask_forbids_the_course_s_own():
