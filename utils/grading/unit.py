@@ -120,7 +120,9 @@ class _Runs:
 
 
 def case_seed(seed: int, exercise_id: str, student: str) -> int:
-    digest = hashlib.sha256(f"grade:{seed}:{exercise_id}:{student}".encode()).digest()
+    # surrogatepass: a folder name that is not UTF-8 (GBK, as a Chinese Windows unzips) comes with surrogates;
+    # any str encodes, and a UTF-8 name gives the bytes (and the seed) it always did
+    digest = hashlib.sha256(f"grade:{seed}:{exercise_id}:{student}".encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:6], "big")
 
 
