@@ -9,7 +9,9 @@ tests/test_nbgrader_export.py.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 
@@ -19,7 +21,7 @@ import pytest
 
 from utils.builder.cli import main as build_main
 from utils.builder.nbgrader import HOOK_NAME, SECRET_NAME, export_nbgrader, nbgrader_config
-from utils.builder.nbgrader_hook import CHANGED, SECRET_NOTICE, CourseJudge
+from utils.builder.nbgrader_hook import CHANGED, FINGERPRINTS_NAME, SECRET_NOTICE, CourseJudge, fingerprint
 from utils.grading.course_secret import read_secret, secret_mode
 from utils.notebook_files import BuildError
 
@@ -174,3 +176,37 @@ def test_outputs_that_show_the_secret_are_removed_and_logged(tmp_path, caplog):
     assert "8675309123" not in nbformat.writes(nb)
     assert f"mallory {CHAPTER}.ipynb cell 3: 1 output(s) showed the grading secret" in caplog.text
     assert f"mallory {CHAPTER}.ipynb cell 5: 2 output(s)" in caplog.text and "8675309123" not in caplog.text
+
+
+def test_an_assignment_is_graded_only_with_the_secret_it_was_exported_with(tmp_path):
+    course, other = tmp_path / "course", "02_scaled_dot_product_attention"
+    export_nbgrader(course, chapters={CHAPTER}, seed=1111111)
+    old = fingerprint(1111111)
+    records = json.loads((course / FINGERPRINTS_NAME).read_text(encoding="utf-8"))
+    assert records == {CHAPTER: old} and "1111111" not in json.dumps(records)
+    secret = course / SECRET_NAME
+    secret.rename(tmp_path / "moved")
+
+    # exporting the chapter again would draw another secret: refused, and no secret is written
+    with pytest.raises(BuildError, match=f"{CHAPTER} \\(secret fingerprint {old}\\) was exported with another"):
+        export_nbgrader(course, chapters={CHAPTER})
+    with pytest.raises(BuildError, match=f"would use \\(the secret with fingerprint {fingerprint(2222222)}\\)"):
+        export_nbgrader(course, chapters={CHAPTER}, seed=2222222)
+    assert not secret.exists()
+    export_nbgrader(course, chapters={other}, seed=2222222)  # another chapter gets the new secret
+    new = fingerprint(2222222)
+    assert json.loads((course / FINGERPRINTS_NAME).read_text(encoding="utf-8")) == {CHAPTER: old, other: new}
+
+    # autograding the earlier chapter with the new secret is refused, naming both fingerprints
+    judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
+    nb = _unsolved(course)
+    _, resources = _submission(course, "alice", nb)
+    refused = f"{CHAPTER} was exported with the grading secret whose fingerprint is {old}, but {secret} has "
+    with pytest.raises(RuntimeError, match=re.escape(f"{refused}fingerprint {new}")):
+        judge.preflight(nb, resources)
+    assert judge._handed_in == {}
+    # --force exports it with the new secret (the instructor then generates and autogrades it again)
+    export_nbgrader(course, chapters={CHAPTER}, force=True)
+    assert json.loads((course / FINGERPRINTS_NAME).read_text(encoding="utf-8")) == {CHAPTER: new, other: new}
+    judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
+    judge.preflight(nb, resources)

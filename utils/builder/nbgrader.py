@@ -25,6 +25,10 @@ cell a longer timeout and installs the judge, which runs ``COURSE_PYTHON`` (the 
 unless the instructor edits it). ``DIR/grading_secret.txt`` holds the course's secret seed (drawn at
 random, or ``--seed``), mode 0600: the judge draws each student's hidden cases from it as
 ``python -m utils.grade --seed SEED`` does. It is written once and never replaced; nothing else holds it.
+``DIR/secret_fingerprints.json`` records, for each assignment exported, the secret's fingerprint (which
+does not reveal it): the judge refuses to autograde an assignment with another secret, and an export that
+would give an assignment another secret (the file moved away, or another ``--seed``) is refused unless
+``--force``.
 Run nbgrader (0.9) in DIR, with a kernel named ``python3`` in which the course package is installed
 (``make lab``'s venv)::
 
@@ -36,6 +40,7 @@ Run nbgrader (0.9) in DIR, with a kernel named ``python3`` in which the course p
 from __future__ import annotations
 
 import copy
+import json
 import re
 import secrets
 import sys
@@ -47,6 +52,7 @@ import nbformat
 from utils.builder.chapter import KERNELSPEC, chapter_path
 from utils.builder.config import load_config
 from utils.builder.course import notebook_text
+from utils.builder.nbgrader_hook import FINGERPRINTS_NAME, fingerprint
 from utils.builder.stamps import SETUP_TAG, stamp
 from utils.builder.strip import BEGIN, END, exercise_meta
 from utils.grading.course_secret import SECRET_NAME, SecretError, read_secret, write_secret
@@ -226,6 +232,57 @@ def _secret(out_dir: Path, seed: int | None) -> bool:
     return False
 
 
+def _fingerprints(out_dir: Path) -> dict[str, str]:
+    path = out_dir / FINGERPRINTS_NAME
+    if not path.exists():
+        return {}
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BuildError(path, None, f"cannot be read ({exc}); fix it or move it away") from None
+    if not isinstance(records, dict) or not all(isinstance(v, str) for v in records.values()):
+        raise BuildError(path, None, "should map each assignment to a fingerprint; fix it or move it away")
+    return records
+
+
+def _check_same_secret(out_dir: Path, stems: list[str], seed: int | None, force: bool) -> None:
+    """Refuse (unless ``force``) to export an assignment with another secret than the one it was exported
+    with: students already graded would get other hidden cases when graded again."""
+    records = _fingerprints(out_dir)
+    recorded = {stem: records[stem] for stem in stems if stem in records}
+    path = out_dir / SECRET_NAME
+    if not recorded or force:
+        return
+    if path.exists() or path.is_symlink():
+        try:
+            now = fingerprint(read_secret(path))
+        except SecretError:
+            return  # _secret says what is wrong with it
+    elif seed is not None:
+        now = fingerprint(seed)
+    else:
+        now = None  # a secret drawn at random: another one
+    changed = {stem: old for stem, old in recorded.items() if old != now}
+    if changed:
+        which = ", ".join(f"{stem} (secret fingerprint {old})" for stem, old in changed.items())
+        now_text = "a newly drawn secret" if now is None else f"the secret with fingerprint {now}"
+        raise BuildError(
+            path,
+            None,
+            f"{which} {'was' if len(changed) == 1 else 'were'} exported with another secret than this export "
+            f"would use ({now_text}): students already graded would get other hidden cases. Put that secret "
+            f"back in {path}, or pass --force to export with this secret (then generate and autograde "
+            f"{'it' if len(changed) == 1 else 'them'} again, every student)",
+        )
+
+
+def _record_fingerprints(out_dir: Path, stems: list[str]) -> None:
+    records = _fingerprints(out_dir)
+    records.update(dict.fromkeys(stems, fingerprint(read_secret(out_dir / SECRET_NAME))))
+    path = out_dir / FINGERPRINTS_NAME
+    path.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def export_nbgrader(
     out_dir: str | Path,
     root: str | Path = REPO_ROOT,
@@ -242,12 +299,12 @@ def export_nbgrader(
         root: the course repository. Default: :data:`utils.paths.REPO_ROOT`.
         seed: the secret seed, when ``out_dir`` has none yet. Default: drawn at random.
         chapters: only these notebook stems (e.g. ``{"01_queries_keys_values"}``). Default: every chapter.
-        force: replace an ``nbgrader_config.py`` that differs from the export's. Default: raise
-            :class:`BuildError` and leave it.
+        force: replace an ``nbgrader_config.py`` that differs from the export's, and export assignments
+            recorded with another secret. Default: raise :class:`BuildError` and leave them.
         python: the Python the judge runs (``COURSE_PYTHON``). Default: this one.
 
     Returns the source notebooks, ``nbgrader_config.py``, ``nbgrader_hook.py`` and, when it was created,
-    ``grading_secret.txt``.
+    ``grading_secret.txt`` (``secret_fingerprints.json`` is updated too).
     """
     root, out_dir = Path(root), Path(out_dir)
     config = load_config(root / "pyproject.toml")
@@ -259,12 +316,16 @@ def export_nbgrader(
             "differs from the configuration this export writes (edited, or "
             "from an older export); move it away or pass --force to replace it",
         )
+    solutions = [
+        path
+        for path in sorted((root / "solutions").glob(NOTEBOOK_GLOB))
+        if chapters is None or path.stem in chapters
+    ]
     out_dir.mkdir(parents=True, exist_ok=True)
+    _check_same_secret(out_dir, [path.stem for path in solutions], seed, force)
     created = _secret(out_dir, seed)  # before anything is written: a conflicting --seed changes nothing
     written = []
-    for path in sorted((root / "solutions").glob(NOTEBOOK_GLOB)):
-        if chapters is not None and path.stem not in chapters:
-            continue
+    for path in solutions:
         rel = path.relative_to(root).as_posix()
         solution = read_source_notebook(path, rel)
         stamp(solution, config, chapter_path(rel))  # badges open the chapter, as in chapters/
@@ -277,4 +338,5 @@ def export_nbgrader(
     config_path.write_text(config_text, encoding="utf-8")
     hook_path = out_dir / HOOK_NAME
     hook_path.write_text(_HOOK_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
+    _record_fingerprints(out_dir, [path.stem for path in solutions])
     return [*written, config_path, hook_path, *([out_dir / SECRET_NAME] if created else [])]

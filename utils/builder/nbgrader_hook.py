@@ -10,7 +10,9 @@ outputs. So the export's test cells decide nothing. :func:`install` adds two ste
 
 * before nbgrader starts the kernel, :meth:`CourseJudge.preflight` checks that the course's Python and
   the grading secret are there, so a missing secret stops autograde at once, with the reason, instead
-  of grading anyone with a default; and it reads the submission's bytes (``submitted/...``), the copy
+  of grading anyone with a default; that the secret is the one the assignment was exported with (its
+  fingerprint, recorded by the export in ``secret_fingerprints.json``), since another secret draws other
+  hidden cases for students already graded; and it reads the submission's bytes (``submitted/...``), the copy
   handed in, before any of the student's code has run. The kernel runs as the instructor and can rewrite
   that file; it is the handed-in copy that is graded. A submission that another notebook's kernel changed
   after this autograde started (each file's digest is taken before the first kernel) is refused;
@@ -37,7 +39,16 @@ import subprocess
 import sys
 import tempfile
 
-__all__ = ["CHANGED", "SECRET_NOTICE", "TESTS_SUFFIX", "CourseJudge", "exercise_of", "install"]
+__all__ = [
+    "CHANGED",
+    "FINGERPRINTS_NAME",
+    "SECRET_NOTICE",
+    "TESTS_SUFFIX",
+    "CourseJudge",
+    "exercise_of",
+    "fingerprint",
+    "install",
+]
 
 CHANGED = "the notebook was changed while it ran; the copy handed in is graded"
 """Said in nbgrader's log and in each test cell when the kernel rewrote the submitted notebook."""
@@ -45,6 +56,8 @@ SECRET_NOTICE = "[the course's judge removed this output: it showed the course's
 """What replaces an output that shows the grading secret's value."""
 MIN_SECRET_DIGITS = 6
 """A shorter seed is found in too many outputs to be removed (and is guessable anyway): it is not looked for."""
+FINGERPRINTS_NAME = "secret_fingerprints.json"
+"""In the course directory: assignment -> the :func:`fingerprint` of the secret it was exported with."""
 _MAX_NOTEBOOK_BYTES = 20 * 2**20  # as the course's grader (utils.grading.course.MAX_NOTEBOOK_BYTES)
 
 TESTS_SUFFIX = "-tests"
@@ -83,6 +96,16 @@ def _warn(message: str) -> None:
         print(f"[course judge | WARNING] {message}", file=sys.stderr)
     else:
         get_logger().warning("course judge: %s", message)
+
+
+def fingerprint(seed: int | str) -> str:
+    """A name for the secret seed that does not reveal it (PBKDF2, so trying seeds against it is slow).
+
+    >>> fingerprint(12345) == fingerprint("012345") != fingerprint(12346)
+    True
+    """
+    digest = hashlib.pbkdf2_hmac("sha256", str(int(seed)).encode("ascii"), b"attention-step-by-step secret", 100_000)
+    return digest.hex()[:16]
 
 
 def _digest(data: bytes) -> str:
@@ -143,6 +166,7 @@ class CourseJudge:
         self.timeout = float(timeout)
         self._handed_in: dict[str, bytes] = {}  # submitted path -> its bytes, read before its kernel started
         self._at_start: dict[str, str] | None = None  # every submitted notebook's digest, before any kernel
+        self._fingerprint: str | None = None  # the secret's, computed once
 
     def check_ready(self) -> None:
         """Raise ``RuntimeError`` naming what is missing: the course's Python or the grading secret."""
@@ -165,6 +189,30 @@ class CourseJudge:
         values = [v for v in values if v and not v.startswith("#")]
         return values[0] if len(values) == 1 else ""
 
+    def check_exported_with(self, assignment: str) -> None:
+        """Raise ``RuntimeError`` when ``assignment`` was exported with another secret than the current one
+        (both fingerprints named); nothing to check for an export that recorded none."""
+        try:
+            with open(os.path.join(self.course_dir, FINGERPRINTS_NAME), encoding="utf-8") as handle:
+                recorded = json.load(handle).get(assignment)
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError, AttributeError) as exc:
+            raise RuntimeError(f"course judge: cannot read {FINGERPRINTS_NAME} in {self.course_dir}: {exc}") from None
+        text = self.secret_text()
+        if recorded is None or not text.isdigit():  # a malformed secret: the judge refuses it with the reason
+            return
+        if self._fingerprint is None:
+            self._fingerprint = fingerprint(text)
+        if recorded != self._fingerprint:
+            raise RuntimeError(
+                f"course judge: {assignment} was exported with the grading secret whose fingerprint is "
+                f"{recorded}, but {self.secret} has fingerprint {self._fingerprint}: its students would get "
+                "other hidden cases than when it was exported, and nothing was graded. Put that secret back "
+                f"in {self.secret}, or export {assignment} again with this one (`python -m utils.build "
+                f"--nbgrader DIR --force`), generate it again and autograde all its students"
+            )
+
     def _digests(self) -> dict[str, str]:
         """Each submitted notebook's digest (``submitted/<student>/<assignment>/<notebook>.ipynb``)."""
         found = {}
@@ -178,6 +226,7 @@ class CourseJudge:
     def preflight(self, nb, resources):
         """Before the kernel starts: fail at once when the judge could not run; keep the handed-in bytes."""
         self.check_ready()
+        self.check_exported_with(resources["nbgrader"]["assignment"])
         if self._at_start is None:  # the first notebook of this autograde: no kernel has run yet
             self._at_start = self._digests()
         path = self.submitted(resources)
