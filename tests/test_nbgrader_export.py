@@ -5,9 +5,10 @@ nbgrader (0.9.x from PyPI, in a venv of its own under ``.cache/nbgrader-venv``):
 ``autograde`` without the grading secret (refused), then of a right, a partly right and an attacking
 submission (one that takes over its kernel, replaces its own submitted file with the solutions and prints
 the grading secret), each scored by the course's judge outside the kernel with the points
-``python -m utils.grade`` gives (the handed-in copy; the secret removed from the outputs); ``generate_feedback`` and ``export``. nbgrader's venv holds
-nbgrader only; the notebooks run on a kernel named ``python3`` that is this course's Python, as in a
-class whose JupyterHub image has the course installed. The secret and the judge's failures without
+``python -m utils.grade`` gives (the handed-in copy; the secret removed from the outputs);
+``generate_feedback`` and ``export``. nbgrader's venv holds nbgrader only; the notebooks run on a kernel
+named ``python3`` that is this course's Python, as in a class whose JupyterHub image has the course
+installed. The secret and the judge's failures without
 nbgrader: tests/test_nbgrader_hidden.py.
 """
 
