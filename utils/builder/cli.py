@@ -43,7 +43,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--force",
         action="store_true",
-        help="overwrite chapter notebooks (with --nbgrader: nbgrader_config.py) even if edited or not generated",
+        help=("overwrite chapter notebooks even if edited or not generated; with --nbgrader: overwrite "
+              "nbgrader_config.py, and record assignments exported earlier with another secret under this one "
+              "(generate and autograde them again)"),
     )
     parser.add_argument(
         "--seed",
