@@ -94,3 +94,63 @@ def test_the_local_grader_and_nbgrader_say_its_hidden_count_not_a_vacuous_pass(m
     assert "0 of 1" in part.feedback or mode == "score", part.feedback
     assert "passed" not in part.feedback or mode == "score"
     assert PART in row.feedback or mode == "score"
+
+
+# --------------------------------------------------------------------------------------------------
+# Red team R14 (issue 35): a hidden run that ends abnormally. The hidden inputs are the same at each
+# resubmission, so a status shown at once that said "error" (or "timeout", "memory") only when a hidden
+# input made the code exit would let a student search the hidden inputs' sizes, one submission at a time.
+# --------------------------------------------------------------------------------------------------
+
+ABNORMAL = {  # what the code does on an input that is neither a public case nor a probe input
+    "exits": "raise SystemExit(3)",  # os._exit(3) is refused before anything runs (a private name of os's)
+    "aborts": "import os\n        os.abort()",
+    "kills": "import os\n        os.kill(os.getpid(), 9)",
+    "loops": "while True:\n            pass",
+    "allocates": "return x.new_ones(2 ** 31).sum() + x",  # 8 GiB, past the student's memory bound
+    "raises": "raise ValueError('a hidden input')",  # held back already: the control
+}
+
+
+def _known_inputs_cell(action: str) -> str:
+    """ch1.add_one, right on the public cases and probe inputs, ``action`` on any other (a hidden case)."""
+    import grader_fixtures as gf
+
+    from utils.exercises.probes import probe_inputs
+
+    known = sorted({round(float(c["x"].flatten()[0]), 5)
+                    for c in [*gf.ADD_ONE.public_cases(), *probe_inputs(gf.ADD_ONE)]})
+    return (f"def add_one(x):\n    if round(float(x.flatten()[0]), 5) not in {known!r}:\n        {action}\n"
+            "    return x + 1\n")
+
+
+@pytest.fixture(scope="module")
+def abnormal_rows(tmp_path_factory):
+    import grader_fixtures as gf
+
+    from utils.grading import batch
+
+    tmp = tmp_path_factory.mktemp("hidden_abnormal")
+    subs = tmp / "subs"
+    for name, action in ABNORMAL.items():
+        gf.student(subs, name, {"01_toy.ipynb": gf.toy_submission({"ch1.add_one": _known_inputs_cell(action)})})
+    summary = batch.grade(subs, tmp / "out", jobs=1, timeout=2, seed=3, course_root=gf.make_toy_course(tmp / "c"),
+                          registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+    return {name: [r for r in summary["rows"] if r.student == name] for name in ABNORMAL}
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("name", sorted(ABNORMAL))
+def test_a_hidden_run_that_ends_abnormally_shows_the_public_result_until_publication(abnormal_rows, name):
+    rows = abnormal_rows[name]
+    add_one = next(r for r in rows if r.exercise == "ch1.add_one")
+    assert add_one.points == 0 and add_one.status != Status.PASSED, add_one  # the hidden run decides the points
+    data = gradescope_results(rows, 1.0)
+    shown = [t for t in data["tests"] if t["visibility"] == "visible" and t["name"].startswith("ch1.add_one")]
+    assert [(t["name"], t["status"]) for t in shown] == [("ch1.add_one · public cases", "passed")], shown
+    assert shown[0]["output"].startswith("passed: every public case passes"), shown
+    held = [t for t in data["tests"] if t["name"] == "ch1.add_one"]
+    assert len(held) == 1 and held[0]["visibility"] == "after_published" and held[0]["score"] == 0
+    expected = {"loops": ("timeout",), "allocates": ("memory",)}.get(name, ("error", "memory"))  # a crash: memory?
+    assert held[0]["output"].split(":")[0] in expected, held  # after publication: how it ended
+    assert data["output"].startswith("3 of 3 checks shown now pass."), data["output"]

@@ -41,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +120,7 @@ class _Runs:
 
 
 def case_seed(seed: int, exercise_id: str, student: str) -> int:
-    # surrogatepass: a folder name that is not UTF-8 (GBK, as a Chinese Windows unzips) comes with surrogates;
-    # any str encodes, and a UTF-8 name gives the bytes (and the seed) it always did
+    # surrogatepass: a folder name that is not UTF-8 (GBK) has surrogates; a UTF-8 name's bytes are as they were
     digest = hashlib.sha256(f"grade:{seed}:{exercise_id}:{student}".encode("utf-8", "surrogatepass")).digest()
     return int.from_bytes(digest[:6], "big")
 
@@ -132,13 +131,8 @@ def wall_limit(timeout: float) -> float:
     return max(WALL_FACTOR * timeout, timeout + WALL_MARGIN)
 
 
-def _limits(settings: Settings) -> dict[str, int]:
-    return {
-        "memory": settings.memory_mb * 2**20,
-        "cpu": math.ceil(settings.timeout),  # CPU seconds per exercise: each runs in its own forked process
-        "fsize": 64 * 2**20,
-        "nproc": 64,
-    }
+def _limits(settings: Settings) -> dict[str, int]:  # "cpu": seconds per exercise, each in its own forked process
+    return {"memory": settings.memory_mb * 2**20, "cpu": math.ceil(settings.timeout), "fsize": 64 * 2**20, "nproc": 64}
 
 
 class Guard:
@@ -301,7 +295,7 @@ def _run(student: str, task: Task, index: int, hidden: bool, worker: sandbox.Wor
     in ``guard`` when it decides the exercise; False when the worker is gone and a fresh one is needed."""
     exercise, mode, wall = task.course.exercise, settings.feedback, run_wall(settings)
     guard.enter(f"running {'the hidden cases of ' if hidden else ''}{task.course.id}", 3 * wall + 60)
-    hide = (lambda verdict: verdicts.hidden(verdict, mode)) if hidden else (lambda verdict: verdict)
+    hide = (lambda verdict: _held(task, run, verdicts.hidden(verdict, mode), student)) if hidden else (lambda v: v)
     if not hidden:
         seed = case_seed(settings.seed, task.course.id, student)
         runs[index] = run = _Runs(exercise.public_cases(), probe_inputs(exercise), exercise.hidden_cases(seed))
@@ -360,6 +354,25 @@ def _run(student: str, task: Task, index: int, hidden: bool, worker: sandbox.Wor
     if frozen:
         worker.thaw()
     return frozen
+
+
+def _held(task: Task, run: _Runs, verdict: tuple[Status, str], student: str) -> tuple[Status, str] | Row:
+    """A hidden run's abnormal ending (exit, crash, timeout, memory) after the public run: the verdict, each part
+    keeping its public cases' status, all Gradescope shows before publication (else a student could search the
+    hidden inputs, the same at each resubmission, by how the run ended)."""
+    exercise, n = task.course.exercise, len(run.public)
+    try:
+        graded = credit.credit_for(exercise, run.public, run.outcomes[:n], n) if run.outcomes is not None else None
+    except Exception:  # noqa: BLE001  (a hostile output: the verdict alone)
+        graded = None
+    if graded is None:
+        return verdict
+    public = {p.name: graded.status if graded.decided else None if p.public[1] == 0 else
+              Status.PASSED if p.public_passed else Status.FAILED for p in graded.parts}
+    parts = tuple(replace(p, hidden_cases=sum(exercise.part_of(c) == p.part for c in run.hidden),
+                          public_status=None if p.hidden_only else public.get(p.part))
+                  for p in whole_exercise_parts(exercise, *verdict))
+    return Row(student, task.course.id, 0, task.course.points, verdict[0], one_line(verdict[1]), parts)
 
 
 def _collect(task: Task, jobdir: Path, name: str, keys: list[str], n_cases: int,
