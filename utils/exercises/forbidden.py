@@ -54,7 +54,7 @@ UNSAFE_TORCH = frozenset({"jit", "hub", "load", "package", "library", "compile",
                           "utils", "serialization", "multiprocessing", "sys", "os", "_dynamo", "cuda"})
 """torch's machinery that loads, unpickles or compiles code (``torch.load``, ``torch.jit.CompilationUnit``
 from a string, ``torch.utils.cpp_extension``) or lists functions to pick by name (``torch.overrides``)."""
-UNSAFE_ANYWHERE = (UNSAFE_TORCH - {"cuda"}) | {"ops", "aten", "jiterator", "cpp_extension", "benchmark"}
+UNSAFE_ANYWHERE = (UNSAFE_TORCH - {"cuda"}) | {"ops", "aten", "jiterator", "cpp_extension"}
 """torch's internals and machinery refused as an attribute whatever the chain starts at: a second name for
 torch (``t = torch``, a default argument, ``[torch][0]``, ``G.torch``) is not known to be torch. ``.cuda``
 is refused unless called (``x.cuda()``); a private ``._name`` unless :func:`_own_private` allows it."""
