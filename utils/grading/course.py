@@ -168,8 +168,12 @@ def parse_notebook(data: bytes, notes: list[str] | None = None) -> Any:
         text, renumbered = _renumber_cell_ids(text)
         notebook = nbformat.reads(text, as_version=4)
     except Exception as exc:  # nbformat raises many kinds (NotJSONError, ValueError, KeyError...)
-        reason = "is not valid JSON" if "JSON" in type(exc).__name__ or "JSON" in str(exc)[:200] else \
-            f"is not a Jupyter notebook ({type(exc).__name__})"
+        if isinstance(exc, RecursionError):  # valid JSON, perhaps, but deeper than Python's reader goes
+            reason = "is JSON nested too deeply to read (a notebook nests a few levels)"
+        elif "JSON" in type(exc).__name__ or "JSON" in str(exc)[:200]:
+            reason = "is not valid JSON"
+        else:
+            reason = f"is not a Jupyter notebook ({type(exc).__name__})"
         raise InvalidNotebook(reason) from None
     cells = notebook.get("cells") if isinstance(notebook, Mapping) else None
     if not isinstance(cells, list):
