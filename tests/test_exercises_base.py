@@ -400,15 +400,44 @@ def _nan_gradient(x, w):
             + hidden.clamp(min=0) * 0).softmax(-1)
 
 
+class _NoBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+
+def _own_function_without_backward(x, w):
+    return _NoBackward.apply((x @ w).softmax(-1))
+
+
+class _BrokenBackward(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x * 1
+
+    @staticmethod
+    def backward(ctx, grad):
+        raise ValueError("my backward is unfinished")
+
+
+def _own_broken_backward(x, w):
+    return _BrokenBackward.apply((x @ w).softmax(-1))
+
+
 @pytest.mark.parametrize("fn, words", [
     (_detached, "no gradient reaches `w`"),
     (_no_grad, "no gradient reaches `x`"),
     (_in_place_after_softmax, "backward through your function fails"),
+    (_in_place_after_softmax, "an in-place write such as `masked_fill_`"),
+    (_own_function_without_backward, "has no derivative in torch (or your own autograd Function lacks a backward)"),
+    (_own_broken_backward, "(ValueError: my backward is unfinished): training needs the backward pass"),
 ])
 def test_a_right_output_that_would_not_train_fails(fn, words):
     verdict = run_public_check(TRAINED, fn, quiet=True)
     assert not verdict.passed and words in verdict.message, verdict.message
     assert "your output is right" in verdict.message
+    if fn is not _in_place_after_softmax:  # the in-place hint only where autograd says so
+        assert "in-place" not in verdict.message, verdict.message
 
 
 def test_nan_gradients_behind_a_right_output_fail():

@@ -28,9 +28,7 @@ def gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | N
     if error is not None or all(state == "missing" for state in expected.values()):
         return None  # the reference itself is not differentiated here: nothing to ask of the learner
     if outcome.backward_error is not None:
-        return tr("your output is right, but backward through your function fails ({error}): an in-place write "
-                  "such as `masked_fill_` or `w[...] = 0` on a tensor autograd still needs; use the out-of-place "
-                  "form (`w = w.masked_fill(...)`)", error=outcome.backward_error)
+        return _backward_failure(outcome.backward_error)
     for name, state in expected.items():
         got = outcome.gradients.get(name)
         if state == "flows" and got in ("missing", "zero"):
@@ -52,6 +50,20 @@ def gradient_reason(exercise: Exercise, case: Case, outcome: Outcome) -> str | N
                       scale=float(want.double().abs().max()))
     return None
 
+
+def _backward_failure(error: str) -> str:
+    """Why backward failed, by what it raised: an in-place write autograd needed, an operation torch has no
+    derivative for, or (anything else) the error itself."""
+    if "inplace operation" in error:
+        return tr("your output is right, but backward through your function fails ({error}): an in-place write "
+                  "such as `masked_fill_` or `w[...] = 0` on a tensor autograd still needs; use the out-of-place "
+                  "form (`w = w.masked_fill(...)`)", error=error)
+    if error.startswith("NotImplementedError") or "not implemented" in error:
+        return tr("your output is right, but backward through your function fails ({error}): a step of it has no "
+                  "derivative in torch (or your own autograd Function lacks a backward); compute that step with "
+                  "operations torch can differentiate", error=error)
+    return tr("your output is right, but backward through your function fails ({error}): training needs the "
+              "backward pass to run through every step of your function", error=error)
 
 def _gradient_error(got: torch.Tensor | None, want: torch.Tensor, exercise: Exercise) -> float | None:
     """The largest difference between two gradients when they are not close, else None (also when ``got`` is
