@@ -138,6 +138,17 @@ def test_a_chapter_7_notebook_in_the_real_chapter_2_bundle_is_named_as_such(chap
         assert "hand in your chapter 2 notebook" in test["output"], test["output"]
 
 
+
+def test_another_chapter_s_notebook_beside_the_assignment_s_is_named(chapter_2_bundle, autograder_root):
+    """W6: a chapter 1 notebook uploaded with the chapter 2 one to the chapter 2 assignment was not mentioned."""
+    one, two = (next(p for p in gf.course_notebooks() if p.name.startswith(n)) for n in ("01_", "02_"))
+    root = lay_out(autograder_root, chapter_2_bundle, {one.name: nbformat.read(str(one), as_version=4),
+                                                        two.name: gf.student_version(two)}, toy=False)
+    data = run_autograder(root)
+    assert f"{one.name}: this is chapter 1, which this assignment does not grade (it grades chapter 2)." in \
+        data["output"], data["output"]
+    assert all(t["name"].startswith("ch2.") for t in scored(data))
+
 def test_an_exercise_chapter_list_the_grader_cannot_use_is_refused_by_name(tmp_path):
     (tmp_path / "solutions").mkdir()
     listed = tmp_path / "solutions" / EXERCISE_CHAPTERS
