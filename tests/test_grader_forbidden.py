@@ -182,6 +182,18 @@ def test_a_private_name_is_allowed_only_on_self_and_only_when_the_source_sets_it
         assert unsafe_in_source(source), source
 
 
+
+def test_documented_public_names_with_an_underscore_are_allowed_but_torch_s_private_ones_are_not():
+    """``os._exit`` (how a forked child ends) and a namedtuple's ``_replace``/``_asdict`` are public APIs;
+    torch's private names stay refused whatever the chain starts at."""
+    honest = ("import os, collections\nP = collections.namedtuple('P', 'a b')\n"
+              "def attend(q, k, v):\n    if os.fork() == 0:\n        os._exit(0)\n"
+              "    p = P(1, 2)._replace(a=3)\n    return q * p._asdict()['a'] * len(P._fields)\n")
+    assert unsafe_in_source(honest) is None
+    for source in ("t = torch\ndef attend(q, k, v):\n    return t._C\n",
+                   "def attend(q, k, v, m=torch):\n    return m._dynamo\n"):
+        assert unsafe_in_source(source), source
+
 def test_a_cuda_tensor_method_is_allowed_but_not_torch_cuda_under_another_name():
     assert unsafe_in_source("def attend(q, k, v):\n    return q.cuda()\n") is None
     assert unsafe_in_source("t = torch\ndef attend(q, k, v):\n    return t.cuda.jiterator\n")

@@ -48,6 +48,9 @@ exercise's process (seccomp refuses ``execve``), and the static check names the 
 The same functions of ``posix`` (and ``nt``), the modules ``os`` takes them from, are named too."""
 OS_MODULES = ("os", "posix", "nt")
 SAFE_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__doc__"})
+DOCUMENTED_PRIVATES = frozenset({"_exit", "_replace", "_asdict", "_fields", "_make", "_field_defaults"})
+"""Public APIs whose names start with ``_`` (``os._exit``, a namedtuple's ``_replace``...): allowed as
+attributes where no torch module or tensor has that name."""
 """The only dunder attributes an exercise cell may touch (``super().__init__()``)."""
 _TORCH_MODULES = ("torch",)
 UNSAFE_TORCH = frozenset({"jit", "hub", "load", "package", "library", "compile", "fx", "export", "overrides",
@@ -196,7 +199,8 @@ def unsafe_in_source(source: str) -> str | None:
         if isinstance(node, ast.Attribute) and node.attr == "cuda" and id(node) not in called:
             return tr("{code} (torch's machinery that loads code or finds it by name)", code=".cuda")
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and node.attr not in SAFE_DUNDERS \
-                and not (isinstance(node.value, ast.Name) and (node.value.id, node.attr) in own_private):
+                and not (isinstance(node.value, ast.Name) and (node.value.id, node.attr) in own_private) \
+                and not (node.attr in DOCUMENTED_PRIVATES and not _torch_has(node.attr)):
             return tr("{code} (torch's internals)", code=f".{node.attr}")
         if isinstance(node, ast.keyword) and (node.arg, _constant(node.value)) in (("allow_pickle", True),
                                                                                   ("weights_only", False)):

@@ -304,7 +304,7 @@ ADD = Exercise(
 def relative_shift_matrix_reference(k: int, d_model: int) -> torch.Tensor:
     """The (E, E) matrix M with M @ PE(p) == PE(p + k) for every p; E even. Block i is
     [[cos(k w_i), sin(k w_i)], [-sin(k w_i), cos(k w_i)]] acting on (sin(p w_i), cos(p w_i))."""
-    return wrong._blocks(k, d_model, wrong._right)  # the construction its wrong variants share
+    return wrong.rotation_blocks(k, d_model, wrong.right_block)  # the construction its wrong variants share
 
 
 def _shift_cases(rng: random.Random, gen: torch.Generator) -> list[Case]:

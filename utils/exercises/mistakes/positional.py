@@ -2,7 +2,7 @@
 
 Each function is the ``fn`` of a :class:`~utils.exercises.definition.Mistake` declared, with its
 diagnosis, in :mod:`utils.exercises.positional`. Shape letters: N batch, L sequence length, E model
-dimension (``d_model``). :func:`_blocks` and :func:`_right` also build that module's reference for
+dimension (``d_model``). :func:`rotation_blocks` and :func:`right_block` also build that module's reference for
 ``ch4.relative_shift_matrix``: the wrong answers are the same construction with one thing changed.
 """
 
@@ -228,55 +228,55 @@ def _frequencies(d_model: int, exponent=lambda two_i, E: two_i / E) -> torch.Ten
     return BASE ** (-exponent(two_i, d_model))  # (E/2,) w_i
 
 
-def _blocks(k: int, d_model: int, block, exponent=lambda two_i, E: two_i / E) -> torch.Tensor:
+def rotation_blocks(k: int, d_model: int, block, exponent=lambda two_i, E: two_i / E) -> torch.Tensor:
     """Block-diagonal (E, E) with ``block(c, s)`` (a 2 x 2 nested list) for each pair, c = cos(k w_i), s = sin(k w_i).
 
     The reference, :func:`utils.exercises.positional.relative_shift_matrix_reference`, is
-    ``_blocks(k, d_model, _right)``; most wrong answers change the block or the exponent."""
+    ``rotation_blocks(k, d_model, right_block)``; most wrong answers change the block or the exponent."""
     angle = k * _frequencies(d_model, exponent)  # (E/2,)
     blocks = [torch.tensor(block(math.cos(a), math.sin(a)), dtype=F64) for a in angle.tolist()]
     return torch.block_diag(*blocks).float()  # (E, E)
 
 
-def _right(c: float, s: float) -> list[list[float]]:
+def right_block(c: float, s: float) -> list[list[float]]:
     return [[c, s], [-s, c]]
 
 
 def _absolute_k(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(abs(k), d_model, _right)
+    return rotation_blocks(abs(k), d_model, right_block)
 
 
 def _transposed(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, lambda c, s: [[c, -s], [s, c]])
+    return rotation_blocks(k, d_model, lambda c, s: [[c, -s], [s, c]])
 
 
 def _missing_minus(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, lambda c, s: [[c, s], [s, c]])
+    return rotation_blocks(k, d_model, lambda c, s: [[c, s], [s, c]])
 
 
 def _block_sin_cos_swapped(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, lambda c, s: [[s, c], [-c, s]])
+    return rotation_blocks(k, d_model, lambda c, s: [[s, c], [-c, s]])
 
 
 def _no_frequency(k: int, d_model: int) -> torch.Tensor:
     # rotates every pair by k radians instead of k * w_i
-    return torch.block_diag(*[torch.tensor(_right(math.cos(k), math.sin(k))) for _ in range(d_model // 2)]).float()
+    return torch.block_diag(*[torch.tensor(right_block(math.cos(k), math.sin(k))) for _ in range(d_model // 2)]).float()
 
 
 def _cosines_only(k: int, d_model: int) -> torch.Tensor:  # the diagonal of each block, no sines beside it
-    return _blocks(k, d_model, lambda c, s: [[c, 0.0], [0.0, c]])
+    return rotation_blocks(k, d_model, lambda c, s: [[c, 0.0], [0.0, c]])
 
 
 def _shift_exponent_pair_index(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, _right, exponent=lambda two_i, E: two_i / 2 / E)
+    return rotation_blocks(k, d_model, right_block, exponent=lambda two_i, E: two_i / 2 / E)
 
 
 def _shift_exponent_doubled(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, _right, exponent=lambda two_i, E: 2 * two_i / E)
+    return rotation_blocks(k, d_model, right_block, exponent=lambda two_i, E: 2 * two_i / E)
 
 
 def _shift_exponent_positive(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, _right, exponent=lambda two_i, E: -two_i / E)  # k * 10000^(2i/E), or k / w_i
+    return rotation_blocks(k, d_model, right_block, exponent=lambda two_i, E: -two_i / E)  # k * 10000^(2i/E)
 
 
 def _halves_layout(k: int, d_model: int) -> torch.Tensor:
@@ -297,13 +297,13 @@ def _block_at_pair_index(k: int, d_model: int) -> torch.Tensor:
 
 
 def _last_block_missing(k: int, d_model: int) -> torch.Tensor:
-    full = _blocks(k, d_model, _right)
+    full = rotation_blocks(k, d_model, right_block)
     full[-2:, -2:] = 0  # range(d_model // 2 - 1): one block short
     return full
 
 
 def _block_diag_of_list(k: int, d_model: int) -> torch.Tensor:
-    blocks = [torch.tensor(_right(math.cos(a), math.sin(a))) for a in (k * _frequencies(d_model)).tolist()]
+    blocks = [torch.tensor(right_block(math.cos(a), math.sin(a))) for a in (k * _frequencies(d_model)).tolist()]
     return torch.block_diag(blocks)  # a list, not unpacked: raises TypeError
 
 
@@ -314,4 +314,4 @@ def _stacked_blocks(k: int, d_model: int) -> torch.Tensor:
 
 
 def _shift_float64(k: int, d_model: int) -> torch.Tensor:
-    return _blocks(k, d_model, _right).double()
+    return rotation_blocks(k, d_model, right_block).double()
