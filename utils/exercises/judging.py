@@ -87,9 +87,16 @@ def compare(got: Any, expected: Any, atol: float, rtol: float, where: str | None
     return None if found is None else found[1]
 
 
+def same(got: Any, expected: Any, atol: float, rtol: float) -> bool:
+    """Whether :func:`compare` finds no difference, without building its reason (the mistake search asks this
+    of every listed mistake, and most differ)."""
+    return compare_with_category(got, expected, atol, rtol, where="", detail=False) is None
+
+
 def compare_with_category(got: Any, expected: Any, atol: float, rtol: float,
-                          where: str | None = None) -> tuple[str, str] | None:
-    """Like :func:`compare`, with the reason's category first (one of :data:`CATEGORIES`)."""
+                          where: str | None = None, detail: bool = True) -> tuple[str, str] | None:
+    """Like :func:`compare`, with the reason's category first (one of :data:`CATEGORIES`). ``detail=False``:
+    the same verdict and category, the reason left empty where it costs more than the comparison."""
     where = tr("output") if where is None else where
     got = plain_copy(got)
     if isinstance(expected, tuple):
@@ -100,12 +107,12 @@ def compare_with_category(got: Any, expected: Any, atol: float, rtol: float,
             return "shapes", tr("{where} should be a tuple of {n}, got a tuple of {got}", where=where,
                                 n=len(expected), got=len(got))
         for i, (g, e) in enumerate(zip(got, expected)):
-            found = compare_with_category(g, e, atol, rtol, f"{where}[{i}]")
+            found = compare_with_category(g, e, atol, rtol, f"{where}[{i}]", detail)
             if found:
                 return found
         return None
     if isinstance(expected, torch.Tensor):
-        return _compare_tensors(got, expected, atol, rtol, where)
+        return _compare_tensors(got, expected, atol, rtol, where, detail)
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         if not isinstance(got, (int, float)) or isinstance(got, bool):
             return "types", tr("{where} should be a number, got {got}", where=where, got=describe(got))
@@ -123,7 +130,7 @@ _HALF_PRECISION_TOLERANCE = {torch.float16: 4e-3, torch.bfloat16: 3e-2}  # about
 
 
 def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
-                     where: str) -> tuple[str, str] | None:
+                     where: str, detail: bool = True) -> tuple[str, str] | None:
     if not isinstance(got, torch.Tensor):
         return "shapes", tr("{where} should be a tensor of shape {shape}, got {got}", where=where,
                             shape=tuple(expected.shape), got=describe(got))
@@ -156,11 +163,16 @@ def _compare_tensors(got: Any, expected: torch.Tensor, atol: float, rtol: float,
     floor = _HALF_PRECISION_TOLERANCE.get(expected.dtype, 0.0)
     atol, rtol = max(atol, floor), max(rtol, floor)
     if not torch.allclose(g, e, atol=atol, rtol=rtol, equal_nan=True):
+        if not detail:
+            return "values", ""
         err = (g - e).abs().masked_fill(g == e, 0.0)  # equal infinities are no error
         err = err.nan_to_num(nan=math.inf)
-        idx = tuple(int(i) for i in torch.unravel_index(err.argmax(), err.shape))
+        flat, idx = int(err.argmax()), []
+        for size in reversed(err.shape):  # the flat index, unravelled (torch.unravel_index costs more)
+            flat, rest = divmod(flat, size)
+            idx.append(rest)
         return "values", tr("{where} differs from the reference: max abs error {error:.3g} at index {index}",
-                            where=where, error=err.max().item(), index=idx)
+                            where=where, error=err.max().item(), index=tuple(reversed(idx)))
     return None
 
 
@@ -319,8 +331,13 @@ def _generic_verdict(exercise: Exercise, n_cases: int,
 
 def _best_mistake(exercise: Exercise, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
                   ran: Sequence[tuple[Case, Outcome]]) -> MistakeSearch:
-    """:func:`~utils.exercises.mistake_search.best_mistake` with this module's :func:`compare`."""
-    return best_mistake(exercise, failures, ran, compare)
+    """:func:`~utils.exercises.mistake_search.best_mistake` with this module's comparison (:func:`same`: only
+    whether the outputs agree is asked)."""
+    return best_mistake(exercise, failures, ran, _differs)
+
+
+def _differs(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
+    return None if same(got, expected, atol, rtol) else "differs"
 
 
 def _partial_observation(match: Match, ran: Sequence[tuple[Case, Outcome]], n_cases: int) -> str:
