@@ -38,7 +38,8 @@ FINGERPRINT = (
     "def fingerprint(x):\n"
     "    return 'x'.join(map(str, x.shape)) + ':' + '%.6f' % float(x.double().sum())\n"
 )
-PLACES = "[os.environ.get('HOME', '.'), os.getcwd(), '/tmp', '/var/tmp', '/dev/shm']"
+SHARED = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")  # every uid may write these where nothing is private
+PLACES = f"[os.environ.get('HOME', '.'), os.getcwd(), *{SHARED!r}]"
 
 
 def _fingerprint():
@@ -123,8 +124,32 @@ def test_a_public_verdict_of_the_local_grader_never_sees_a_hidden_input(tmp_path
     feedback = (tmp_path / "out" / "feedback" / "sam.md").read_text(encoding="utf-8")
     line = next(x for x in feedback.splitlines() if "`ch1.total`" in x)
     assert "public cases pass" in line or "public case passes" in line, line
-    for place in ("/tmp", "/var/tmp", "/dev/shm"):  # what the student left in the machine's folders is gone
+    for place in SHARED:  # what the student left in the machine's folders is gone
         assert not os.path.lexists(os.path.join(place, name)), place
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="gives files to another uid (chown): as root only")
+def test_what_a_sandbox_uid_left_in_shared_folders_is_removed_and_nothing_else(tmp_path):
+    """Without private mounts a slot's uid is the next student's too: its files in the shared folders go, at
+    the top and inside another user's world-writable folder (``/tmp/.X11-unix``), and nobody else's."""
+    uid, other = sandbox.UID_BASE + 7, sandbox.UID_BASE + 8
+    shared = tmp_path / "tmp"
+    socket = shared / ".X11-unix" / "deeper"
+    socket.mkdir(parents=True)
+    for folder in (shared, shared / ".X11-unix", socket):
+        folder.chmod(0o1777)
+    mine = [shared / "top.txt", shared / "dir", shared / ".X11-unix" / "in.txt", socket / "in.txt"]
+    kept = [shared / "kept.txt", shared / ".X11-unix" / "kept.txt", socket / "kept.txt"]
+    for path in mine[:1] + mine[2:] + kept:
+        path.write_text("hidden input", encoding="utf-8")
+    mine[1].mkdir()
+    (mine[1] / "inside.txt").write_text("hidden input", encoding="utf-8")
+    for path in [*mine, mine[1] / "inside.txt"]:
+        os.chown(path, uid, uid)
+    os.chown(kept[0], other, other)
+    sandbox.remove_leftovers(uid, (str(shared),))
+    assert [p for p in mine if p.exists()] == [] and all(p.exists() for p in kept)
+    assert socket.is_dir()  # another user's folder stays
 
 
 def test_a_test_gradescope_shows_before_publication_never_sees_a_hidden_input(tmp_path):

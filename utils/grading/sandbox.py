@@ -295,24 +295,30 @@ def sweep(worker: Worker) -> None:
         kill_marked(worker.marker, spare=worker.proc.pid)
 
 
-SHARED = ("/tmp", "/var/tmp", "/dev/shm")
+SHARED = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
 """Folders every uid may write: without private mounts, what a student's uid left there is removed."""
+SHARED_DEPTH = 3
+"""How deep :func:`remove_leftovers` looks into world-writable folders of other users inside :data:`SHARED`."""
 
 
-def remove_leftovers(uid: int) -> None:
-    """Remove what ``uid`` left at the top of :data:`SHARED` (its processes are gone): the next student
-    graded under this uid finds nothing of the last one's."""
+def remove_leftovers(uid: int, folders: tuple[str, ...] = SHARED, depth: int = SHARED_DEPTH) -> None:
+    """Remove what ``uid`` left in ``folders`` (its processes are gone): each entry it owns, and what it put
+    in another user's world-writable folder there (``/tmp/.X11-unix``), ``depth`` folders down. The next
+    student graded under this uid finds nothing of the last one's."""
     from utils.grading import files
 
-    for folder in SHARED:
+    for folder in folders:
         try:
             entries = list(os.scandir(folder))
         except OSError:
             continue
         for entry in entries:
             try:
-                if entry.stat(follow_symlinks=False).st_uid == uid:
+                found = entry.stat(follow_symlinks=False)
+                if found.st_uid == uid:
                     files.remove_tree(entry.path)
+                elif depth > 1 and entry.is_dir(follow_symlinks=False) and found.st_mode & 0o002:
+                    remove_leftovers(uid, (entry.path,), depth - 1)
             except OSError:
                 continue
 
