@@ -291,3 +291,42 @@ def test_at_equal_file_times_canvas_s_later_resubmission_is_graded_and_named():
     # the file time comes first: an older "-1" is not graded
     older = same | {"02_more-1.ipynb": 50.0}
     assert engine.choose_copy([("02_more.ipynb", "first"), ("02_more-1.ipynb", "second")], older, ex)[0] == "first"
+
+
+W8_LATE = "jonesbob_LATE_102_10019_02_scaled_dot_product_attention.ipynb"  # W8's names, as Canvas downloads them
+W8_NEW = "jonesbob_102_10020_02_scaled_dot_product_attention.ipynb"
+
+
+def canvas_copies(subs, times):
+    """W8: bob's late, wrong chapter 2 and his later, correct one, downloaded from Canvas with ``times``."""
+    subs.mkdir()
+    for name, cells, when in zip((W8_LATE, W8_NEW), (MEAN, CH2), times):
+        os.utime(gf.write_notebook(subs / name, gf.notebook(list(cells.items()))), (when, when))
+    [submission] = intake.collect(subs).students
+    ex = course.CourseExercise("ch2.total", 1, "02_scaled_dot_product_attention.ipynb", TOTAL)
+    decided, tasks, skipped = engine.plan_student(submission, [ex])
+    return submission, decided, [t.source for t in tasks], [(u.path, u.line()) for u in skipped]
+
+
+def test_two_canvas_files_with_one_original_name_are_two_copies_and_the_newer_is_graded(tmp_path):
+    """W8 (issue 35): both Canvas files were read as one ``02_...ipynb``, their cells merged, and the older,
+    wrong one graded ("this notebook has 2 cells for it; the last one is graded")."""
+    dec1, dec3 = time.mktime((2026, 12, 1, 12, 0, 0, 0, 0, -1)), time.mktime((2026, 12, 3, 12, 0, 0, 0, 0, -1))
+    submission, decided, sources, skipped = canvas_copies(tmp_path / "a", (dec1, dec3))
+    assert submission.student == "jonesbob" and sorted(submission.modified) == sorted([W8_LATE, W8_NEW])
+    assert not decided and sources == [CH2["ch2.total"]], sources
+    assert skipped == [(W8_LATE, f"{W8_LATE} (not graded for ch2.total: {W8_NEW} holds it too and was modified "
+                                 f"later; the newest copy is graded)")], skipped
+    # one file time (Canvas often gives a download one): the higher submission id is the later submission
+    _s, _d, sources, skipped = canvas_copies(tmp_path / "b", (dec3, dec3))
+    assert sources == [CH2["ch2.total"]] and [path for path, _line in skipped] == [W8_LATE], skipped
+    assert "is Canvas's later submission (a higher submission id" in skipped[0][1], skipped
+    # the file time comes first: a newer file with the lower id is graded
+    _s, _d, sources, skipped = canvas_copies(tmp_path / "c", (dec3, dec1))
+    assert sources == [MEAN["ch2.total"]] and [path for path, _line in skipped] == [W8_NEW], skipped
+    # the submission id comes before Canvas's -N suffix, and a Canvas name still says its chapter notebook
+    ex = course.CourseExercise("ch2.total", 1, "02_more.ipynb", None)
+    cells = [("bob_1_20_02_more.ipynb", "newer"), ("bob_1_19_02_more-1.ipynb", "older")]
+    assert engine.choose_copy(cells, dict.fromkeys(dict(cells), 5.0), ex)[0] == "newer"
+    assert engine.choose_copy([("bob_1_7_notes.ipynb", "x"), ("bob_1_7_02_more.ipynb", "chapter's")],
+                              {}, ex)[0] == "chapter's"

@@ -15,8 +15,8 @@ is paid once per student.
 that student with a reason, and the batch goes on. Reading and checking the student's notebooks is the
 unit's first phase (checking costs about 5 s per MB), so one huge submission costs only itself.
 
-**Copies and broken notebooks.** An exercise handed in twice is graded from the newer copy
-(:func:`choose_copy`); the other is reported as not graded. A notebook that cannot be read is blamed
+**Copies and broken notebooks.** An exercise handed in twice is graded from the newer copy, by the tie
+rule of :mod:`utils.grading.copies`; the other is reported as not graded. A notebook that cannot be read is blamed
 only for its own chapter's exercises when its name says the chapter; the others are ``missing``. Every
 notebook that cannot be read (not valid JSON, over the size limit, not unpackable) is reported, never
 dropped: a row names it, or it gets a line of its own (``results.csv``, the feedback file, Gradescope's
@@ -35,20 +35,21 @@ from __future__ import annotations
 
 import os
 import queue
-import re
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from utils.exercises.common import Status, one_line
 from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
 from utils.grading import course as course_mod
 from utils.grading import files, sandbox
+from utils.grading.copies import base_name as _base_name
+from utils.grading.copies import choose_copy, chosen_file
 from utils.grading.intake import Unplaced
 from utils.grading.unit import (
     Guard,
@@ -117,7 +118,7 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
                                                    "the chapter notebook (its metadata carries the id)", id=ex.id))
             continue
         source, others = choose_copy(cells, submission.modified, ex)
-        graded_from[ex.id] = _chosen_file(cells, submission.modified, ex)
+        graded_from[ex.id] = chosen_file(cells, submission.modified, ex)
         for file, why in others:
             skipped.setdefault((file, why), []).append(ex.id)
         problem = course_mod.syntax_problem(source)
@@ -174,56 +175,6 @@ def _unreadable(submission: course_mod.Submission, exercises: list[course_mod.Co
     return entries
 
 
-def choose_copy(cells: list[tuple[str, str]], modified: Mapping[str, float], ex: course_mod.CourseExercise
-                ) -> tuple[str, list[tuple[str, str]]]:
-    """The source to grade when a student handed in an exercise more than once, and ``(file, why)`` for
-    each copy that is not graded.
-
-    Of several notebooks, the one modified last (its file's time, or the time stored in its zip) is
-    graded: a resubmission replaces the earlier work. At equal times, Canvas's higher resubmission number
-    wins (``02_x-1.ipynb`` over ``02_x.ipynb``), then the notebook named like the chapter's own, then the name
-    that sorts first. Of several cells in that notebook, the last one is graded, as running the notebook from
-    the top defines it last.
-    """
-    files = _by_preference(cells, modified, ex)
-    chosen = files[0]
-    mine = [source for file, source in cells if file == chosen]
-    others = []
-    for file in files[1:]:
-        if modified.get(file, 0.0) < modified.get(chosen, 0.0):
-            others.append((file, tr("{file} holds it too and was modified later; the newest copy is graded",
-                                    file=chosen)))
-        elif _resubmission(file, files, ex) < _resubmission(chosen, files, ex):
-            others.append((file, tr("{file} holds it too and is Canvas's later resubmission of it (same file time, "
-                                    "a higher -N in its name); the newest copy is graded", file=chosen)))
-        else:
-            others.append((file, tr("{file} holds it too, modified at the same time; the copy in the notebook "
-                                    "named like the chapter, else the first by name, is graded", file=chosen)))
-    if len(mine) > 1:
-        others.append((chosen, tr("this notebook has {count} cells for it; the last one is graded, as running the "
-                                  "notebook from the top would define it last", count=len(mine))))
-    return mine[-1], others
-
-
-def _by_preference(cells: list[tuple[str, str]], modified: Mapping[str, float], ex: course_mod.CourseExercise
-                   ) -> list[str]:
-    """The files holding ``cells``, the one :func:`choose_copy` grades first."""
-    files = {file for file, _source in cells}
-    return sorted(files, key=lambda file: (-modified.get(file, 0.0), -_resubmission(file, files, ex),
-                                           _base_name(file) != ex.notebook, file))
-
-
-def _resubmission(file: str, files: Iterable[str], ex: course_mod.CourseExercise) -> int:
-    """N for Canvas's ``02_x-N.ipynb`` beside a copy named ``02_x.ipynb`` (or named like the chapter), else 0."""
-    m = re.fullmatch(r"(.+)-(\d{1,4})(\.ipynb)", _base_name(file), re.IGNORECASE)
-    return int(m[2]) if m and m[1] + m[3] in {ex.notebook, *map(_base_name, files)} else 0
-
-
-def _chosen_file(cells: list[tuple[str, str]], modified: Mapping[str, float], ex: course_mod.CourseExercise) -> str:
-    """The file whose copy of ``ex`` :func:`choose_copy` grades."""
-    return _by_preference(cells, modified, ex)[0]
-
-
 def other_chapters(submission: course_mod.Submission, graded: set[int | None], chapter_of_id: Mapping[str, int]
                    ) -> tuple[list[str], list[int]]:
     """The files holding exercise cells of chapters not ``graded``, and those chapters (both sorted): what a
@@ -236,11 +187,6 @@ def other_chapters(submission: course_mod.Submission, graded: set[int | None], c
             held.add(chapter)
             files.update(file for file, _source in cells)
     return sorted(files), sorted(held)
-
-
-def _base_name(file: str) -> str:
-    """``02_sdpa.ipynb`` for ``alice.zip:work/02_sdpa.ipynb`` or ``chapters/02_sdpa.ipynb``."""
-    return PurePosixPath(file.rsplit(":", 1)[-1].replace("\\", "/")).name
 
 
 def _broken_notebook(submission: course_mod.Submission, ex: course_mod.CourseExercise, chapters: frozenset[int],

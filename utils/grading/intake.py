@@ -13,7 +13,8 @@ Layouts (``--layout``):
 * ``canvas``: a flat folder as Canvas's "Download Submissions" writes it,
   ``<name>_<user id>_<submission id>_<original name>`` (``<name>_LATE_<user id>_...`` when late); the
   files of one Canvas user are one student, named ``<name>`` (``<name>_<user id>`` when two users share
-  a name). Notebooks and zips are read.
+  a name). Notebooks and zips are read, each named by its download name, so two files that share an
+  original name stay two copies (:mod:`utils.grading.copies` says which is graded).
 * ``flat``: one file per student, ``SUBMISSIONS/<student>.ipynb`` or ``<student>.zip``.
 * ``auto`` (the default) picks one from what the folder holds and says why (:attr:`Intake.reason`).
 
@@ -151,7 +152,7 @@ def collect(root: str | Path, layout: str = "auto", *, read: bool = True) -> Int
         if original.lower().endswith(".zip"):
             _defer_zip(Path(entry.path), entry.name, student(name))
         else:
-            _add_notebook(student(name), original, Path(entry.path))
+            _add_notebook(student(name), entry.name, Path(entry.path))  # two files may share an original name
     intake.students = [students[name] for name in sorted(students)]
     if read:
         for submission in intake.students:
