@@ -72,6 +72,19 @@ BYPASSES = {
     "alias_private_c": "t = torch\ndef attend(q, k, v):\n    return t._C._special.special_logsumexp(q, [-1])\n",
     "alias_jit_string": ("t = torch\ndef attend(q, k, v):\n"
                          "    return t.jit.CompilationUnit('def f(x):\\n    return x\\n').f(q)\n"),
+    # Red team R15 (issue 35): import forms the rules did not list, a getattr by another name, a keyword that
+    # is not a literal, and a class pattern whose computed __match_args__ reads any attribute
+    "r15_from_jit": ("from torch.jit import CompilationUnit as CU\n"
+                     "_U = CU('def f(q):\\n    return torch.ops.aten.rms_norm(q, [4])\\n')\n"
+                     "def attend(q, k, v):\n    return q\n"),
+    "r15_from_ao_utils": ("from torch.ao.quantization.utils import getattr_from_fqn as g\ndef attend(q, k, v):\n"
+                          "    return g(torch, 'ops.aten._scaled_dot_' + 'product_attention_math')(q, k, v)[0]\n"),
+    "r15_import_ao_utils": ("import torch.ao.quantization.utils as u\ndef attend(q, k, v):\n"
+                            "    return u.getattr_from_fqn(torch, 'ops.aten._scaled_dot_' + 'product_attention_math')"
+                            "(q, k, v)[0]\n"),
+    "r15_from_serialization": "from torch.serialization import load as L\ndef attend(q, k, v):\n    return q\n",
+    "r15_from_overrides": ("from torch.overrides import get_testing_overrides\ndef attend(q, k, v):\n"
+                           "    return q\n"),
 }
 
 
@@ -149,6 +162,49 @@ TRANSFORMER_LAYER = (
 def test_static_check_flags_each_bypass(name):
     assert unsafe_in_source(BYPASSES.get(name) or STRING_BYPASSES.get(name) or CODE_IN_STRINGS.get(name)
                             or PRIVATE_SUBMODULES[name]), name
+
+
+@pytest.mark.parametrize("source, module", [
+    ("import torch.jit\n", "torch.jit"),
+    ("from torch.jit import CompilationUnit\n", "torch.jit"),
+    ("from torch import jit as j\n", "torch.jit"),
+    ("import torch.ao.quantization.utils as u\n", "torch.ao.quantization.utils"),
+    ("from torch.ao.quantization.utils import getattr_from_fqn\n", "torch.ao.quantization.utils"),
+    ("from torch.utils import data\n", "torch.utils"),
+    ("import io\n", "io"),
+    ("import numpy.lib.format as f\n", "numpy.lib.format"),
+    ("from numpy import lib\n", "numpy.lib"),
+    ("from numpy.lib.format import read_array\n", "numpy.lib.format"),
+    ("def f(x):\n    import torch.hub\n    return x\n", "torch.hub"),
+    ("from . import attention\n", "."),
+])
+def test_an_exercise_cell_imports_only_the_allowed_modules(source, module):
+    """Red team R15 (issue 35): every import form of a module off the allow-list is refused, whatever the
+    module is, with a reason that names it and the modules allowed."""
+    reason = unsafe_in_source(source)
+    assert reason and module in reason and "torch.nn.functional" in reason and "math" in reason, reason
+
+
+def test_the_allowed_modules_may_be_imported_in_any_form():
+    honest = ("from __future__ import annotations\nimport math\nimport torch.nn.functional as G\n"
+              "from torch import nn as N\nfrom torch.nn import functional\nimport numpy as np\n"
+              "from collections import abc, OrderedDict\nfrom typing import NamedTuple\nimport operator\n"
+              "from dataclasses import dataclass, field\nfrom itertools import chain\nfrom os import path\n"
+              "def f(x):\n    return G.relu(x) + np.float32(1) + operator.add(1, 2)\n")
+    assert unsafe_in_source(honest) is None
+
+
+def test_every_exercise_cell_of_the_solutions_and_chapters_passes_in_both_languages():
+    checked = {}
+    for folder in ("solutions", "solutions/zh", "chapters", "chapters/zh"):
+        for path in sorted((gf.REPO / folder).glob("*.ipynb")):
+            for cell in nbformat.read(str(path), as_version=4).cells:
+                exercise = cell.get("metadata", {}).get("course", {}).get("exercise")
+                if cell.cell_type == "code" and exercise:
+                    assert unsafe_in_source(cell.source) is None, (folder, path.name, exercise)
+                    checked[folder] = checked.get(folder, 0) + 1
+    present = [f for f in ("solutions", "solutions/zh", "chapters", "chapters/zh") if (gf.REPO / f).is_dir()]
+    assert all(checked.get(folder) for folder in present), checked
 
 
 def test_a_pattern_that_reads_a_forbidden_attribute_is_named():
@@ -333,16 +389,18 @@ def test_an_earlier_cell_cannot_change_how_a_later_one_runs(bypass_batch):
         ("import os\ndef f(x):\n    return os.posix_spawn('/bin/ls', ['ls'], {})", "os.posix_spawn"),
         ("from os import system\ndef f(x):\n    return system('ls')", "from os import system"),
         ("import pty\ndef f(x):\n    return pty.spawn('sh')", "import pty"),
-        ("import posix\ndef f(x):\n    posix.system('ls')\n    return x", "posix.system"),  # os's own source
-        ("import posix as p\ndef f(x):\n    return p.posix_spawn('/bin/ls', ['ls'], {})", "posix.posix_spawn"),
-        ("from posix import execv\ndef f(x):\n    execv('/bin/sh', ['sh'])", "from posix import execv"),
+        ("import posix\ndef f(x):\n    posix.system('ls')\n    return x", "import posix"),  # os's own source
+        ("import posix as p\ndef f(x):\n    return p.posix_spawn('/bin/ls', ['ls'], {})", "import posix"),
+        ("from posix import execv\ndef f(x):\n    execv('/bin/sh', ['sh'])", "from posix import"),
         ("import _posixsubprocess\ndef f(x):\n    return _posixsubprocess.fork_exec", "import _posixsubprocess"),
     ],
 )
 def test_starting_a_program_is_named_by_the_static_check(source, named):
     """No program starts from an exercise's process (seccomp refuses execve, test_grader_exec.py); the
-    static check names the call, so the row says why instead of an error from inside the sandbox."""
-    assert unsafe_in_source(source) == named
+    static check names the call, so the row says why instead of an error from inside the sandbox. A module off
+    the allow-list (posix, subprocess) is named by its import, and the reason lists the modules allowed."""
+    reason = unsafe_in_source(source)
+    assert reason == named or (reason.startswith(named) and "torch.nn.functional" in reason), reason
 
 
 def test_os_for_paths_is_still_allowed():
@@ -405,7 +463,8 @@ R10_ROUTES = {
 @pytest.mark.parametrize("name", sorted(R10_ROUTES))
 def test_a_forbidden_name_reached_by_a_string_or_another_object_is_named(name):
     eid, source, named = R10_ROUTES[name]
-    assert unsafe_in_source(source) is None  # nothing else in these sources is refused
+    reason = unsafe_in_source(source)  # nothing else in these sources is refused but flex_attention's import
+    assert reason is None or reason.startswith("from torch.nn.attention.flex_attention import ..."), reason
     assert forbidden_in_source(source, get(eid).forbidden) == named, (name, get(eid).forbidden)
 
 

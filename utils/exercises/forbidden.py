@@ -16,6 +16,7 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from utils.exercises._cell_rules import refused
 from utils.exercises.common import resolve
 from utils.i18n.messages import tr
 
@@ -161,6 +162,7 @@ def unsafe_in_source(source: str) -> str | None:
     ``sys.modules``, dunder attributes), walks frames (``sys._getframe``, ``f_back``, ``gi_frame``,
     ``tb_frame``) or uses torch's internals (``torch._C``, ``torch.ops``, any ``_private`` name of
     ``torch``) could reach a forbidden function, or the machinery that checks it, without naming it.
+    Imports follow an allow-list (:mod:`utils.exercises._cell_rules`).
 
     >>> unsafe_in_source("def f(q):\\n    return getattr(F, 'scaled_' + 'dot')(q)")
     'getattr with a computed attribute name'
@@ -189,7 +191,7 @@ def unsafe_in_source(source: str) -> str | None:
     literal_getattr = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
                        and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) > 1}
     for node in ast.walk(tree):
-        reason = _unsafe_node(node, torch_names, sys_names) or _starts_program(node, os_names)
+        reason = refused(node) or _unsafe_node(node, torch_names, sys_names) or _starts_program(node, os_names)
         if reason:
             return reason
         if isinstance(node, ast.Name) and node.id == "getattr" and id(node) not in literal_getattr:
