@@ -85,6 +85,8 @@ BYPASSES = {
     "r15_from_serialization": "from torch.serialization import load as L\ndef attend(q, k, v):\n    return q\n",
     "r15_from_overrides": ("from torch.overrides import get_testing_overrides\ndef attend(q, k, v):\n"
                            "    return q\n"),
+    "r15_npy_read_array": ("import numpy as np, io\ndef attend(q, k, v):\n"
+                           "    return np.lib.format.read_array(io.BytesIO(b''), allow_pickle=not 0)\n"),
 }
 
 
@@ -192,6 +194,32 @@ def test_the_allowed_modules_may_be_imported_in_any_form():
               "from dataclasses import dataclass, field\nfrom itertools import chain\nfrom os import path\n"
               "def f(x):\n    return G.relu(x) + np.float32(1) + operator.add(1, 2)\n")
     assert unsafe_in_source(honest) is None
+
+
+@pytest.mark.parametrize("source", [
+    "def f(x):\n    return read(x, allow_pickle=not 0)\n",
+    "def f(x, a=True):\n    return read(x, allow_pickle=a)\n",
+    "def f(x):\n    return read(x, allow_pickle=1)\n",
+    "def f(x):\n    return read(x, weights_only=None)\n",
+    "def f(x):\n    return read(x, **{'allow_pickle': True})\n",
+    "def f(x):\n    return read(x, **dict(weights_only=0))\n",
+])
+def test_a_pickle_switch_is_refused_unless_it_is_the_safe_literal(source):
+    assert unsafe_in_source(source), source
+    assert unsafe_in_source("def f(x):\n    return g(x, allow_pickle=False) + g(x, weights_only=True)\n") is None
+
+
+@pytest.mark.parametrize("source", [
+    "import numpy as np\ndef f(x):\n    return np.lib\n",
+    "import numpy as np\nn = np\ndef f(x):\n    return n.lib.format.read_array(x)\n",
+    "def f(x, m=None):\n    return m.read_array(x)\n",
+    "import numpy as np\ndef f(x):\n    return getattr(np, 'lib')\n",
+    "import numpy as np\ndef f(x):\n    return np.ctypeslib.load_library('a', '.')\n",
+    "import numpy as np\ndef f(x):\n    return np.f2py\n",
+    "def f(x):\n    match x:\n        case object(lib=lib):\n            return lib\n",
+])
+def test_numpy_s_routes_to_pickles_libraries_and_compilers_are_refused(source):
+    assert unsafe_in_source(source), source
 
 
 def test_every_exercise_cell_of_the_solutions_and_chapters_passes_in_both_languages():

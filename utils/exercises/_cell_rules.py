@@ -1,5 +1,5 @@
-"""What an exercise cell may import: a rule stated as what is allowed, so that a route nobody listed is
-refused too (red team R15, issue 35).
+"""What an exercise cell may import, and the pickle switches and numpy routes it may not use: rules stated
+as what is allowed, so that a route nobody listed is refused too (red team R15, issue 35).
 
 :func:`utils.exercises.forbidden.unsafe_in_source` asks :func:`refused` about every node of a cell's syntax
 tree before its own rules (so that a refused import's reason lists the modules allowed). Trusted side:
@@ -25,12 +25,29 @@ PROCESS_MODULES = frozenset({"os", "os.path", "sys", "time", "json", "threading"
 reading the process's limits): none reaches code by a name, and the rules for ``os``'s program starters
 and ``sys.modules``/``sys.path`` still hold. Drop this set once those tests switch the static check off."""
 ALLOWED_IMPORTS = COURSE_MODULES | PROCESS_MODULES
+PICKLE_SWITCHES = {"allow_pickle": False, "weights_only": True}
+"""The keyword that makes numpy (``allow_pickle``) or torch (``weights_only``) unpickle, and its safe value:
+any other value, a computed one included, is refused, and so is the keyword's name as a string."""
+NUMPY_ROUTES = frozenset({"lib", "read_array", "ctypeslib", "f2py", "distutils"})
+"""numpy's modules and functions that unpickle (``numpy.lib.format.read_array``, ``numpy.lib.npyio``; its
+``load`` is refused as ``.load``), load a shared library (``ctypeslib``) or compile code (``f2py``)."""
 
 
 def refused(node: ast.AST) -> str | None:
     """Why ``node`` may not be in an exercise cell under the rules above, or None."""
     if isinstance(node, (ast.Import, ast.ImportFrom)):
         return _refused_import(node)
+    if isinstance(node, ast.keyword) and node.arg in PICKLE_SWITCHES and not _is_constant(
+            node.value, PICKLE_SWITCHES[node.arg]):
+        return tr("{code} (unpickling runs code; only {safe} is allowed)", code=f"{node.arg}=...",
+                  safe=f"{node.arg}={PICKLE_SWITCHES[node.arg]}")
+    if isinstance(node, ast.Constant) and node.value in PICKLE_SWITCHES:
+        return tr("{code} (unpickling runs code; only {safe} is allowed)", code=repr(node.value),
+                  safe=f"{node.value}={PICKLE_SWITCHES[node.value]}")
+    name = _attribute_name(node)
+    if name in NUMPY_ROUTES:
+        return tr("{code} (numpy's readers that unpickle, and its machinery that loads or compiles code)",
+                  code=f".{name}")
     return None
 
 
@@ -62,3 +79,20 @@ def _is_module(package: str, name: str) -> bool:
         return importlib.util.find_spec(f"{package}.{name}") is not None
     except (ImportError, ValueError, AttributeError):
         return False
+
+
+def _attribute_name(node: ast.AST) -> str | None:
+    """The attribute ``node`` reads by a name written in the source: ``x.name``, ``getattr(x, 'name')``,
+    ``case C(name=...)`` (each keyword's)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
+            and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+        return node.args[1].value if isinstance(node.args[1].value, str) else None
+    if isinstance(node, ast.MatchClass):
+        return next((attr for attr in node.kwd_attrs if attr in NUMPY_ROUTES), None)
+    return None
+
+
+def _is_constant(node: ast.AST, value: bool) -> bool:
+    return isinstance(node, ast.Constant) and node.value is value

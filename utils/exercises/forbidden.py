@@ -162,7 +162,8 @@ def unsafe_in_source(source: str) -> str | None:
     ``sys.modules``, dunder attributes), walks frames (``sys._getframe``, ``f_back``, ``gi_frame``,
     ``tb_frame``) or uses torch's internals (``torch._C``, ``torch.ops``, any ``_private`` name of
     ``torch``) could reach a forbidden function, or the machinery that checks it, without naming it.
-    Imports follow an allow-list (:mod:`utils.exercises._cell_rules`).
+    What may be imported is an allow-list (:mod:`utils.exercises._cell_rules`): a module nobody listed is
+    refused.
 
     >>> unsafe_in_source("def f(q):\\n    return getattr(F, 'scaled_' + 'dot')(q)")
     'getattr with a computed attribute name'
@@ -204,9 +205,6 @@ def unsafe_in_source(source: str) -> str | None:
                 and not (isinstance(node.value, ast.Name) and (node.value.id, node.attr) in own_private) \
                 and not (node.attr in DOCUMENTED_PRIVATES and not _torch_has(node.attr)):
             return tr("{code} (torch's internals)", code=f".{node.attr}")
-        if isinstance(node, ast.keyword) and (node.arg, _constant(node.value)) in (("allow_pickle", True),
-                                                                                  ("weights_only", False)):
-            return tr("{code} (unpickling runs code)", code=f"{node.arg}={_constant(node.value)}")
     return None
 
 
