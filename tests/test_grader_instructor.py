@@ -110,11 +110,12 @@ def test_no_grade_canvas_holds_is_removed_by_an_empty_cell(tmp_path):
     after = canvas_import(before, people_of(W4_GRADEBOOK), sheet.text)
     assert {k: v for k, v in after.items() if before[k] != v} == {("201", "502"): "1"}, sheet.text
     assert after[("206", "502")] == "0.50" and after[("207", "502")] == "0.75" and after[("208", "502")] == ""
-    assert sheet.kept == [] and sheet.absent == ["Noshow, Nat", "Student, Test"]  # Fay sent only chapter 1:
-    assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)", "Student, Test (e1b2c3d4)"]  # no rows
+    assert sheet.kept == [] and sheet.absent == ["Noshow, Nat"]  # Fay sent only chapter 1: no rows
+    assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)"] and sheet.test_student == ["Student, Test"]
     zero = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster, zero_missing=True)
     after = canvas_import(before, people_of(W4_GRADEBOOK), zero.text)
-    assert {k: v for k, v in after.items() if before[k] != v} == {("201", "502"): "1", ("208", "502"): "0"}  # R11
+    assert {k: v for k, v in after.items() if before[k] != v} == {("201", "502"): "1"}  # W8: no 0 for Test Student
+    assert "208" not in {line[1] for line in table_of(zero.text)} and zero.test_student == ["Student, Test"]
 
 
 def test_zero_missing_fills_only_empty_cells_and_keeps_an_excuse_or_a_hand_entered_grade(tmp_path):
@@ -127,7 +128,8 @@ def test_zero_missing_fills_only_empty_cells_and_keeps_an_excuse_or_a_hand_enter
     zero = lms.canvas_csv([r for r in rows if r.exercise == "ch2.total"], ["fay"], ch2,
                           roster=lms.read_roster(tmp_path / "gradebook.csv"), zero_missing=True)
     cells = {line[1]: line[5] for line in list(csv.reader(io.StringIO(zero.text)))[2:]}
-    assert cells == {"208": "0"}, zero.text  # only a row with a 0 written; the others keep what Canvas holds
+    assert cells == {}, zero.text  # no row with a 0 written: the others keep what Canvas holds, and 208 is
+    # Canvas's Test Student (the student view), never given a 0 (W8)
     assert zero.untouched == ["Smith, Ana (ana)", "Lee, Fay (fay)", "Noshow, Nat (nat)"]
 
 
@@ -196,6 +198,7 @@ def test_help_says_memory_is_per_student(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "MiB of RAM per student: all of a student's processes together" in text
     assert "--overwrite" in text and "--zero-missing" in text
+    assert "keeps it; Canvas's Test Student (the student view) gets no row, not even a 0; default" in text  # W8
 
 
 
@@ -362,13 +365,13 @@ def test_a_stale_roster_undoes_no_edit_made_in_canvas_since_the_export(tmp_path,
     sheet = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster)
     after = canvas_import(now, people_of(W4_GRADEBOOK), sheet.text)
     assert {k: v for k, v in after.items() if now[k] != v} == {("201", "502"): "1"}, sheet.text
-    assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)", "Student, Test (e1b2c3d4)"]
+    assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)"]
     _report_canvas(sheet)
     err = " ".join(capsys.readouterr().err.split())
-    assert "3 roster students left out of canvas.csv because nothing of theirs was graded" in err, err
+    assert "2 roster students left out of canvas.csv because nothing of theirs was graded" in err, err
     zero = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster, zero_missing=True)
     after = canvas_import(now, people_of(W4_GRADEBOOK), zero.text)  # a 0 only where the export's cell was empty
-    assert {k: v for k, v in after.items() if now[k] != v} == {("201", "502"): "1", ("208", "502"): "0"}
+    assert {k: v for k, v in after.items() if now[k] != v} == {("201", "502"): "1"}  # none for Test Student
 
 
 def test_without_a_roster_the_messages_say_what_an_empty_cell_does(capsys):
@@ -390,3 +393,29 @@ def test_without_a_roster_the_messages_say_what_an_empty_cell_does(capsys):
 
 def table_of(text: str) -> list[list[str]]:
     return list(csv.reader(io.StringIO(text)))
+
+
+def test_every_student_left_out_is_named_and_canvas_s_test_student_is_no_student(tmp_path, capsys):
+    """W8 (issue 35): Eve handed in chapter 1 only, so the chapter 2 run left her out of canvas.csv, but stderr
+    named only the students without a submission; and --zero-missing gave Canvas's Test Student (its student
+    view, exported as "Student, Test" or "Test Student") a 0."""
+    from utils.grading.batch import _report_canvas
+
+    gradebook = W4_GRADEBOOK + '"Test Student",209,,f5e6d7c8,,,,,\n'
+    (tmp_path / "gradebook.csv").write_text(gradebook, encoding="utf-8")
+    rows = [r for r in rows_of("ana", {"ch1.add_one": "missing", "ch1.attend": "missing", "ch2.total": "passed"})
+            + rows_of("fay", {"ch1.add_one": "passed", "ch1.attend": "passed", "ch2.total": "missing"})
+            if r.exercise == "ch2.total"]
+    ch2 = [e for e in CHAPTERS if e.chapter == 2]
+    for zero_missing in (False, True):
+        sheet = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=lms.read_roster(tmp_path / "gradebook.csv"),
+                               zero_missing=zero_missing)
+        ids = [line[1] for line in table_of(sheet.text)[2:]]
+        assert "208" not in ids and "209" not in ids, sheet.text
+        assert sheet.test_student == ["Student, Test", "Test Student"]
+        assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)"] and sheet.absent == ["Noshow, Nat"]
+        _report_canvas(sheet)
+        err = capsys.readouterr().err
+        [line] = [line for line in err.splitlines() if "Student, Test" in line]
+        assert line == ("grader: canvas.csv: Canvas's Test Student (the student view, not a student) is left out: "
+                        "Student, Test; Test Student"), err

@@ -336,6 +336,9 @@ def _report_canvas(sheet: lms.CanvasSheet) -> None:
         _say(f"grader: canvas.csv: {report.plural(len(sheet.untouched), who)} left out of canvas.csv because nothing "
              f"of theirs was graded (left out so that Canvas keeps what it has, edits made there since the export "
              f"too)")
+    if sheet.test_student:
+        _say(f"grader: canvas.csv: Canvas's Test Student (the student view, not a student) is left out: "
+             f"{'; '.join(sheet.test_student)}")
     if sheet.kept:
         _say(f"grader: canvas.csv: {report.plural(len(sheet.kept), 'grade cell')} where the submission holds none "
              f"of the column's exercises ({_no_grade(sheet)}): "

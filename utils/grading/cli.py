@@ -75,7 +75,8 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--zero-missing", action="store_true", help=(
         "canvas.csv: write 0 where a roster student has no graded submission for a column (who handed in nothing, "
         "or nothing of that chapter) and the roster's cell is EMPTY; a cell holding anything (a grade, EX, a late "
-        "penalty entered by hand) keeps it; default: a student with nothing graded gets no row (Canvas keeps what it "
+        "penalty entered by hand) keeps it; Canvas's Test Student (the student view) gets no row, not even a 0; "
+        "default: a student with nothing graded gets no row (Canvas keeps what it "
         "has), and in a written row copy the roster's current grade into that cell (an empty cell would remove the "
         "grade on import; a cell empty in the roster stays empty)"))
     parser.add_argument("--keep-existing", action="store_true", help=(

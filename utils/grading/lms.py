@@ -47,6 +47,8 @@ roster stays empty (without a roster every such cell is empty: :attr:`CanvasShee
 ``zero_missing`` (``--zero-missing``, for the run after the deadline) writes 0 into those cells that are
 empty in the roster, for roster students without a submission too; a cell holding anything (a grade from
 an earlier import, Canvas's excused mark ``EX``, a late penalty entered by hand) keeps it.
+Canvas's Test Student (its student view, ``Student, Test`` in the export: :func:`is_test_student`) is not a
+student: its row is never written, not even a 0 (:attr:`CanvasSheet.test_student`, printed).
 Where the roster's cell holds a grade other than this run's (a rerun after a regrade, a hand-entered
 ``4.00`` that the grader makes ``5``, an ``EX`` for a student who handed in), ``canvas.csv`` carries this
 run's grade and :attr:`CanvasSheet.changed` lists the cell (printed, each one); ``keep_existing``
@@ -165,6 +167,7 @@ class CanvasSheet:
     keep_existing: bool = False  # the roster's value written where it differs from this run's grade
     untouched: list[str] = field(default_factory=list)  # students given no row: nothing of theirs graded or zeroed
     from_roster: bool = True  # False: no roster, so a cell without a grade is empty (and clears Canvas's)
+    test_student: list[str] = field(default_factory=list)  # Canvas's Test Student rows, never written
 
 
 def check_identities(roster: Roster | None, canvas_ids: Mapping[str, str]) -> None:
@@ -284,7 +287,11 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
     table: list[list[object]] = [[*IDENTITY, *headers], ["Points Possible", "", "", "", "",
                                                           *(points_cell(maximum) for _n, _i, maximum in layout)]]
     absent, untouched = [], []
+    test_student = []
     for index, identity in enumerate(identities):
+        if roster is not None and is_test_student(identity):  # Canvas's student view: no grade, not even a 0
+            test_student.append(identity.get("Student", ""))
+            continue
         cells: list[object] = [escape_cell(identity.get("Student", "")), identity.get("ID", ""),
                                identity.get("SIS User ID", ""), identity.get("SIS Login ID", ""),
                                escape_cell(identity.get("Section", ""))]
@@ -315,7 +322,18 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
     return CanvasSheet(buffer.getvalue(), unmatched, absent, left_out, new, kept, points_mismatches(layout, roster),
-                       zero_missing, changed, keep_existing, untouched, roster is not None)
+                       zero_missing, changed, keep_existing, untouched, roster is not None, test_student)
+
+
+def is_test_student(identity: Mapping[str, str]) -> bool:
+    """Whether a roster row is Canvas's Test Student, the student view every course has (exported as
+    ``Student, Test`` or ``Test Student``), not a student.
+
+    >>> is_test_student({"Student": " student,  TEST "}), is_test_student({"Student": "Test, Anna"})
+    (True, False)
+    """
+    name = " ".join(identity.get("Student", "").replace(",", ", ").lower().split())
+    return name in ("student, test", "test student")
 
 
 def _who(identity: Mapping[str, str], fallback: str) -> str:
@@ -351,4 +369,5 @@ def points_mismatches(layout: Sequence[tuple[str, list[str], int]], roster: Rost
 
 
 __all__ = ["COLUMNS", "IDENTITY", "MATCH_COLUMNS", "CanvasSheet", "Roster", "RosterError", "canvas_columns",
-           "canvas_csv", "check_identities", "grade_columns", "points_cell", "points_mismatches", "read_roster"]
+           "canvas_csv", "check_identities", "grade_columns", "is_test_student", "points_cell", "points_mismatches",
+           "read_roster"]
