@@ -186,6 +186,7 @@ def test_roster_students_without_a_submission_are_listed_apart_though_names_hold
            "current grade, since an empty cell would remove it on import" in err, err
     assert "2 roster students left out of canvas.csv because nothing of theirs was graded (left out so that " \
            "Canvas keeps what it has" in err, err
+    assert "too): Jones, Bob (bob); Lee, Ann (ann) grader:" in err, err  # W8: each named, not only the absent
     _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob"], kept=[("carl", "01_toy (501)")], zero_missing=True))
     err = " ".join(capsys.readouterr().err.split())
     assert err.count("(--zero-missing: 0 where the roster's cell is empty; a cell holding anything, a grade or EX, "
@@ -416,6 +417,8 @@ def test_every_student_left_out_is_named_and_canvas_s_test_student_is_no_student
         assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)"] and sheet.absent == ["Noshow, Nat"]
         _report_canvas(sheet)
         err = capsys.readouterr().err
+        [line] = [line for line in err.splitlines() if "because nothing of theirs was graded" in line]
+        assert line.endswith("): Lee, Fay (fay); Noshow, Nat (nat)"), line  # Fay has a submission: named too
         [line] = [line for line in err.splitlines() if "Student, Test" in line]
         assert line == ("grader: canvas.csv: Canvas's Test Student (the student view, not a student) is left out: "
                         "Student, Test; Test Student"), err

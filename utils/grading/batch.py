@@ -335,7 +335,7 @@ def _report_canvas(sheet: lms.CanvasSheet) -> None:
         who = "roster student" if sheet.from_roster else "student"
         _say(f"grader: canvas.csv: {report.plural(len(sheet.untouched), who)} left out of canvas.csv because nothing "
              f"of theirs was graded (left out so that Canvas keeps what it has, edits made there since the export "
-             f"too)")
+             f"too): {'; '.join(sheet.untouched)}")  # every one: a handed-in other chapter too, not only the absent
     if sheet.test_student:
         _say(f"grader: canvas.csv: Canvas's Test Student (the student view, not a student) is left out: "
              f"{'; '.join(sheet.test_student)}")
