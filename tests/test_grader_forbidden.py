@@ -87,6 +87,11 @@ BYPASSES = {
                            "    return q\n"),
     "r15_npy_read_array": ("import numpy as np, io\ndef attend(q, k, v):\n"
                            "    return np.lib.format.read_array(io.BytesIO(b''), allow_pickle=not 0)\n"),
+    "r15_match_args": ("class _M(type):\n    def __instancecheck__(cls, obj):\n        return True\n"
+                       "def _attr(obj, name):\n    class _P(metaclass=_M):\n        __match_args__ = (name,)\n"
+                       "    match obj:\n        case _P(found):\n            return found\n"
+                       "def attend(q, k, v):\n    f = _attr(_attr(_attr(torch, 'ops'), 'aten'), "
+                       "'_scaled_dot_' + 'product_attention_math')\n    return f(q, k, v)[0]\n"),
 }
 
 
@@ -220,6 +225,39 @@ def test_a_pickle_switch_is_refused_unless_it_is_the_safe_literal(source):
 ])
 def test_numpy_s_routes_to_pickles_libraries_and_compilers_are_refused(source):
     assert unsafe_in_source(source), source
+
+
+@pytest.mark.parametrize("source", [
+    "class M(type):\n    def __instancecheck__(cls, obj):\n        return True\n",
+    "class A:\n    def __getattr__(self, name):\n        return name\n",
+    "class A:\n    def __bool__(self):\n        return True\n",
+    "class A:\n    def __exit__(self, *a):\n        return True\n",
+    "class A:\n    def __init_subclass__(cls):\n        pass\n",
+    "class A:\n    __match_args__ = ('ops',)\n",
+    "class A:\n    __slots__: tuple = ('x',)\n",
+    "class A(metaclass=type):\n    pass\n",
+    "def f(x):\n    match x:\n        case int(n):\n            return n\n",
+    "def f(x, P=None):\n    match x:\n        case P(found):\n            return found\n",
+    "def f(x):\n    return type('P', (), {'__match_args__': ('ops',)})\n",
+])
+def test_a_class_may_define_only_the_allowed_special_methods_and_a_class_pattern_no_positions(source):
+    assert unsafe_in_source(source), source
+
+
+def test_honest_classes_and_patterns_still_pass():
+    honest = ("import dataclasses\nclass Layer(nn.Module):\n    def __init__(self, d):\n        super().__init__()\n"
+              "        self.lin = nn.Linear(d, d)\n    def forward(self, x):\n        return self.lin(x)\n"
+              "    def extra_repr(self):\n        return 'x'\n    def __repr__(self):\n        return 'L'\n"
+              "class Rows:\n    def __init__(self, xs):\n        self.xs = xs\n    def __len__(self):\n"
+              "        return len(self.xs)\n    def __getitem__(self, i):\n        return self.xs[i]\n"
+              "    def __iter__(self):\n        return iter(self.xs)\n    def __call__(self):\n        return self\n"
+              "    def __str__(self):\n        return 'r'\n    def __eq__(self, other):\n        return False\n"
+              "    def __hash__(self):\n        return 0\n"
+              "@dataclasses.dataclass\nclass C:\n    n: int = 1\n    def __post_init__(self):\n        self.n += 1\n"
+              "def f(x, shape):\n    match shape:\n        case (n, d) if n > 0:\n            return d\n"
+              "        case torch.Size():\n            return x\n        case Rows(xs=xs):\n            return xs\n"
+              "    if __name__ == '__main__':\n        pass\n")
+    assert unsafe_in_source(honest) is None
 
 
 def test_every_exercise_cell_of_the_solutions_and_chapters_passes_in_both_languages():
@@ -368,6 +406,16 @@ def test_each_bypass_is_forbidden_with_a_reason_to_appeal(bypass_batch):
         got = row(bypass_batch, f"by_{name}", "ch1.attend")
         assert got["status"] == "forbidden" and got["points"] == "0", got
         assert "ask your instructor" in got["feedback"] or "implement it yourself" in got["feedback"], got
+        assert row(bypass_batch, f"by_{name}", "ch1.total")["status"] == "passed"
+
+
+def test_r15_routes_are_refused_in_the_sandbox_batch_and_say_why(bypass_batch):
+    """Red team R15 (issue 35): the class pattern used as getattr, and getattr_from_fqn imported or bound
+    under another name, are refused with what was refused named, and the student's other cell still runs."""
+    for name, says in (("r15_match_args", "__instancecheck__"), ("r15_from_ao_utils", "torch.ao.quantization.utils"),
+                       ("r15_import_ao_utils", "torch.ao.quantization.utils")):
+        got = row(bypass_batch, f"by_{name}", "ch1.attend")
+        assert got["status"] == "forbidden" and got["points"] == "0" and says in got["feedback"], (name, got)
         assert row(bypass_batch, f"by_{name}", "ch1.total")["status"] == "passed"
 
 

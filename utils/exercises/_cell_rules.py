@@ -1,5 +1,5 @@
-"""What an exercise cell may import, and the pickle switches and numpy routes it may not use: rules stated
-as what is allowed, so that a route nobody listed is refused too (red team R15, issue 35).
+"""What an exercise cell may import, and the class and pattern forms it may use: rules stated as what is
+allowed, so that a route nobody listed is refused too (red team R15, issue 35).
 
 :func:`utils.exercises.forbidden.unsafe_in_source` asks :func:`refused` about every node of a cell's syntax
 tree before its own rules (so that a refused import's reason lists the modules allowed). Trusted side:
@@ -25,6 +25,13 @@ PROCESS_MODULES = frozenset({"os", "os.path", "sys", "time", "json", "threading"
 reading the process's limits): none reaches code by a name, and the rules for ``os``'s program starters
 and ``sys.modules``/``sys.path`` still hold. Drop this set once those tests switch the static check off."""
 ALLOWED_IMPORTS = COURSE_MODULES | PROCESS_MODULES
+SAFE_CLASS_DUNDERS = frozenset({"__init__", "__post_init__", "__call__", "__repr__", "__str__", "__len__",
+                                "__getitem__", "__iter__", "__next__", "__contains__", "__eq__", "__ne__", "__hash__"})
+"""The special methods a class of an exercise cell may define. ``__eq__`` is allowed: the judge asks for a
+tensor or a number and names any other type (tests/test_grader_attacks.py's object equal to anything).
+Not the hooks that run code when a class is checked, made, read or left (``__instancecheck__``,
+``__init_subclass__``, ``__getattr__``, ``__exit__``, ...), nor the other operators and conversions, nor
+attributes such as ``__match_args__`` (a class pattern reads the attributes it names)."""
 PICKLE_SWITCHES = {"allow_pickle": False, "weights_only": True}
 """The keyword that makes numpy (``allow_pickle``) or torch (``weights_only``) unpickle, and its safe value:
 any other value, a computed one included, is refused, and so is the keyword's name as a string."""
@@ -48,6 +55,14 @@ def refused(node: ast.AST) -> str | None:
     if name in NUMPY_ROUTES:
         return tr("{code} (numpy's readers that unpickle, and its machinery that loads or compiles code)",
                   code=f".{name}")
+    if isinstance(node, ast.ClassDef):
+        return _refused_class(node)
+    if isinstance(node, ast.MatchClass) and node.patterns:
+        return tr("{code} (a class pattern with positions reads the attributes its class names; write "
+                  "case C(name=...) or use isinstance)", code=f"case {ast.unparse(node.cls)}(...)")
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and _dunder(node.value) \
+            and node.value not in SAFE_CLASS_DUNDERS | {"__main__", "__name__"}:
+        return tr("{code} (a special name as a string can define or read one by its name)", code=repr(node.value))
     return None
 
 
@@ -81,6 +96,25 @@ def _is_module(package: str, name: str) -> bool:
         return False
 
 
+def _refused_class(node: ast.ClassDef) -> str | None:
+    if node.keywords:
+        return tr("{code} (a class made by a metaclass or with class keywords)",
+                  code=f"class {node.name}({node.keywords[0].arg or '**'}=...)")
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names = [item.name]
+        elif isinstance(item, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
+            names = [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
+        else:
+            names = []
+        for name in names:
+            if _dunder(name) and (name not in SAFE_CLASS_DUNDERS or not isinstance(item, ast.FunctionDef)):
+                return tr("{code} (a class may define only these special methods: {allowed})",
+                          code=f"{node.name}.{name}", allowed=", ".join(sorted(SAFE_CLASS_DUNDERS)))
+    return None
+
+
 def _attribute_name(node: ast.AST) -> str | None:
     """The attribute ``node`` reads by a name written in the source: ``x.name``, ``getattr(x, 'name')``,
     ``case C(name=...)`` (each keyword's)."""
@@ -92,6 +126,10 @@ def _attribute_name(node: ast.AST) -> str | None:
     if isinstance(node, ast.MatchClass):
         return next((attr for attr in node.kwd_attrs if attr in NUMPY_ROUTES), None)
     return None
+
+
+def _dunder(name: object) -> bool:
+    return isinstance(name, str) and len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def _is_constant(node: ast.AST, value: bool) -> bool:

@@ -162,8 +162,8 @@ def unsafe_in_source(source: str) -> str | None:
     ``sys.modules``, dunder attributes), walks frames (``sys._getframe``, ``f_back``, ``gi_frame``,
     ``tb_frame``) or uses torch's internals (``torch._C``, ``torch.ops``, any ``_private`` name of
     ``torch``) could reach a forbidden function, or the machinery that checks it, without naming it.
-    What may be imported is an allow-list (:mod:`utils.exercises._cell_rules`): a module nobody listed is
-    refused.
+    What may be imported, and which special methods and class patterns a class may use, are allow-lists
+    (:mod:`utils.exercises._cell_rules`): a module, method or pattern nobody listed is refused.
 
     >>> unsafe_in_source("def f(q):\\n    return getattr(F, 'scaled_' + 'dot')(q)")
     'getattr with a computed attribute name'
