@@ -43,7 +43,39 @@ def test_an_existing_bundle_keeps_its_seed_unless_overwrite_and_is_private(tmp_p
     finally:
         os.umask(old)
     assert seed_of(out) == 7 and stat.S_IMODE(out.stat().st_mode) == 0o600
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["ch2.zip"]  # no partial file left beside it
+    # no partial file left beside it; the replaced zip, whose seed differed, is kept (W8)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ch2.previous.zip", "ch2.zip"]
+    assert seed_of(tmp_path / "ch2.previous.zip") == 5
+
+
+def test_overwrite_that_changes_the_seed_keeps_the_old_zip_and_says_how_to_keep_its_seed(tmp_path, capsys):
+    """W8 (issue 35): the quick start's bundle had a drawn seed, never printed; step 7's ``--seed-file ...
+    --overwrite`` replaced it silently, so "Regrade all" would have drawn other hidden cases."""
+    out, seed_file = tmp_path / "ch2.zip", tmp_path / "seed"
+    assert grade_main(["gradescope-bundle", str(out), "--chapters", "2"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"the seed was drawn now and is stored only in {out}'s gradescope.json" in said, said
+    assert str(seed_of(out)) not in said  # not printed: a shared console or a log must not show it
+    drawn = seed_of(out)
+    seed_file.write_text(f"{drawn + 1}\n")
+    seed_file.chmod(0o600)
+    assert grade_main(["gradescope-bundle", str(out), "--chapters", "2", "--seed-file", str(seed_file),
+                       "--overwrite"]) == 0
+    kept = tmp_path / "ch2.previous.zip"
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"gradescope-bundle: warning: {out} held another seed, so the hidden cases change" in err, err
+    assert f"The replaced zip is kept as {kept} (mode 0600): unzip -p {kept} gradescope.json shows its seed" in err
+    assert "--seed-file" in err and str(drawn) not in err, err
+    assert seed_of(out) == drawn + 1 and seed_of(kept) == drawn and stat.S_IMODE(kept.stat().st_mode) == 0o600
+    # the same seed again: nothing to warn about, nothing kept; a second change never replaces the first copy
+    assert grade_main(["gradescope-bundle", str(out), "--chapters", "2", "--seed-file", str(seed_file),
+                       "--overwrite"]) == 0
+    captured = capsys.readouterr()
+    assert "seed" not in captured.err and "drawn" not in captured.out, captured
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ch2.previous.zip", "ch2.zip", "seed"]
+    write_gradescope_bundle(out, seed=3, chapters="2", overwrite=True)
+    assert "ch2.previous-2.zip" in capsys.readouterr().err and seed_of(kept) == drawn
+    assert seed_of(tmp_path / "ch2.previous-2.zip") == drawn + 1 and seed_of(out) == 3
 
 
 def test_bundle_help_says_memory_is_per_student(capsys):
@@ -52,6 +84,7 @@ def test_bundle_help_says_memory_is_per_student(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "MiB of RAM per student: all of a student's processes together" in text, text
     assert "per exercise" not in text.split("--memory")[1].split("--")[0] and "--overwrite" in text
+    assert "when the seed changes, the old zip is kept as NAME.previous.zip, with a warning" in text, text  # W8
 
 
 def _git(folder, *args):

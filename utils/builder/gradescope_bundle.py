@@ -28,7 +28,10 @@ The zip holds, at its root (as Gradescope's autograder specification asks):
 What ``run_autograder`` runs, and the ``results.json`` it writes, are :mod:`utils.grading.gradescope`'s.
 
 The zip holds the seed, so it is written mode 0600, and an existing zip (the seed students were graded
-with) is never replaced unless asked (``--overwrite``).
+with) is never replaced unless asked (``--overwrite``). A replaced zip whose seed differs from the new one
+is kept beside it (``<name>.previous.zip``, mode 0600) with a warning: a regrade with the new zip draws other
+hidden cases, and the kept zip is where the old seed can still be read. A seed drawn now is not printed;
+``bundle_main`` says where it is stored.
 """
 
 from __future__ import annotations
@@ -195,12 +198,45 @@ def write_gradescope_bundle(
         with os.fdopen(fd, "wb") as handle:
             _write_zip(handle, root, config, notebooks)
         if overwrite:
+            _keep_if_seed_changes(out_zip, config["seed"])
             os.replace(target, out_zip)
         done = True
     finally:
         if not done:
             target.unlink(missing_ok=True)  # no partial zip is left behind
     return out_zip
+
+
+def _seed_in(path: Path) -> int | None:
+    """The seed in the bundle ``path``'s ``gradescope.json``, or None when it is not a readable bundle."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            seed = json.loads(archive.read(CONFIG_FILE))["seed"]
+    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile):
+        return None
+    return seed if isinstance(seed, int) else None
+
+
+def _keep_if_seed_changes(out_zip: Path, seed: int) -> None:
+    """Before ``out_zip`` is replaced: when it holds another seed than ``seed``, keep it as
+    ``<name>.previous.zip`` (``-2``, ``-3``... when taken; never over a file) and warn on stderr."""
+    old = _seed_in(out_zip) if out_zip.is_file() and not out_zip.is_symlink() else None
+    if old is None or old == seed:
+        return
+    for number in range(1, 1000):
+        kept = out_zip.with_name(f"{out_zip.stem}.previous{'' if number == 1 else f'-{number}'}{out_zip.suffix}")
+        try:
+            os.link(out_zip, kept)  # the same file under a second name: its mode (0600) and content
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"{out_zip}: 999 earlier zips are kept beside it; remove the ones you do not need")
+    print(f"gradescope-bundle: warning: {out_zip} held another seed, so the hidden cases change: every submission "
+          f"graded or regraded with the new zip (Gradescope's \"Regrade all\" too) gets other hidden cases than "
+          f"before. The replaced zip is kept as {kept} (mode 0600): unzip -p {kept} gradescope.json shows its seed; "
+          f"to grade with it again, write that number into a file of its own (chmod 600) and build again with "
+          f"--seed-file FILE --overwrite; otherwise delete {kept}", file=sys.stderr)
 
 
 def _exists(out_zip: Path) -> str:
@@ -267,8 +303,9 @@ def bundle_main(argv: Sequence[str]) -> int:
         "MiB of RAM per student: all of a student's processes together, above what its worker holds once torch is "
         "imported (default: 2048)"))
     parser.add_argument("--overwrite", action="store_true", help=(
-        "replace OUT if it exists (it holds the seed the students were graded with: keep a copy, or pass it again "
-        "in a --seed-file); without it an existing OUT is refused"))
+        "replace OUT if it exists (it holds the seed the students were graded with: pass it again in a "
+        "--seed-file); when the seed changes, the old zip is kept as NAME.previous.zip, with a warning; without "
+        "--overwrite an existing OUT is refused"))
     parser.add_argument(
         "--lang",
         choices=tuple(LANGUAGES),
@@ -310,6 +347,10 @@ def bundle_main(argv: Sequence[str]) -> int:
         print(f"gradescope-bundle: {exc}", file=sys.stderr)
         return 2
     print(f"wrote {path}: upload it as the autograder of a Gradescope programming assignment")
+    if seed is None:  # not printed: a console or a log is no place for it; the zip is 0600
+        print(f"gradescope-bundle: the seed was drawn now and is stored only in {path}'s gradescope.json (unzip -p "
+              f"{path} gradescope.json shows it); to rebuild with it (a regrade must draw the same hidden cases), "
+              f"write it into a file of its own (chmod 600) and pass --seed-file FILE")
     for warning in checkout_warnings(path, args.course):
         print(f"gradescope-bundle: warning: {warning}", file=sys.stderr)
     return 0
