@@ -22,6 +22,10 @@ how many pass and the diagnosis category only). It prints one JSON object on std
      "status": "passed", "feedback": "..."}]}}}
 
 Exit status 2, with the reason on stderr, when the secret, the notebook or an exercise cannot be used.
+
+In nbgrader, the hook grades every submission of an autograde run at once, before any student's kernel
+has run: :func:`batch_main`, which the hook's bootstrap calls (``python -I -c``) after it has checked the
+course package's files against the digests the export recorded.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from typing import Any
 
 from utils.grading.course_secret import SecretError, read_secret
 
-__all__ = ["JudgeError", "judge_submission", "main"]
+__all__ = ["JudgeError", "batch_main", "judge_submission", "main"]
 
 
 class JudgeError(ValueError):
@@ -77,6 +81,54 @@ def read_stdin(limit: int | None = None) -> bytes:
     return data
 
 
+def _row(row) -> dict[str, Any]:
+    from utils.exercises.definition import points_text
+
+    return {
+        "points": points_text(row.points),
+        "max_points": row.max_points,
+        "status": str(row.status),
+        "feedback": row.feedback,
+        "parts": [
+            {
+                "part": p.part,
+                "points": points_text(p.points),
+                "max_points": points_text(p.max_points),
+                "status": str(p.status),
+                "feedback": p.feedback,
+            }
+            for p in row.parts
+        ],
+    }
+
+
+def _grade(notebooks: dict[str, dict[str, bytes]], seed: int, course_root: Path | None) -> dict[str, Any]:
+    """Grade ``{student folder: {notebook file name: bytes}}`` in one run of the grader; return its summary."""
+    from utils.grading import batch
+
+    with tempfile.TemporaryDirectory(prefix="nbgrader-judge-") as work:
+        submissions = Path(work) / "submissions"
+        for folder, files in notebooks.items():
+            (submissions / folder).mkdir(parents=True)
+            for name, data in files.items():
+                (submissions / folder / name).write_bytes(data)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON only
+                summary = batch.grade(
+                    submissions,
+                    Path(work) / "out",
+                    jobs=1 if len(notebooks) == 1 else None,
+                    seed=seed,
+                    course_root=course_root,
+                    progress=False,
+                    feedback="public",
+                )
+        except (batch.NoSubmissions, batch.NoExercises) as exc:
+            raise JudgeError(str(exc)) from None
+        shutil.rmtree(submissions, ignore_errors=True)
+    return summary
+
+
 def judge_submission(
     notebook: Path,
     student: str,
@@ -88,8 +140,7 @@ def judge_submission(
     """Grade ``notebook`` as student ``student`` with :func:`~utils.grading.batch.grade` and return the rows
     of ``exercise_ids`` (see the module docstring for the shape). With ``data``, those bytes are graded and
     ``notebook`` only names the file."""
-    from utils.exercises.definition import points_text
-    from utils.grading import batch, files
+    from utils.grading import files
     from utils.grading.course import MAX_NOTEBOOK_BYTES
 
     folder = _student_folder(student)
@@ -102,24 +153,7 @@ def judge_submission(
             raise JudgeError(f"{notebook} is too large ({exc.size} bytes)") from None
         except (files.Refused, OSError) as exc:
             raise JudgeError(f"cannot read the submission {notebook}: {exc}") from None
-    with tempfile.TemporaryDirectory(prefix="nbgrader-judge-") as work:
-        submissions = Path(work) / "submissions"
-        (submissions / folder).mkdir(parents=True)
-        (submissions / folder / Path(notebook).name).write_bytes(data)
-        try:
-            with contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON only
-                summary = batch.grade(
-                    submissions,
-                    Path(work) / "out",
-                    jobs=1,
-                    seed=seed,
-                    course_root=course_root,
-                    progress=False,
-                    feedback="public",
-                )
-        except (batch.NoSubmissions, batch.NoExercises) as exc:
-            raise JudgeError(str(exc)) from None
-        shutil.rmtree(submissions, ignore_errors=True)
+    summary = _grade({folder: {Path(notebook).name: data}}, seed, course_root)
     rows = {row.exercise: row for row in summary["rows"] if row.student == folder}
     unknown = [i for i in exercise_ids if i not in rows]
     if unknown:
@@ -127,26 +161,50 @@ def judge_submission(
             f"the course has no exercise {unknown[0]!r} (it grades {', '.join(rows) or 'none'}); "
             f"export the nbgrader course again from this version of the course"
         )
-    exercises = {}
-    for exercise_id in exercise_ids:
-        row = rows[exercise_id]
-        exercises[exercise_id] = {
-            "points": points_text(row.points),
-            "max_points": row.max_points,
-            "status": str(row.status),
-            "feedback": row.feedback,
-            "parts": [
-                {
-                    "part": p.part,
-                    "points": points_text(p.points),
-                    "max_points": points_text(p.max_points),
-                    "status": str(p.status),
-                    "feedback": p.feedback,
-                }
-                for p in row.parts
-            ],
-        }
-    return {"isolation": summary["isolation"], "exercises": exercises}
+    return {"isolation": summary["isolation"], "exercises": {i: _row(rows[i]) for i in exercise_ids}}
+
+
+def batch_main(payload: dict[str, Any], course_root: Path | None = None) -> int:
+    """Grade the nbgrader hook's batch, every submission of an autograde run at once (see
+    :mod:`utils.builder.nbgrader_hook`): ``payload`` is ``{"secret": PATH, "notebooks": [{"student": ID,
+    "name": FILE.ipynb, "data": BASE64}, ...]}``. Print ``{"isolation": ..., "students": {ID: {"exercises":
+    {EXERCISE: row as above}}}}``, or ``{"error": REASON}`` for a student who cannot be graded; exit status 2
+    when nothing can be (the secret)."""
+    import base64
+
+    from utils.grading.course import MAX_NOTEBOOK_BYTES
+
+    try:
+        seed = read_secret(Path(payload["secret"]))
+    except SecretError as exc:
+        print(f"nbgrader judge: {exc}", file=sys.stderr)
+        return 2
+    students: dict[str, dict[str, Any]] = {}
+    notebooks: dict[str, dict[str, bytes]] = {}
+    for entry in payload["notebooks"]:
+        student = str(entry["student"])
+        try:
+            folder, name = _student_folder(student), _notebook_name(str(entry["name"]))
+            data = base64.b64decode(entry["data"], validate=True)
+            if len(data) > MAX_NOTEBOOK_BYTES:
+                raise JudgeError(f"{name} is larger than {MAX_NOTEBOOK_BYTES} bytes")
+        except (JudgeError, ValueError) as exc:
+            students[student] = {"error": str(exc)}
+            continue
+        notebooks.setdefault(folder, {})[name] = data
+    isolation = ""
+    if notebooks:
+        try:
+            summary = _grade(notebooks, seed, course_root)
+        except JudgeError as exc:
+            print(f"nbgrader judge: {exc}", file=sys.stderr)
+            return 2
+        isolation = summary["isolation"]
+        for row in summary["rows"]:
+            if row.student in notebooks:
+                students.setdefault(row.student, {"exercises": {}})["exercises"][row.exercise] = _row(row)
+    print(json.dumps({"isolation": isolation, "students": students}, ensure_ascii=False))
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
