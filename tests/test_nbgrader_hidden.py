@@ -9,19 +9,24 @@ tests/test_nbgrader_export.py.
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import marshal
 import os
 import re
+import shutil
 import subprocess
 import sys
+import venv
 
 import grader_fixtures as gf
 import nbformat
 import pytest
 
+from utils.builder import nbgrader_hook
 from utils.builder.cli import main as build_main
 from utils.builder.nbgrader import HOOK_NAME, SECRET_NAME, export_nbgrader, nbgrader_config
-from utils.builder.nbgrader_hook import CHANGED, FINGERPRINTS_NAME, SECRET_NOTICE, CourseJudge, fingerprint
+from utils.builder.nbgrader_hook import CHANGED, FINGERPRINTS_NAME, JUDGE_CODE_NAME, CourseJudge, fingerprint
 from utils.grading.course_secret import read_secret, secret_mode
 from utils.notebook_files import BuildError
 
@@ -125,57 +130,120 @@ def _unsolved(course):
     return nb
 
 
-def test_the_judge_grades_the_copy_handed_in_when_the_kernel_rewrites_it(tmp_path, caplog):
-    course = tmp_path / "course"
-    export_nbgrader(course, chapters={CHAPTER})
-    solved = (course / "source" / CHAPTER / f"{CHAPTER}.ipynb").read_bytes()
-    handed_in = _unsolved(course)
-    path, resources = _submission(course, "trudy", handed_in)
-    original = path.read_bytes()
-    judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
-    judge.preflight(handed_in, resources)
-    path.write_bytes(solved)  # what a "Try it" cell of hers does while her kernel runs
-    with caplog.at_level("WARNING"):
-        judge(handed_in, resources)
-    tests = [c for c in handed_in.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
-    assert [c.outputs[1].data["text/plain"] for c in tests] == ["0", "0"]  # the unsolved copy's points
-    assert all(c.outputs[0].text.startswith(f"WARNING: {CHANGED}\n") for c in tests)
-    assert f"trudy: {CHANGED}" in caplog.text
-    assert path.read_bytes() == original  # what she handed in is back in submitted/
-
-    # a file that another student's kernel changed after autograde began is refused, not graded
-    judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
-    other, other_resources = _submission(course, "alice", handed_in)
-    judge.preflight(handed_in, resources)  # trudy first: every submission's digest is taken now
-    other.write_bytes(solved)
-    with pytest.raises(RuntimeError, match=f"{other} changed after this autograde started"):
-        judge.preflight(handed_in, other_resources)
-    with pytest.raises(RuntimeError, match="was not read before its kernel started"):
-        judge(handed_in, other_resources)
+def _grade_cells(nb) -> list:
+    return [c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade")]
 
 
-def test_outputs_that_show_the_secret_are_removed_and_logged(tmp_path, caplog):
+def _points(nb) -> list[str]:
+    return [c.outputs[1].data["text/plain"] for c in _grade_cells(nb)]
+
+
+def test_every_submission_is_judged_before_any_kernel_runs(tmp_path, caplog, monkeypatch):
+    """trudy's kernel runs first: it rewrites her own file (the solutions) and zed's (the stubs). Both were read
+    and graded at the first preflight, in one process: each gets what was handed in, and both files come back."""
     course = tmp_path / "course"
     export_nbgrader(course, chapters={CHAPTER}, seed=8675309123)
-    nb = _unsolved(course)
-    nb.cells[3].outputs = [
-        nbformat.v4.new_output("stream", name="stdout", text="patched\n"),
-        nbformat.v4.new_output("stream", name="stdout", text=(course / SECRET_NAME).read_text()),
-    ]
-    nb.cells[5].outputs = [
-        nbformat.v4.new_output("error", ename="ValueError", evalue="LEAK 8675309123", traceback=["x"]),
-        nbformat.v4.new_output("display_data", data={"text/html": "<b>8675309123</b>"}),
-        nbformat.v4.new_output("execute_result", data={"text/plain": "'867530912'"}, execution_count=1),
-    ]
+    solved = nbformat.read(str(course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
+    unsolved = _unsolved(course)
+    trudy_path, trudy = _submission(course, "trudy", unsolved)
+    zed_path, zed = _submission(course, "zed", solved)
+    handed_in = {path: path.read_bytes() for path in (trudy_path, zed_path)}
+    graders, run = [], subprocess.run
+    monkeypatch.setattr(nbgrader_hook.subprocess, "run", lambda cmd, **kw: graders.append(cmd) or run(cmd, **kw))
     judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
-    with caplog.at_level("WARNING"):
-        assert judge.scrub(nb, "mallory", CHAPTER) == 3
-    assert [o.get("text") for o in nb.cells[3].outputs] == ["patched\n", SECRET_NOTICE]
-    assert [o.get("text") for o in nb.cells[5].outputs[:2]] == [SECRET_NOTICE, SECRET_NOTICE]
-    assert nb.cells[5].outputs[2].data["text/plain"] == "'867530912'"  # not the secret: kept
-    assert "8675309123" not in nbformat.writes(nb)
-    assert f"mallory {CHAPTER}.ipynb cell 3: 1 output(s) showed the grading secret" in caplog.text
-    assert f"mallory {CHAPTER}.ipynb cell 5: 2 output(s)" in caplog.text and "8675309123" not in caplog.text
+    judge.preflight(unsolved, trudy)
+    assert len(graders) == 1  # every submission graded at once, before trudy's kernel
+
+    # trudy's kernel: she hands herself the solutions and zed the stubs, and prints what she read
+    trudy_path.write_bytes(handed_in[zed_path])
+    zed_path.write_bytes(handed_in[trudy_path])
+    free = next(i for i, c in enumerate(unsolved.cells) if c.cell_type == "code" and "nbgrader" not in c.metadata)
+    unsolved.cells[free].outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text=f"OTHERS {zed_path} 8675309123\n"),
+        nbformat.v4.new_output("display_data", data={"text/plain": "HEX " + hex(8675309123)}),
+    ]
+    with caplog.at_level("INFO"):
+        judge(unsolved, trudy)
+    assert _points(unsolved) == ["0", "0"]  # what she handed in: the stubs
+    assert unsolved.cells[free].outputs == []  # nothing her kernel printed reaches her feedback
+    written = nbformat.writes(unsolved)
+    assert "8675309123" not in written and str(zed_path) not in written and hex(8675309123) not in written
+    assert f"trudy {CHAPTER}.ipynb cell {free}: 1 output(s) showed the grading secret" in caplog.text
+    assert f"trudy {CHAPTER}.ipynb: the outputs of 1 code cell(s) that are not test cells were removed" in caplog.text
+    assert f"trudy: {CHANGED}" in caplog.text and trudy_path.read_bytes() == handed_in[trudy_path]
+
+    # zed's turn: his file was changed before his kernel ran; he is graded on what he handed in, not refused
+    judge.preflight(solved, zed)
+    judge(solved, zed)
+    maximum = [float(c.metadata.nbgrader.points) for c in _grade_cells(solved)]
+    assert [float(p) for p in _points(solved)] == maximum and len(maximum) == 2
+    assert all(c.outputs[0].text.startswith(f"WARNING: {CHANGED}\n") for c in _grade_cells(solved))
+    assert zed_path.read_bytes() == handed_in[zed_path] and len(graders) == 1
+
+    # a submission that was not there when autograde began (a kernel wrote it) is refused, not graded
+    late, late_resources = _submission(course, "eve", solved)
+    with pytest.raises(RuntimeError, match=f"{late} was not in submitted/ when this autograde began"):
+        judge.preflight(solved, late_resources)
+    assert len(graders) == 1
+
+
+def _course_python(tmp_path):
+    """A Python that imports a copy of the course package (tmp_path/checkout/utils), as a COURSE_PYTHON whose
+    checkout a kernel can write; torch and the rest come from this venv's site-packages."""
+    checkout = tmp_path / "checkout"
+    shutil.copytree(gf.REPO / "utils", checkout / "utils", ignore=shutil.ignore_patterns("__pycache__"))
+    (checkout / "solutions").symlink_to(gf.REPO / "solutions")
+    env = tmp_path / "env"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(env)
+    site = next((env / "lib").glob("python3*/site-packages"))
+    paths = [p for p in sys.path[1:] if p and os.path.realpath(p) != str(gf.REPO)]
+    (site / "course.pth").write_text("\n".join([str(checkout), *paths]) + "\n", encoding="utf-8")
+    return env / "bin" / "python", checkout / "utils"
+
+
+def _plant_bytecode(source, code: str) -> None:
+    """A cached bytecode file for ``source`` whose header matches the source's time and size, as Python checks
+    it: an import that trusts __pycache__ runs ``code`` instead of the source."""
+    info = source.stat()
+    cache = importlib.util.cache_from_source(str(source))
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    header = importlib.util.MAGIC_NUMBER + bytes(4)
+    header += int(info.st_mtime).to_bytes(4, "little") + (info.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+    with open(cache, "wb") as handle:
+        handle.write(header + marshal.dumps(compile(code, str(source), "exec")))
+
+
+def test_judge_code_changed_since_the_export_is_refused_and_its_bytecode_is_never_used(tmp_path):
+    python, package = _course_python(tmp_path)
+    course = tmp_path / "course"
+    export_nbgrader(course, chapters={CHAPTER}, python=str(python))
+    record = json.loads((course / JUDGE_CODE_NAME).read_text(encoding="utf-8"))
+    assert record["package"] == str(package.resolve()) and secret_mode(course / JUDGE_CODE_NAME) == 0o600
+    assert "grading/nbgrader_judge.py" in record["files"] and not any("__pycache__" in f for f in record["files"])
+    nb = _unsolved(course)
+    _, resources = _submission(course, "oscar", nb)
+
+    # an earlier run's kernel patched the judge's reader (as W9's oscar did): the first preflight refuses
+    target = package / "grading" / "nbgrader_judge.py"
+    original = target.read_bytes()
+    target.write_bytes(original.replace(b"data = sys.stdin.buffer.read(limit + 1)", b"data = b''"))
+    judge = CourseJudge(str(python), str(course), SECRET_NAME)
+    changed = f"differs from what the export recorded in {JUDGE_CODE_NAME}: grading/nbgrader_judge.py (in "
+    with pytest.raises(RuntimeError, match=re.escape(f"{changed}{record['package']})")):
+        judge.preflight(nb, resources)
+    with pytest.raises(RuntimeError, match="nothing was graded"):  # every later student too, without a new run
+        judge.preflight(nb, resources)
+
+    # the source restored, but a planted bytecode file that forges full points: the checked source is run
+    target.write_bytes(original)
+    exercises = {e: {"points": "2", "max_points": 2, "status": "passed", "feedback": "ok", "parts": []}
+                 for e in ("ch1.project_qkv", "ch1.attention_scores")}
+    forged = {"isolation": "", "students": {"oscar": {"exercises": exercises}}}
+    _plant_bytecode(target, f"import json\ndef batch_main(payload):\n    print(json.dumps({forged!r}))\n    return 0\n")
+    judge = CourseJudge(str(python), str(course), SECRET_NAME)
+    judge.preflight(nb, resources)
+    judge(nb, resources)
+    assert _points(nb) == ["0", "0"]  # graded by the judge's real code: the stubs earn nothing
 
 
 def test_an_assignment_is_graded_only_with_the_secret_it_was_exported_with(tmp_path):

@@ -13,10 +13,10 @@ cell metadata (schema 3):
   ``assert_passed=True``. Their ``### BEGIN HIDDEN TESTS`` block, which ``nbgrader generate_assignment``
   removes and ``nbgrader autograde`` restores, only raises: no test cell decides a grade, since the
   student's code runs in the same kernel and can replace the check or rewrite the cell. The course's judge
-  does (``nbgrader_hook.py``, :mod:`utils.builder.nbgrader_hook`): after the kernel has run, it grades the
-  submitted notebook with the course's grader in a fresh, sandboxed process and replaces each test cell's
-  outputs with the verdict and its points (partial credit per named part). Without the judge, the block's
-  error gives 0 and says why;
+  does (``nbgrader_hook.py``, :mod:`utils.builder.nbgrader_hook`): before any student's kernel runs, it
+  grades every submitted notebook with the course's grader in one fresh, sandboxed process; after each
+  kernel, it replaces the test cells' outputs with the verdict and its points (partial credit per named
+  part) and removes every other code cell's outputs. Without the judge, the block's error gives 0 and says why;
 - **prose cells** (markdown) and the **setup cell** are locked (``grade_id``: ``cell-<cell id>``);
   other code cells stay free, since the chapters' "Try it" prompts ask the learner to edit them.
 
@@ -28,7 +28,9 @@ random, or ``--seed``), mode 0600: the judge draws each student's hidden cases f
 ``DIR/secret_fingerprints.json`` records, for each assignment exported, the secret's fingerprint (which
 does not reveal it): the judge refuses to autograde an assignment with another secret, and an export that
 would give an assignment another secret (the file moved away, or another ``--seed``) is refused unless
-``--force``.
+``--force``. ``DIR/judge_code.json`` (0600) records the course package's files as ``COURSE_PYTHON``
+imports them (their digests): autograde refuses to grade, naming the files, when they differ (a student's
+kernel, which runs as the instructor, may have rewritten the judge's code in an earlier run).
 Run nbgrader (0.9) in DIR, with a kernel named ``python3`` in which the course package is installed
 (``make lab``'s venv)::
 
@@ -41,8 +43,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import secrets
+import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -52,7 +56,7 @@ import nbformat
 from utils.builder.chapter import KERNELSPEC, chapter_path
 from utils.builder.config import load_config
 from utils.builder.course import notebook_text
-from utils.builder.nbgrader_hook import FINGERPRINTS_NAME, fingerprint
+from utils.builder.nbgrader_hook import BOOTSTRAP, FINGERPRINTS_NAME, JUDGE_CODE_NAME, fingerprint
 from utils.builder.stamps import SETUP_TAG, stamp
 from utils.builder.strip import BEGIN, END, exercise_meta
 from utils.grading.course_secret import SECRET_NAME, SecretError, read_secret, write_secret
@@ -283,6 +287,25 @@ def _record_fingerprints(out_dir: Path, stems: list[str]) -> None:
     path.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
+def _record_judge_code(out_dir: Path, python: str) -> None:
+    """Write ``judge_code.json`` (0600): the course package's folder and its files' digests as ``python``
+    imports it, which autograde compares before it grades."""
+    path = out_dir / JUDGE_CODE_NAME
+    try:
+        done = subprocess.run([python, "-I", "-c", BOOTSTRAP, "digest"], capture_output=True, timeout=300)
+    except OSError as exc:
+        raise BuildError(path, None, f"the judge's Python {python} cannot run: {exc}") from None
+    if done.returncode != 0:
+        reason = done.stderr.decode("utf-8", "replace").strip()[-2000:]
+        raise BuildError(path, None, f"the judge's Python {python} could not list the course package: {reason}")
+    record = json.loads(done.stdout)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=1, sort_keys=True)
+        handle.write("\n")
+
+
 def export_nbgrader(
     out_dir: str | Path,
     root: str | Path = REPO_ROOT,
@@ -304,7 +327,7 @@ def export_nbgrader(
         python: the Python the judge runs (``COURSE_PYTHON``). Default: this one.
 
     Returns the source notebooks, ``nbgrader_config.py``, ``nbgrader_hook.py`` and, when it was created,
-    ``grading_secret.txt`` (``secret_fingerprints.json`` is updated too).
+    ``grading_secret.txt`` (``secret_fingerprints.json`` and ``judge_code.json`` are written too).
     """
     root, out_dir = Path(root), Path(out_dir)
     config = load_config(root / "pyproject.toml")
@@ -339,4 +362,5 @@ def export_nbgrader(
     hook_path = out_dir / HOOK_NAME
     hook_path.write_text(_HOOK_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
     _record_fingerprints(out_dir, [path.stem for path in solutions])
+    _record_judge_code(out_dir, python)
     return [*written, config_path, hook_path, *([out_dir / SECRET_NAME] if created else [])]

@@ -1,35 +1,34 @@
 """The course's judge inside ``nbgrader autograde``.
 
-``python -m utils.build --nbgrader DIR`` copies this file to ``DIR/nbgrader_hook.py``, and
-``DIR/nbgrader_config.py`` calls :func:`install`. It runs in nbgrader's own process (its environment needs
-nothing but nbgrader; this file uses the standard library only), never in the student's kernel.
+``python -m utils.build --nbgrader DIR`` copies this file to ``DIR/nbgrader_hook.py``; ``DIR/nbgrader_config.py``
+calls :func:`install`. It runs in nbgrader's process (standard library only), never in the student's kernel.
 
-Why: nbgrader executes a submission in the student's kernel, where code from any cell may replace the
-check function, rewrite later cells before they run (IPython's input transformers) or forge their
-outputs. So the export's test cells decide nothing. :func:`install` adds two steps to autograding:
+Why: nbgrader runs a submission in the student's kernel, as the instructor: its code may replace the check
+function, rewrite later cells, forge outputs, or rewrite any file (submissions, the judge's code). So the
+test cells decide nothing, nor may anything a kernel can touch before the judge runs. Two steps:
 
-* before nbgrader starts the kernel, :meth:`CourseJudge.preflight` checks that the course's Python and
-  the grading secret are there, so a missing secret stops autograde at once, with the reason, instead
-  of grading anyone with a default; that the secret is the one the assignment was exported with (its
-  fingerprint, recorded by the export in ``secret_fingerprints.json``), since another secret draws other
-  hidden cases for students already graded; and it reads the submission's bytes (``submitted/...``), the copy
-  handed in, before any of the student's code has run. The kernel runs as the instructor and can rewrite
-  that file; it is the handed-in copy that is graded. A submission that another notebook's kernel changed
-  after this autograde started (each file's digest is taken before the first kernel) is refused;
-* after the kernel has run and is gone, :meth:`CourseJudge.__call__` replaces every output that shows the
-  grading secret's value with a fixed notice (the kernel can read the secret), then runs the course's
-  grader on the handed-in copy, sent on stdin to a fresh process of the course's Python
-  (``python -I -m utils.grading.nbgrader_judge - --name NB.ipynb``: the sandboxed runner of
-  ``python -m utils.grade``), and replaces each test cell's outputs with its verdict: the feedback, and
-  the points as the cell's value, which nbgrader reads as partial credit. nbgrader's score is then the
-  grader's, whatever the kernel did. When the file on disk changed while the notebook ran, nbgrader's log
-  and each test cell say so, and the handed-in bytes are put back in ``submitted/``.
+* :meth:`CourseJudge.preflight`, before nbgrader starts a kernel. The first one of an autograde invocation
+  (no kernel has run in this process yet) checks that the course's Python and the grading secret are there,
+  that the secret is the one the assignment was exported with (``secret_fingerprints.json``), and reads every
+  submitted notebook that this autograde will grade (``submitted/<student>/<assignment>/*.ipynb``). It grades
+  them all at once, in one fresh process of the course's Python (``python -I -c`` :data:`BOOTSTRAP`: the
+  sandboxed runner of ``python -m utils.grade``), which first compares the course package's files with the
+  digests the export recorded (``judge_code.json``, 0600, next to the secret) and refuses, naming the files,
+  when they differ; it compiles the package from those checked sources, never from ``__pycache__``. The
+  verdicts stay in nbgrader's process: no kernel of this run can change any of them;
+* :meth:`CourseJudge.__call__`, after the kernel is gone: each test cell's outputs become the stored verdict
+  (the feedback, and the points as the cell's value, which nbgrader reads as partial credit), and every other
+  code cell's outputs are removed (the kernel could read anything and print it into the feedback). An output
+  that showed the grading secret is named in nbgrader's log. A submission whose file changed since it was
+  read gets the handed-in copy's grade, a warning in the log and in each test cell, and its bytes back.
 
-When the judge cannot run, the step raises: nbgrader reports that submission as failed and records no grade.
+When the judge cannot run, the step raises: nbgrader fails that submission and records no grade for it.
 """
 
 from __future__ import annotations
 
+import base64
+import fnmatch
 import glob
 import hashlib
 import json
@@ -40,9 +39,10 @@ import sys
 import tempfile
 
 __all__ = [
+    "BOOTSTRAP",
     "CHANGED",
     "FINGERPRINTS_NAME",
-    "SECRET_NOTICE",
+    "JUDGE_CODE_NAME",
     "TESTS_SUFFIX",
     "CourseJudge",
     "exercise_of",
@@ -50,14 +50,46 @@ __all__ = [
     "install",
 ]
 
-CHANGED = "the notebook was changed while it ran; the copy handed in is graded"
-"""Said in nbgrader's log and in each test cell when the kernel rewrote the submitted notebook."""
-SECRET_NOTICE = "[the course's judge removed this output: it showed the course's grading secret]\n"
-"""What replaces an output that shows the grading secret's value."""
+CHANGED = "the submitted notebook was changed while autograde ran; the copy handed in is graded"
+"""Said in nbgrader's log and in each test cell when a kernel (its own or another's) rewrote the submission."""
 MIN_SECRET_DIGITS = 6
-"""A shorter seed is found in too many outputs to be removed (and is guessable anyway): it is not looked for."""
+"""A shorter seed is found in too many outputs to be named (and is guessable anyway): it is not looked for."""
 FINGERPRINTS_NAME = "secret_fingerprints.json"
 """In the course directory: assignment -> the :func:`fingerprint` of the secret it was exported with."""
+JUDGE_CODE_NAME = "judge_code.json"
+"""In the course directory (0600): the course package's folder and each of its files' digests at export."""
+BOOTSTRAP = r"""import hashlib, importlib.util, json, os, sys
+import _frozen_importlib_external as external
+spec = importlib.util.find_spec("utils")
+if spec is None or not spec.submodule_search_locations:
+    sys.exit("course judge: this Python has no course package (utils)")
+root = os.path.realpath(list(spec.submodule_search_locations)[0])
+files = {}
+for folder, subfolders, names in os.walk(root):
+    subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+    for path in [os.path.join(folder, n) for n in names if not n.endswith((".pyc", ".pyo"))]:
+        with open(path, "rb") as handle:
+            files[os.path.relpath(path, root)] = hashlib.sha256(handle.read()).hexdigest()
+if sys.argv[1:] == ["digest"]:
+    print(json.dumps({"package": root, "files": files}))
+    sys.exit(0)
+payload = json.loads(sys.stdin.buffer.read())
+expected = payload.pop("code")
+changed = sorted(n for n in set(files) | set(expected["files"]) if files.get(n) != expected["files"].get(n))
+if changed or root != expected["package"]:
+    print(json.dumps({"package": root, "changed": changed}))
+    sys.exit(3)
+cached = external.cache_from_source
+def from_source_only(path, *args, **kwargs):
+    if os.path.realpath(path).startswith(root + os.sep):
+        raise NotImplementedError("the course's code is compiled from the sources just checked")
+    return cached(path, *args, **kwargs)
+external.cache_from_source = from_source_only
+from utils.grading.nbgrader_judge import batch_main
+sys.exit(batch_main(payload))
+"""
+"""``python -I -c BOOTSTRAP digest``: the course package's digests as that Python imports it; with the batch
+on stdin: exit 3 naming the files that differ from the export's, else grade it, compiled from those sources."""
 _MAX_NOTEBOOK_BYTES = 20 * 2**20  # as the course's grader (utils.grading.course.MAX_NOTEBOOK_BYTES)
 
 TESTS_SUFFIX = "-tests"
@@ -77,8 +109,7 @@ def exercise_of(grade_id: str) -> str | None:
 
 
 def _tests(nb) -> dict[int, str]:
-    """Cell index -> exercise id, for the notebook's graded test cells."""
-    found = {}
+    found = {}  # cell index -> exercise id, for the notebook's graded test cells
     for index, cell in enumerate(nb.cells):
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if cell.get("cell_type") == "code" and meta.get("grade") and not meta.get("solution"):
@@ -88,14 +119,14 @@ def _tests(nb) -> dict[int, str]:
     return found
 
 
-def _warn(message: str) -> None:
-    """A warning in nbgrader's log (the running application's logger), or on stderr without one."""
+def _warn(message: str, level: str = "warning") -> None:
+    """A line in nbgrader's log (the running application's logger), or on stderr without one."""
     try:
         from traitlets.log import get_logger
     except ImportError:
-        print(f"[course judge | WARNING] {message}", file=sys.stderr)
+        print(f"[course judge | {level.upper()}] {message}", file=sys.stderr)
     else:
-        get_logger().warning("course judge: %s", message)
+        getattr(get_logger(), level)("course judge: %s", message)
 
 
 def fingerprint(seed: int | str) -> str:
@@ -106,10 +137,6 @@ def fingerprint(seed: int | str) -> str:
     """
     digest = hashlib.pbkdf2_hmac("sha256", str(int(seed)).encode("ascii"), b"attention-step-by-step secret", 100_000)
     return digest.hex()[:16]
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _read_submission(path: str) -> bytes:
@@ -148,24 +175,31 @@ def _report(exercise_id: str, verdict: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-class CourseJudge:
-    """Two autograde steps (see the module docstring).
+def _patterns(assignment: str) -> tuple[str, str]:
+    """The students and assignments this autograde converts (nbgrader's ``--student``, its assignment)."""
+    try:
+        from traitlets.config import Application
+    except ImportError:
+        return "*", assignment
+    coursedir = getattr(Application.instance(), "coursedir", None) if Application.initialized() else None
+    student = getattr(coursedir, "student_id", "") or "*"
+    pattern = getattr(coursedir, "assignment_id", "") or assignment
+    return (student, pattern) if fnmatch.fnmatchcase(assignment, pattern) else (student, assignment)
 
-    Args:
-        python: a Python in which the course package is installed (``make lab``'s ``.venv/bin/python``).
-        course_dir: the nbgrader course directory; submissions are read from
-            ``course_dir/submitted/<student>/<assignment>/<notebook>.ipynb`` (nbgrader's default layout).
-        secret: the grading secret's path (``grading_secret.txt``), relative to ``course_dir`` or absolute.
-        timeout: seconds the judge may take for one notebook before autograde fails it.
-    """
+
+class CourseJudge:
+    """Two autograde steps (see the module docstring). ``python``: a Python with the course package installed;
+    ``course_dir``: nbgrader's course directory (its default layout, ``submitted/<student>/<assignment>/``);
+    ``secret``: ``grading_secret.txt``'s path, relative to it or absolute; ``timeout``: seconds per notebook."""
 
     def __init__(self, python: str, course_dir: str, secret: str, timeout: float = 3600.0) -> None:
         self.python = str(python)
         self.course_dir = os.path.abspath(course_dir)
         self.secret = os.path.join(self.course_dir, secret)
         self.timeout = float(timeout)
-        self._handed_in: dict[str, bytes] = {}  # submitted path -> its bytes, read before its kernel started
-        self._at_start: dict[str, str] | None = None  # every submitted notebook's digest, before any kernel
+        self._handed_in: dict[str, bytes] = {}  # submitted path -> its bytes, read before any kernel ran
+        self._verdicts: dict[str, dict] | None = None  # submitted path -> the verdict on those bytes
+        self._batch_error: str | None = None  # why the batch could not be graded
         self._fingerprint: str | None = None  # the secret's, computed once
 
     def check_ready(self) -> None:
@@ -213,110 +247,112 @@ class CourseJudge:
                 f"--nbgrader DIR --force`), generate it again and autograde all its students"
             )
 
-    def _digests(self) -> dict[str, str]:
-        """Each submitted notebook's digest (``submitted/<student>/<assignment>/<notebook>.ipynb``)."""
-        found = {}
-        for path in sorted(glob.glob(os.path.join(self.course_dir, "submitted", "*", "*", "*.ipynb"))):
+    def _judge_all(self, assignment: str) -> None:
+        """Read every submission this autograde converts and grade them all in one process of the course's
+        Python (before any kernel has run); keep the bytes and the verdicts."""
+        students, assignments = _patterns(assignment)
+        pattern = os.path.join(glob.escape(self.course_dir), "submitted", students, assignments, "*.ipynb")
+        notebooks, paths = [], {}
+        for path in sorted(glob.glob(pattern)):
+            student = path.split(os.sep)[-3]
             try:
-                found[path] = _digest(_read_submission(path))
-            except (OSError, RuntimeError):
-                continue  # refused with its reason when its own turn comes
-        return found
+                data = _read_submission(path)
+            except (OSError, RuntimeError) as exc:
+                self._verdicts[path] = {"error": str(exc)}
+                continue
+            self._handed_in[path], paths[path] = data, student
+            encoded = base64.b64encode(data).decode("ascii")
+            notebooks.append({"student": student, "name": os.path.basename(path), "data": encoded})
+        try:
+            with open(os.path.join(self.course_dir, JUDGE_CODE_NAME), encoding="utf-8") as handle:
+                code = json.load(handle)
+        except (OSError, ValueError) as exc:
+            raise RuntimeError(
+                f"course judge: cannot read {JUDGE_CODE_NAME} in {self.course_dir} ({exc}), the digests of the "
+                "judge's code recorded at export; nothing was graded. Export again (python -m utils.build --nbgrader)"
+            ) from None
+        payload = json.dumps({"code": code, "secret": self.secret, "notebooks": notebooks}).encode("utf-8")
+        try:
+            done = subprocess.run(
+                [self.python, "-I", "-c", BOOTSTRAP], cwd=self.course_dir, input=payload, capture_output=True,
+                timeout=self.timeout * max(1, len(notebooks)),
+            )
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"course judge: grading {len(notebooks)} notebook(s) took too long") from None
+        stderr = done.stderr.decode("utf-8", "replace")
+        print("".join(f"course judge: {line}\n" for line in stderr.splitlines()[-20:]), end="", file=sys.stderr)
+        if done.returncode == 3:
+            found = json.loads(done.stdout)
+            moved = "" if found["package"] == code["package"] else f"; the package is now {found['package']}"
+            raise RuntimeError(
+                f"course judge: the course's judge code differs from what the export recorded in "
+                f"{JUDGE_CODE_NAME}: {', '.join(found['changed'][:20]) or 'none'} (in {code['package']}{moved}); "
+                "a notebook's kernel (it runs as you) may have rewritten it, and nothing was graded. Compare "
+                "those files with the course's repository (git status, git diff), restore them and autograde "
+                "again; if you changed them yourself, export again (`python -m utils.build --nbgrader DIR`)"
+            )
+        if done.returncode != 0:
+            raise RuntimeError(f"course judge: grading failed (exit status {done.returncode}): {stderr[-2000:]}")
+        result = json.loads(done.stdout.decode("utf-8"))["students"]
+        for path, student in paths.items():
+            self._verdicts[path] = result.get(student, {"error": f"the judge returned nothing for {student}"})
 
     def preflight(self, nb, resources):
-        """Before the kernel starts: fail at once when the judge could not run; keep the handed-in bytes."""
+        """Before the kernel starts: fail at once when the judge cannot run; the first time, grade everything."""
         self.check_ready()
-        self.check_exported_with(resources["nbgrader"]["assignment"])
-        if self._at_start is None:  # the first notebook of this autograde: no kernel has run yet
-            self._at_start = self._digests()
+        info = resources["nbgrader"]
+        self.check_exported_with(info["assignment"])
+        if self._verdicts is None:  # the first notebook of this autograde: no kernel has run yet
+            self._verdicts = {}
+            try:
+                self._judge_all(info["assignment"])
+            except RuntimeError as exc:
+                self._batch_error = str(exc)
+        if self._batch_error is not None:
+            raise RuntimeError(self._batch_error)
         path = self.submitted(resources)
-        data = _read_submission(path)
-        before = self._at_start.get(path)
-        if before is not None and before != _digest(data):
+        verdict = self._verdicts.get(path)
+        if verdict is None:
             raise RuntimeError(
-                f"course judge: {path} changed after this autograde started, before its own kernel ran "
-                "(another student's notebook may have rewritten it); nothing was graded for it: check the "
-                "file against the student's hand-in, then autograde this student again"
+                f"course judge: {path} was not in submitted/ when this autograde began (a notebook's kernel "
+                "may have written it); nothing was graded for it: check it, then autograde this student again"
             )
-        self._handed_in[path] = data
+        if "error" in verdict:
+            raise RuntimeError(f"course judge: {path} cannot be graded: {verdict['error']}")
         return nb, resources
 
     def submitted(self, resources) -> str:
-        info = resources["nbgrader"]
+        info = resources["nbgrader"]  # nbgrader's default layout
         path = os.path.join(
             self.course_dir, "submitted", info["student"], info["assignment"], f"{info['notebook']}.ipynb"
         )
-        if not os.path.isfile(path):
+        if not os.path.isfile(path) and path not in self._handed_in:
             raise RuntimeError(f"course judge: expected the submission at {path} (nbgrader's default layout)")
         return path
 
-    def judge(self, data: bytes, name: str, student: str, exercise_ids: list[str]) -> dict:
-        """The course grader's verdicts on the notebook ``data`` (file name ``name``), sent on stdin (see
-        :mod:`utils.grading.nbgrader_judge`); raises when it fails."""
-        self.check_ready()
-        command = [
-            self.python,
-            "-I",
-            "-m",
-            "utils.grading.nbgrader_judge",
-            "-",
-            "--name",
-            name,
-            "--student",
-            student,
-            "--secret",
-            self.secret,
-        ]
-        for exercise_id in exercise_ids:
-            command += ["--exercise", exercise_id]
-        try:
-            done = subprocess.run(
-                command, cwd=self.course_dir, input=data, capture_output=True, timeout=self.timeout
-            )
-        except subprocess.TimeoutExpired:
-            raise RuntimeError(
-                f"course judge: grading {name} of {student} took more than {self.timeout:.0f} s"
-            ) from None
-        stderr = done.stderr.decode("utf-8", "replace")
-        for line in stderr.splitlines()[-20:]:
-            print(f"course judge: {line}", file=sys.stderr)
-        if done.returncode != 0:
-            raise RuntimeError(
-                f"course judge: grading {name} of {student} failed (exit status {done.returncode}): "
-                f"{stderr.strip()[-2000:]}"
-            )
-        return json.loads(done.stdout.decode("utf-8"))
-
-    def scrub(self, nb, student: str, notebook: str) -> int:
-        """Replace every output that shows the secret's value with :data:`SECRET_NOTICE`, saying in nbgrader's
-        log which student and cell; return how many outputs were replaced."""
-        from nbformat.v4 import new_output
-
-        secret = self.secret_text()
-        if len(secret) < MIN_SECRET_DIGITS:
-            _warn(
-                f"the grading secret has fewer than {MIN_SECRET_DIGITS} digits, so outputs that show it "
-                "cannot be told apart and are not removed; export a course with a drawn seed"
-            )
-            return 0
-        replaced = 0
+    def strip(self, nb, student: str, notebook: str) -> int:
+        """Remove the outputs of every code cell that is not a test cell (they ran as the instructor and may
+        show anything the kernel read); log how many cells had some, and each that showed the grading secret
+        (this student's code read it). Return how many cells' outputs were removed."""
+        secret, tests, stripped = self.secret_text(), _tests(nb), 0
         for index, cell in enumerate(nb.cells):
-            outputs = cell.get("outputs", [])
-            shown = [i for i, output in enumerate(outputs) if _shows(output, secret)]
-            for i in shown:
-                outputs[i] = new_output("stream", name="stdout", text=SECRET_NOTICE)
+            if cell.get("cell_type") != "code" or index in tests or not cell.get("outputs"):
+                continue
+            shown = sum(len(secret) >= MIN_SECRET_DIGITS and _shows(output, secret) for output in cell.outputs)
             if shown:
-                replaced += len(shown)
-                _warn(
-                    f"{student} {notebook}.ipynb cell {index}: {len(shown)} output(s) showed the grading "
-                    "secret and were removed; this student's code read the secret"
-                )
-        return replaced
+                _warn(f"{student} {notebook}.ipynb cell {index}: {shown} output(s) showed the grading secret")
+            cell.outputs, stripped = [], stripped + 1
+        _warn(
+            f"{student} {notebook}.ipynb: the outputs of {stripped} code cell(s) that are not test cells were "
+            "removed (the kernel ran as you; the feedback shows the test cells' verdicts only)",
+            "info",
+        )
+        return stripped
 
     def _handed_in_copy(self, path: str, student: str) -> tuple[bytes, bool]:
-        """The bytes read before the kernel started, and whether the file changed since (then they are put
+        """The bytes read before any kernel started, and whether the file changed since (then they are put
         back, and nbgrader's log says so)."""
-        data = self._handed_in.pop(path, None)
+        data = self._handed_in.get(path)
         if data is None:
             raise RuntimeError(
                 f"course judge: {path} was not read before its kernel started; nbgrader_config.py must "
@@ -336,21 +372,23 @@ class CourseJudge:
         return data, True
 
     def __call__(self, nb, resources):
-        """After the kernel: outputs that show the secret go; each test cell's outputs become the grader's
-        verdict on the handed-in copy, and its points."""
+        """After the kernel: each test cell's outputs become the stored verdict on the handed-in copy, and its
+        points; every other code cell's outputs go."""
         from nbformat.v4 import new_output
 
         self.check_ready()
         info = resources["nbgrader"]
         path = self.submitted(resources)
-        data, changed = self._handed_in_copy(path, info["student"])
-        self.scrub(nb, info["student"], info["notebook"])
-        tests = _tests(nb)
-        if not tests:
-            return nb, resources
-        verdicts = self.judge(data, os.path.basename(path), info["student"], sorted(set(tests.values())))
-        for index, exercise_id in tests.items():
-            cell, verdict = nb.cells[index], verdicts["exercises"][exercise_id]
+        _, changed = self._handed_in_copy(path, info["student"])
+        exercises = self._verdicts[path]["exercises"]
+        self.strip(nb, info["student"], info["notebook"])
+        for index, exercise_id in _tests(nb).items():
+            cell, verdict = nb.cells[index], exercises.get(exercise_id)
+            if verdict is None:
+                raise RuntimeError(
+                    f"course judge: the course has no exercise {exercise_id!r} (it grades "
+                    f"{', '.join(exercises) or 'none'} here); export the nbgrader course again from this version"
+                )
             if float(verdict["max_points"]) != float(cell.metadata.nbgrader.get("points", -1)):
                 raise RuntimeError(
                     f"course judge: {exercise_id} is worth {verdict['max_points']} points in the "
