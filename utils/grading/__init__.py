@@ -22,6 +22,7 @@ file imports nothing: the trusted side is never loaded where student code runs
 ``course``              reading notebooks: the course's exercise list and points, a student's exercise cells
 ``manifest``            the exercise list as package data (``exercises.json``), for a grader without ``solutions/``
 ``engine``              plans the batch and runs every student's unit in sandboxed workers, in parallel
+``copies``              which copy of a chapter is graded when a student hands it in twice (the one tie rule)
 ``unit``                one student's unit: each cell sent when due, the sandbox stopped, its outputs judged here
 ``sandbox``             starts, watches and kills the sandboxed workers; the isolation levels
 ``isolation``           which isolation this machine allows, probed once per process; the workers' command line
