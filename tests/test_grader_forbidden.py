@@ -239,6 +239,8 @@ def test_numpy_s_routes_to_pickles_libraries_and_compilers_are_refused(source):
     "def f(x):\n    match x:\n        case int(n):\n            return n\n",
     "def f(x, P=None):\n    match x:\n        case P(found):\n            return found\n",
     "def f(x):\n    return type('P', (), {'__match_args__': ('ops',)})\n",
+    "def f(x):\n    return type('M', (type,), dict(__instancecheck__=lambda c, o: True))\n",
+    "def f(x, ns=None):\n    return type('P', (), ns)\n",
 ])
 def test_a_class_may_define_only_the_allowed_special_methods_and_a_class_pattern_no_positions(source):
     assert unsafe_in_source(source), source

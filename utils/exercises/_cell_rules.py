@@ -60,9 +60,13 @@ def refused(node: ast.AST) -> str | None:
     if isinstance(node, ast.MatchClass) and node.patterns:
         return tr("{code} (a class pattern with positions reads the attributes its class names; write "
                   "case C(name=...) or use isinstance)", code=f"case {ast.unparse(node.cls)}(...)")
-    if isinstance(node, ast.Constant) and isinstance(node.value, str) and _dunder(node.value) \
-            and node.value not in SAFE_CLASS_DUNDERS | {"__main__", "__name__"}:
-        return tr("{code} (a special name as a string can define or read one by its name)", code=repr(node.value))
+    spelled = node.value if isinstance(node, ast.Constant) else node.arg if isinstance(node, ast.keyword) else None
+    if _dunder(spelled) and spelled not in SAFE_CLASS_DUNDERS | {"__main__", "__name__"}:  # 'x' or dict(x=...)
+        return tr("{code} (a special name as a string can define or read one by its name)", code=repr(spelled))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "type" \
+            and len(node.args) + len(node.keywords) > 1:
+        return tr("{code} (makes a class whose special methods the check cannot see; write a class statement)",
+                  code="type(name, bases, namespace)")
     return None
 
 
