@@ -462,10 +462,10 @@ def test_the_course_asks_gradients_of_the_exercises_it_trains_through():
         assert get(exercise_id).gradients, exercise_id
 
 
-def test_same_agrees_with_compare_and_the_index_of_the_largest_error_is_right():
-    """judging.same (the mistake search's yes/no) gives compare's verdict on every kind of pair, and compare's
+def test_outputs_agree_as_compare_says_and_the_index_of_the_largest_error_is_right():
+    """judging.outputs_agree (the mistake search's yes/no) gives compare's verdict on every kind of pair, and compare's
     reason still names the largest error and where it is."""
-    from utils.exercises.judging import compare, same
+    from utils.exercises.judging import compare, outputs_agree
 
     base = torch.arange(24, dtype=torch.float32).reshape(2, 3, 4)
     off = base.clone()
@@ -474,6 +474,6 @@ def test_same_agrees_with_compare_and_the_index_of_the_largest_error_is_right():
              ((base, 1.0), (base.clone(), 1.0)), ((base, 1.0), (base, 2.0)), (3, 3), ("a", "b"), (None, 1.0),
              (base.masked_fill(base > 5, float("nan")), base), (torch.tensor(1.0), torch.tensor(1.5))]
     for got, expected in pairs:
-        assert same(got, expected, 1e-5, 1e-5) == (compare(got, expected, 1e-5, 1e-5) is None), (got, expected)
+        assert outputs_agree(got, expected, 1e-5, 1e-5) == (compare(got, expected, 1e-5, 1e-5) is None), (got, expected)
     assert "max abs error 0.5 at index (1, 2, 3)" in compare(off, base, 1e-5, 1e-5)
     assert "at index ()" in compare(torch.tensor(1.0), torch.tensor(1.5), 1e-5, 1e-5)

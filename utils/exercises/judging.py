@@ -87,7 +87,7 @@ def compare(got: Any, expected: Any, atol: float, rtol: float, where: str | None
     return None if found is None else found[1]
 
 
-def same(got: Any, expected: Any, atol: float, rtol: float) -> bool:
+def outputs_agree(got: Any, expected: Any, atol: float, rtol: float) -> bool:
     """Whether :func:`compare` finds no difference, without building its reason (the mistake search asks this
     of every listed mistake, and most differ)."""
     return compare_with_category(got, expected, atol, rtol, where="", detail=False) is None
@@ -331,13 +331,13 @@ def _generic_verdict(exercise: Exercise, n_cases: int,
 
 def _best_mistake(exercise: Exercise, failures: Sequence[tuple[int, Case, Outcome, tuple[str, str] | None]],
                   ran: Sequence[tuple[Case, Outcome]]) -> MistakeSearch:
-    """:func:`~utils.exercises.mistake_search.best_mistake` with this module's comparison (:func:`same`: only
+    """:func:`~utils.exercises.mistake_search.best_mistake` with this module's comparison (:func:`outputs_agree`: only
     whether the outputs agree is asked)."""
     return best_mistake(exercise, failures, ran, _differs)
 
 
 def _differs(got: Any, expected: Any, atol: float, rtol: float) -> str | None:
-    return None if same(got, expected, atol, rtol) else "differs"
+    return None if outputs_agree(got, expected, atol, rtol) else "differs"
 
 
 def _partial_observation(match: Match, ran: Sequence[tuple[Case, Outcome]], n_cases: int) -> str:
