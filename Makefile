@@ -104,6 +104,11 @@ test quick unit doctest nbval nbval-solutions nbval-chapters binder-test browser
 # tool-chain on a fresh clone and the Binder, Colab and set-up tests build fresh venvs, and compiling every
 # installed file (torch's alone: 11 s -> 6 s to install) costs more than compiling, on import, the few used.
 test quick unit binder-test: export PIP_COMPILE = 0
+# ...and the first process that imports a module writes its bytecode for every later one: an environment
+# with PYTHONDONTWRITEBYTECODE set (CI's is) would otherwise have every kernel, grader and sandbox worker
+# compile torch, IPython and matplotlib again (about 2 s more CPU per notebook kernel, measured). Python
+# writes bytecode when the variable is empty.
+test quick unit doctest nbval nbval-solutions nbval-chapters binder-test browser: export PYTHONDONTWRITEBYTECODE =
 
 # transformers' reference run for chapter 7 (utils/llm/reference.py) once per prompt per test run: tests/test_llm.py
 # computes it, and the chapter's runs under nbval and in chapters/zh read it. Emptied when make test starts.

@@ -232,3 +232,16 @@ def test_make_test_stops_first_with_one_line(tmp_path):
     assert result.returncode != 0
     lines = [line for line in result.stderr.splitlines() if line.startswith("make test needs")]
     assert len(lines) == 1 and "COURSE_CHROMIUM" in lines[0]
+
+
+
+def test_make_s_test_targets_let_python_write_bytecode_whatever_the_environment_says():
+    """With PIP_COMPILE=0 nothing installed is compiled, so the first process that imports a module must
+    write its bytecode: each test target empties PYTHONDONTWRITEBYTECODE (CI's environment sets it), and
+    make's own database says so for each of them."""
+    targets = re.search(r"^([\w -]+): export PYTHONDONTWRITEBYTECODE =$", (REPO / "Makefile").read_text(), re.M)
+    wanted = {"test", "quick", "unit", "doctest", "nbval-solutions", "nbval-chapters", "binder-test", "browser"}
+    assert targets and wanted <= set(targets.group(1).split())
+    shown = subprocess.run(["make", "-pn", "help", "PYTHON=true"], cwd=REPO, capture_output=True, text=True,
+                           timeout=60, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}).stdout
+    assert {t for t in wanted if re.search(rf"^{re.escape(t)}: PYTHONDONTWRITEBYTECODE = $", shown, re.M)} == wanted
