@@ -3,12 +3,11 @@
 The metadata is checked here cell by cell; the slow test round-trips chapter 1 through the real
 nbgrader (0.9.x from PyPI, in a venv of its own under ``.cache/nbgrader-venv``): ``generate_assignment``;
 ``autograde`` without the grading secret (refused), then of a right, a partly right and an attacking
-submission (one that takes over its kernel, replaces its own submitted file with the solutions and prints
-the grading secret), all scored by the course's judge in one process before any kernel ran, with the points
-``python -m utils.grade`` gives (the handed-in copy; no output of a cell that is not a test cell is kept);
-``generate_feedback`` and ``export``. nbgrader's venv holds nbgrader only; the notebooks run on a kernel
-named ``python3`` that is this course's Python, as in a class whose JupyterHub image has the course
-installed. The secret and the judge's failures without
+submission (a cell that, run as the instructor, would leave the grading secret for the feedback, rewrite a
+classmate's submission, give itself points in ``gradebook.db`` and patch the check), all scored by the
+course's judge in one sandboxed process, with the points ``python -m utils.grade`` gives: autograde runs no
+submission's code at all, so the attack never runs; ``generate_feedback`` and ``export``. nbgrader's venv
+holds nbgrader only, with no kernel that imports the course. The secret and the judge's failures without
 nbgrader: tests/test_nbgrader_hidden.py.
 """
 
@@ -16,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import json
 import os
 import re
 import shutil
@@ -172,25 +170,22 @@ def nbgrader(args: list[str], cwd: Path, env: dict[str, str], ok: bool = True) -
     return result
 
 
-# A free cell that takes over the kernel before any test cell runs: the check function, the check API of
-# utils.exercises, and an input transformer that rewrites every test cell into its full points. The kernel
-# runs as the instructor: the cell also replaces her submitted notebook with the instructor's solutions.
-ATTACK = f"""import shutil
-shutil.copy("../../../source/{CHAPTER}/{CHAPTER}.ipynb", "../../../submitted/mallory/{CHAPTER}/{CHAPTER}.ipynb")
-import utils.exercises, utils.exercises.check_cell as cc
-from utils.exercises.common import Status
-from utils.exercises.judging import Verdict
-cc.run_check = lambda *a, **k: Verdict(True, Status.PASSED, "ok", "")
+# A free cell that, if autograde ran it as the instructor, would do what W11's students did: leave the
+# grading secret in its working folder for generate_feedback to hand back, rewrite a classmate's submission,
+# give itself the points in gradebook.db, and take over the kernel's check. MARKER says whether it ran.
+ATTACK = f"""import shutil, sqlite3
+open({{marker!r}}, "w").write("ran")
+open("LEAK.txt", "w").write(open("../../../grading_secret.txt").read())
+shutil.copy("../../../release/{CHAPTER}/{CHAPTER}.ipynb", "../../../submitted/alice/{CHAPTER}/{CHAPTER}.ipynb")
+db = sqlite3.connect("../../../gradebook.db")
+db.execute("UPDATE grade SET extra_credit = 2")
+db.commit()
+import utils.exercises
 class _Pass:
     def __getattr__(self, name):
         return lambda *a, **k: None
 check = utils.exercises.check = _Pass()
-def _full_points(lines):
-    return ["2\\n"] if lines and lines[0].startswith("# Tests of") else lines
-get_ipython().input_transformers_cleanup.append(_full_points)
 print("patched the kernel")"""
-# The next free cell prints the grading secret, which the kernel can read.
-LEAK = 'print(open("../../../grading_secret.txt").read())'
 # Right on batched inputs only: the part "unbatched q, k (L, D)" fails.
 PARTIAL = """def attention_scores(q, k):
     if q.dim() == 2:
@@ -198,9 +193,9 @@ PARTIAL = """def attention_scores(q, k):
     return q @ k.transpose(-2, -1)"""
 
 
-def _students(course: Path, released: Path) -> None:
+def _students(course: Path, released: Path, marker: Path) -> None:
     """alice: the solutions; carol: one part of attention_scores wrong; mallory: the released notebook,
-    unsolved, with ATTACK and LEAK after the setup cell."""
+    unsolved, with ATTACK after the setup cell."""
     source = nbformat.read(str(course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
     carol = copy.deepcopy(source)
     next(
@@ -208,7 +203,7 @@ def _students(course: Path, released: Path) -> None:
     ).source = PARTIAL
     mallory = nbformat.read(str(released), as_version=4)
     setup = next(i for i, c in enumerate(mallory.cells) if SETUP_TAG in c.metadata.get("tags", []))
-    mallory.cells[setup + 1 : setup + 1] = [nbformat.v4.new_code_cell(ATTACK), nbformat.v4.new_code_cell(LEAK)]
+    mallory.cells[setup + 1 : setup + 1] = [nbformat.v4.new_code_cell(ATTACK.format(marker=str(marker)))]
     for student, nb in (("alice", source), ("carol", carol), ("mallory", mallory)):
         target = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"
         target.parent.mkdir(parents=True)
@@ -221,20 +216,7 @@ def test_real_nbgrader_round_trip(tmp_path):
     export_nbgrader(course, chapters={CHAPTER})
     secret = course / SECRET_NAME
     seed = str(read_secret(secret))
-    # The kernel the notebooks name (python3) is this course's Python, with the course importable.
-    jupyter = tmp_path / "jupyter"
-    kernel = jupyter / "kernels" / "python3"
-    kernel.mkdir(parents=True)
-    (kernel / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                "display_name": "Python 3 (course)",
-                "language": "python",
-                "env": {"PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONHASHSEED": "0"},
-            }
-        )
-    )
+    jupyter = tmp_path / "jupyter"  # no kernel with the course: autograde starts none
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTHONPATH", "VIRTUAL_ENV"))}
     env |= {
         "JUPYTER_PATH": str(jupyter),
@@ -251,40 +233,37 @@ def test_real_nbgrader_round_trip(tmp_path):
     assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text and "raise NotImplementedError" in text
     solution = REPO / "solutions" / f"{CHAPTER}.ipynb"  # the course's grader still finds the exercise cells
     assert gf.exercise_ids(nbformat.reads(text, as_version=4)) == gf.exercise_ids(nbformat.read(solution, 4))
-    _students(course, released)
+    marker = tmp_path / "the attack ran"
+    _students(course, released, marker)
 
-    # Without the secret, autograde stops before any kernel starts, says why, and grades no one.
+    # Without the secret, autograde stops before anything is graded, says why, and grades no one.
     secret.rename(tmp_path / "moved")
     failed = nbgrader(["autograde", CHAPTER, "--student", "alice"], course, env, ok=False)
     assert failed.returncode != 0 and f"grading secret {secret} is missing" in failed.stdout + failed.stderr
     assert not (course / "autograded" / "alice" / CHAPTER).exists()
     (tmp_path / "moved").rename(secret)
 
-    handed_in = (course / "submitted" / "mallory" / CHAPTER / f"{CHAPTER}.ipynb").read_bytes()
+    submitted = {s: course / "submitted" / s / CHAPTER / f"{CHAPTER}.ipynb" for s in ("alice", "mallory")}
+    handed_in = {s: path.read_bytes() for s, path in submitted.items()}
     log = nbgrader(["autograde", CHAPTER], course, env)
     log = log.stdout + log.stderr
-    # mallory's kernel replaced her submitted notebook with the solutions: what she handed in is graded,
-    # nbgrader's log and her test cells say so, and her file is put back
-    assert log.count(f"course judge: mallory: {CHANGED}") == 1 and log.count(CHANGED) == 1, log[-3000:]
-    assert (course / "submitted" / "mallory" / CHAPTER / f"{CHAPTER}.ipynb").read_bytes() == handed_in
+    # No submission's code ran (W11: a kernel, running as the instructor, rewrote gradebook.db, a classmate's
+    # notebook and left the secret for the feedback): mallory's cell never ran, nothing changed
+    assert not marker.exists() and "patched the kernel" not in log and CHANGED not in log, log[-3000:]
+    assert {s: path.read_bytes() for s, path in submitted.items()} == handed_in
+    assert not list(course.glob("autograded/*/*/LEAK.txt"))
     autograded = {
         s: nbformat.read(str(course / "autograded" / s / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
         for s in ("alice", "carol", "mallory")
     }
-    attack = next(c for c in autograded["mallory"].cells if c.source == ATTACK)
-    assert attack.outputs == []  # her kernel printed "patched the kernel": no free cell's output is kept
-    leak = next(i for i, c in enumerate(autograded["mallory"].cells) if c.source == LEAK)
-    assert autograded["mallory"].cells[leak].outputs == []
-    assert log.count(f"mallory {CHAPTER}.ipynb cell {leak}: 1 output(s) showed the grading secret") == 1  # she read it
-    removed = re.findall(rf"course judge: (\w+) {CHAPTER}\.ipynb: the outputs of (\d+) code cell\(s\)", log)
-    assert sorted(s for s, _ in removed) == ["alice", "carol", "mallory"] and dict(removed)["mallory"] != "0"
+    attack = next(c for c in autograded["mallory"].cells if c.source.startswith("import shutil, sqlite3"))
+    assert attack.outputs == []
     for student, nb in autograded.items():  # every test cell shows the judge's verdict, and its points
         tests = [c for c in nb.cells if (nbgrader_meta(c) or {}).get("grade")]
         assert len(tests) == 2
         for cell in tests:
             assert [o.output_type for o in cell.outputs] == ["stream", "execute_result"], (student, cell.outputs)
-            assert "graded by the course's grader outside this notebook's kernel" in cell.outputs[0].text
-            assert cell.outputs[0].text.startswith(f"WARNING: {CHANGED}\n") == (student == "mallory")
+            assert "graded by the course's grader in its sandbox" in cell.outputs[0].text
 
     nbgrader(["generate_feedback", CHAPTER], course, env)
     nbgrader(["export"], course, env)
@@ -323,7 +302,7 @@ def test_real_nbgrader_round_trip(tmp_path):
     assert grader == scores
 
     # The seed is nowhere a student can see: not the released notebook, not the feedback (mallory printed it).
-    shown = [released, *course.glob("feedback/*/*/*.html"), *course.glob("autograded/*/*/*.ipynb")]
+    shown = [released, *course.glob("feedback/*/*/*"), *course.glob("autograded/*/*/*")]
     assert len(shown) == 7 and not any(seed in p.read_text(encoding="utf-8") for p in shown)
     feedback = next(course.glob(f"feedback/mallory/{CHAPTER}/*.html")).read_text(encoding="utf-8")
     assert feedback.count("patched the kernel") == 1 and "graded by the course's grader" in feedback  # source only

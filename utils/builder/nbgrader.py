@@ -11,17 +11,16 @@ cell metadata (schema 3):
 - **check cells** (``check.<name>(<name>)``) become locked, graded *test* cells worth the exercise's
   points (``grade_id``: ``ch2-causal_mask-tests``). In the students' copy they run the public cases with
   ``assert_passed=True``. Their ``### BEGIN HIDDEN TESTS`` block, which ``nbgrader generate_assignment``
-  removes and ``nbgrader autograde`` restores, only raises: no test cell decides a grade, since the
-  student's code runs in the same kernel and can replace the check or rewrite the cell. The course's judge
-  does (``nbgrader_hook.py``, :mod:`utils.builder.nbgrader_hook`): before any student's kernel runs, it
-  grades every submitted notebook with the course's grader in one fresh, sandboxed process; after each
-  kernel, it replaces the test cells' outputs with the verdict and its points (partial credit per named
-  part) and removes every other code cell's outputs. Without the judge, the block's error gives 0 and says why;
+  removes and ``nbgrader autograde`` restores, only raises: no test cell decides a grade, and autograde
+  runs no submission in a kernel. The course's judge does (``nbgrader_hook.py``,
+  :mod:`utils.builder.nbgrader_hook`, in place of nbgrader's ``Execute``): it grades every submitted notebook
+  with the course's grader in one fresh, sandboxed process, then writes each test cell's verdict and points
+  (partial credit per named part) as its output. Without the judge, the block's error gives 0 and says why;
 - **prose cells** (markdown) and the **setup cell** are locked (``grade_id``: ``cell-<cell id>``);
   other code cells stay free, since the chapters' "Try it" prompts ask the learner to edit them.
 
-``DIR/nbgrader_config.py`` names the course, keeps the course's stub for cleared solutions, gives each
-cell a longer timeout and installs the judge, which runs ``COURSE_PYTHON`` (the Python that exported,
+``DIR/nbgrader_config.py`` names the course, keeps the course's stub for cleared solutions and installs
+the judge, which runs ``COURSE_PYTHON`` (the Python that exported,
 unless the instructor edits it). ``DIR/grading_secret.txt`` holds the course's secret seed (drawn at
 random, or ``--seed``), mode 0600: the judge draws each student's hidden cases from it as
 ``python -m utils.grade --seed SEED`` does. It is written once and never replaced; nothing else holds it.
@@ -29,10 +28,8 @@ random, or ``--seed``), mode 0600: the judge draws each student's hidden cases f
 does not reveal it): the judge refuses to autograde an assignment with another secret, and an export that
 would give an assignment another secret (the file moved away, or another ``--seed``) is refused unless
 ``--force``. ``DIR/judge_code.json`` (0600) records the course package's files as ``COURSE_PYTHON``
-imports them (their digests): autograde refuses to grade, naming the files, when they differ (a student's
-kernel, which runs as the instructor, may have rewritten the judge's code in an earlier run).
-Run nbgrader (0.9) in DIR, with a kernel named ``python3`` in which the course package is installed
-(``make lab``'s venv)::
+imports them (their digests): autograde refuses to grade, naming the files, when they differ.
+Run nbgrader (0.9) in DIR (students' kernels, for their Validate button, need the course package)::
 
     nbgrader generate_assignment 02_scaled_dot_product_attention
     nbgrader autograde 02_scaled_dot_product_attention
@@ -84,12 +81,9 @@ c = get_config()  # noqa: F821  (nbgrader defines it)
 c.CourseDirectory.course_id = "attention-step-by-step"
 # The course's own stub, as in chapters/.
 c.ClearSolutions.code_stub = {{"python": "# YOUR CODE HERE\\nraise NotImplementedError"}}
-# Chapters train small models: give each cell time (seconds).
-c.Execute.timeout = 300
-
-# The course's judge grades each test cell outside the student's kernel (nbgrader_hook.py, next to this
-# file), with the hidden cases of the seed in grading_secret.txt. COURSE_PYTHON: a Python in which the
-# course package is installed (the one that exported this course).
+# The course's judge grades each submission in the course's sandbox (nbgrader_hook.py, next to this file),
+# with the hidden cases of the seed in grading_secret.txt; autograde runs no submission in a kernel.
+# COURSE_PYTHON: a Python in which the course package is installed (the one that exported this course).
 COURSE_PYTHON = {python!r}
 COURSE_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, COURSE_DIR)

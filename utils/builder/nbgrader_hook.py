@@ -1,26 +1,25 @@
 """The course's judge inside ``nbgrader autograde``.
 
 ``python -m utils.build --nbgrader DIR`` copies this file to ``DIR/nbgrader_hook.py``; ``DIR/nbgrader_config.py``
-calls :func:`install`. It runs in nbgrader's process (standard library only), never in the student's kernel.
+calls :func:`install`. It runs in nbgrader's process (standard library only). Why: nbgrader would run a
+submission in a kernel, as the instructor: its code could patch the check, forge
+outputs, rewrite any file (a classmate's submission, the judge's code), edit ``gradebook.db``, or leave the
+secret in its working folder for ``generate_feedback`` to hand back (W11). So :func:`install` takes
+``Execute`` out of autograde: **no submission's code runs outside the course's sandbox**. The judge:
 
-Why: nbgrader runs a submission in the student's kernel, as the instructor: its code may replace the check
-function, rewrite later cells, forge outputs, or rewrite any file (submissions, the judge's code). So the
-test cells decide nothing, nor may anything a kernel can touch before the judge runs. Two steps:
-
-* :meth:`CourseJudge.preflight`, before nbgrader starts a kernel. The first one of an autograde invocation
-  (no kernel has run in this process yet) checks that the course's Python and the grading secret are there,
-  that the secret is the one the assignment was exported with (``secret_fingerprints.json``), and reads every
-  submitted notebook that this autograde will grade (``submitted/<student>/<assignment>/*.ipynb``). It grades
-  them all at once, in one fresh process of the course's Python (``python -I -c`` :data:`BOOTSTRAP`: the
-  sandboxed runner of ``python -m utils.grade``), which first compares the course package's files with the
-  digests the export recorded (``judge_code.json``, 0600, next to the secret) and refuses, naming the files,
-  when they differ; it compiles the package from those checked sources, never from ``__pycache__``. The
-  verdicts stay in nbgrader's process: no kernel of this run can change any of them;
-* :meth:`CourseJudge.__call__`, after the kernel is gone: each test cell's outputs become the stored verdict
-  (the feedback, and the points as the cell's value, which nbgrader reads as partial credit), and every other
-  code cell's outputs are removed (the kernel could read anything and print it into the feedback). An output
-  that showed the grading secret is named in nbgrader's log. A submission whose file changed since it was
-  read gets the handed-in copy's grade, a warning in the log and in each test cell, and its bytes back.
+* :meth:`CourseJudge.preflight`, in ``Execute``'s place. The first one of an autograde invocation checks
+  that the course's Python and the grading secret are there, that the secret is the one the assignment was
+  exported with (``secret_fingerprints.json``), and reads every submitted notebook that this autograde will
+  grade (``submitted/<student>/<assignment>/*.ipynb``). It grades them all at once, in one fresh process of
+  the course's Python (``python -I -c`` :data:`BOOTSTRAP`: the sandboxed runner of ``python -m utils.grade``),
+  which first compares the course package's files with the digests the export recorded (``judge_code.json``,
+  0600, next to the secret) and refuses, naming the files, when they differ; it compiles the package from
+  those checked sources, never from ``__pycache__``. The verdicts stay in nbgrader's process;
+* :meth:`CourseJudge.__call__`, before ``SaveAutoGrades``: each test cell's outputs become the stored verdict
+  (the feedback, and the points as the cell's value, which nbgrader reads as partial credit), and every
+  other code cell's outputs are removed (nbgrader's ``ClearOutput`` already did; an output that showed the
+  grading secret would be named in nbgrader's log). A submission whose file changed since it was read gets
+  the handed-in copy's grade, a warning in the log and in each test cell, and its bytes back.
 
 When the judge cannot run, the step raises: nbgrader fails that submission and records no grade for it.
 """
@@ -51,7 +50,7 @@ __all__ = [
 ]
 
 CHANGED = "the submitted notebook was changed while autograde ran; the copy handed in is graded"
-"""Said in nbgrader's log and in each test cell when a kernel (its own or another's) rewrote the submission."""
+"""Said in nbgrader's log and in each test cell when a submission's file changed while autograde ran."""
 MIN_SECRET_DIGITS = 6
 """A shorter seed is found in too many outputs to be named (and is guessable anyway): it is not looked for."""
 FINGERPRINTS_NAME = "secret_fingerprints.json"
@@ -165,7 +164,7 @@ def _shows(value, secret: str) -> bool:
 def _report(exercise_id: str, verdict: dict) -> str:
     lines = [
         f"{exercise_id}: {verdict['points']} of {verdict['max_points']} points ({verdict['status']}), "
-        "graded by the course's grader outside this notebook's kernel"
+        "graded by the course's grader in its sandbox (nbgrader ran none of this notebook's code)"
     ]
     parts = verdict.get("parts", [])
     if len(parts) > 1:
@@ -197,7 +196,7 @@ class CourseJudge:
         self.course_dir = os.path.abspath(course_dir)
         self.secret = os.path.join(self.course_dir, secret)
         self.timeout = float(timeout)
-        self._handed_in: dict[str, bytes] = {}  # submitted path -> its bytes, read before any kernel ran
+        self._handed_in: dict[str, bytes] = {}  # submitted path -> its bytes, read by the first preflight
         self._verdicts: dict[str, dict] | None = None  # submitted path -> the verdict on those bytes
         self._batch_error: str | None = None  # why the batch could not be graded
         self._fingerprint: str | None = None  # the secret's, computed once
@@ -287,7 +286,8 @@ class CourseJudge:
             raise RuntimeError(
                 f"course judge: the course's judge code differs from what the export recorded in "
                 f"{JUDGE_CODE_NAME}: {', '.join(found['changed'][:20]) or 'none'} (in {code['package']}{moved}); "
-                "a notebook's kernel (it runs as you) may have rewritten it, and nothing was graded. Compare "
+                "something that ran as you (a kernel of an older export's autograde) may have rewritten it, and "
+                "nothing was graded. Compare "
                 "those files with the course's repository (git status, git diff), restore them and autograde "
                 "again; if you changed them yourself, export again (`python -m utils.build --nbgrader DIR`)"
             )
@@ -298,11 +298,11 @@ class CourseJudge:
             self._verdicts[path] = result.get(student, {"error": f"the judge returned nothing for {student}"})
 
     def preflight(self, nb, resources):
-        """Before the kernel starts: fail at once when the judge cannot run; the first time, grade everything."""
+        """In place of nbgrader's Execute: fail at once when the judge cannot run; the first time, grade everything."""
         self.check_ready()
         info = resources["nbgrader"]
         self.check_exported_with(info["assignment"])
-        if self._verdicts is None:  # the first notebook of this autograde: no kernel has run yet
+        if self._verdicts is None:  # the first notebook of this autograde
             self._verdicts = {}
             try:
                 self._judge_all(info["assignment"])
@@ -314,8 +314,8 @@ class CourseJudge:
         verdict = self._verdicts.get(path)
         if verdict is None:
             raise RuntimeError(
-                f"course judge: {path} was not in submitted/ when this autograde began (a notebook's kernel "
-                "may have written it); nothing was graded for it: check it, then autograde this student again"
+                f"course judge: {path} was not in submitted/ when this autograde began (something wrote it "
+                "meanwhile); nothing was graded for it: check it, then autograde this student again"
             )
         if "error" in verdict:
             raise RuntimeError(f"course judge: {path} cannot be graded: {verdict['error']}")
@@ -331,9 +331,8 @@ class CourseJudge:
         return path
 
     def strip(self, nb, student: str, notebook: str) -> int:
-        """Remove the outputs of every code cell that is not a test cell (they ran as the instructor and may
-        show anything the kernel read); log how many cells had some, and each that showed the grading secret
-        (this student's code read it). Return how many cells' outputs were removed."""
+        """Remove the outputs of every code cell that is not a test cell (nbgrader's ClearOutput did already);
+        log how many had some, and each that showed the grading secret. Return how many were removed."""
         secret, tests, stripped = self.secret_text(), _tests(nb), 0
         for index, cell in enumerate(nb.cells):
             if cell.get("cell_type") != "code" or index in tests or not cell.get("outputs"):
@@ -344,19 +343,18 @@ class CourseJudge:
             cell.outputs, stripped = [], stripped + 1
         _warn(
             f"{student} {notebook}.ipynb: the outputs of {stripped} code cell(s) that are not test cells were "
-            "removed (the kernel ran as you; the feedback shows the test cells' verdicts only)",
+            "removed (the feedback shows the test cells' verdicts only)",
             "info",
         )
         return stripped
 
     def _handed_in_copy(self, path: str, student: str) -> tuple[bytes, bool]:
-        """The bytes read before any kernel started, and whether the file changed since (then they are put
-        back, and nbgrader's log says so)."""
+        """The bytes the preflight read, and whether the file changed since (then they are put back, logged)."""
         data = self._handed_in.get(path)
         if data is None:
             raise RuntimeError(
-                f"course judge: {path} was not read before its kernel started; nbgrader_config.py must "
-                "call install(), which runs the judge's preflight before nbgrader's Execute"
+                f"course judge: {path} was not read by the judge's preflight; nbgrader_config.py must call "
+                "install(), which puts the preflight in the place of nbgrader's Execute"
             )
         try:
             now = _read_submission(path)
@@ -372,8 +370,8 @@ class CourseJudge:
         return data, True
 
     def __call__(self, nb, resources):
-        """After the kernel: each test cell's outputs become the stored verdict on the handed-in copy, and its
-        points; every other code cell's outputs go."""
+        """Each test cell's outputs become the stored verdict on the handed-in copy, and its points; every other
+        code cell's outputs go."""
         from nbformat.v4 import new_output
 
         self.check_ready()
@@ -408,13 +406,15 @@ class CourseJudge:
 
 
 def install(c, *, python: str, course_dir: str, secret: str, timeout: float = 3600.0) -> CourseJudge:
-    """Add the judge's two steps to nbgrader's ``Autograde.autograde_preprocessors`` in config ``c``."""
+    """Set nbgrader's ``Autograde.autograde_preprocessors`` in config ``c``: the judge's preflight takes the
+    place of nbgrader's ``Execute`` (no kernel runs a submission: see the module docstring), and its verdicts
+    go into the test cells before ``SaveAutoGrades``."""
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute, SaveAutoGrades
 
     judge = CourseJudge(python, course_dir, secret, timeout)
     steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
+    steps[steps.index(Execute)] = judge.preflight
     steps.insert(steps.index(SaveAutoGrades), judge)
-    steps.insert(steps.index(Execute), judge.preflight)
     c.Autograde.autograde_preprocessors = steps
     return judge
