@@ -178,15 +178,16 @@ def test_roster_students_without_a_submission_are_listed_apart_though_names_hold
     from utils.grading.batch import _report_canvas
 
     _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob", "Lee, Ann"], kept=[("carl", "01_toy (501)")],
-                                   untouched=["Jones, Bob (bob)", "Lee, Ann (ann)"]))
+                                   untouched=["Jones, Bob (bob)", "Lee, Ann (ann)", "Kim, Eve (eve)"],
+                                   elsewhere=["Kim, Eve (eve)"]))
     err = " ".join(capsys.readouterr().err.split())
     assert "2 roster students without a submission (no row in canvas.csv, so Canvas keeps what it has; " \
            "--zero-missing writes 0 where their cell is empty): Jones, Bob; Lee, Ann" in err, err
     assert "1 grade cell where the submission holds none of the column's exercises (each cell holds the roster's " \
            "current grade, since an empty cell would remove it on import" in err, err
-    assert "2 roster students left out of canvas.csv because nothing of theirs was graded (left out so that " \
-           "Canvas keeps what it has" in err, err
-    assert "too): Jones, Bob (bob); Lee, Ann (ann) grader:" in err, err  # W8: each named, not only the absent
+    assert "1 roster student who handed in only another chapter (none of the graded exercises), left out of " \
+           "canvas.csv so that Canvas keeps what it has" in err, err
+    assert "too: Kim, Eve (eve) grader:" in err and err.count("Jones, Bob") == 1, err  # W8, W10: each named, once
     _report_canvas(lms.CanvasSheet("", [], ["Jones, Bob"], kept=[("carl", "01_toy (501)")], zero_missing=True))
     err = " ".join(capsys.readouterr().err.split())
     assert err.count("(--zero-missing: 0 where the roster's cell is empty; a cell holding anything, a grade or EX, "
@@ -369,7 +370,7 @@ def test_a_stale_roster_undoes_no_edit_made_in_canvas_since_the_export(tmp_path,
     assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)"]
     _report_canvas(sheet)
     err = " ".join(capsys.readouterr().err.split())
-    assert "2 roster students left out of canvas.csv because nothing of theirs was graded" in err, err
+    assert "1 roster student who handed in only another chapter" in err and err.count("Noshow, Nat") == 1, err
     zero = lms.canvas_csv(rows, ["ana", "fay"], ch2, roster=roster, zero_missing=True)
     after = canvas_import(now, people_of(W4_GRADEBOOK), zero.text)  # a 0 only where the export's cell was empty
     assert {k: v for k, v in after.items() if now[k] != v} == {("201", "502"): "1"}  # none for Test Student
@@ -380,16 +381,16 @@ def test_without_a_roster_the_messages_say_what_an_empty_cell_does(capsys):
     from utils.grading.batch import _report_canvas
 
     _report_canvas(lms.CanvasSheet("", [], [], kept=[("davisdave", "01_toy")], from_roster=False,
-                                   untouched=["davisdave (1005)"]))
+                                   untouched=["davisdave (1005)"], elsewhere=["davisdave (1005)"]))
     err = " ".join(capsys.readouterr().err.split())
-    assert "roster's" not in err and "1 student left out of canvas.csv" in err, err
+    assert "roster" not in err.replace("--roster", "") and "1 student who handed in only another chapter" in err, err
     assert "no --roster, so each is EMPTY and importing canvas.csv removes a grade Canvas holds there" in err, err
     rows = [Row("dave", "ch1.add_one", 0, 2, "missing", ""), Row("dave", "ch1.attend", 0, 3, "missing", ""),
             Row("dave", "ch2.total", 1, 1, "passed", "")]
     sheet = lms.canvas_csv(rows, ["dave"], CHAPTERS, canvas_ids={"dave": "1005"})
     assert sheet.kept == [("dave", "01_toy")] and not sheet.from_roster and sheet.untouched == []
     only_ch1 = lms.canvas_csv(rows[:2], ["dave"], CHAPTERS[:2], canvas_ids={"dave": "1005"})
-    assert len(table_of(only_ch1.text)) == 2 and only_ch1.untouched == ["dave (1005)"]  # W6: no ",,,,," row
+    assert len(table_of(only_ch1.text)) == 2 and only_ch1.untouched == only_ch1.elsewhere == ["dave (1005)"]  # W6
 
 
 def table_of(text: str) -> list[list[str]]:
@@ -417,8 +418,9 @@ def test_every_student_left_out_is_named_and_canvas_s_test_student_is_no_student
         assert sheet.untouched == ["Lee, Fay (fay)", "Noshow, Nat (nat)"] and sheet.absent == ["Noshow, Nat"]
         _report_canvas(sheet)
         err = capsys.readouterr().err
-        [line] = [line for line in err.splitlines() if "because nothing of theirs was graded" in line]
-        assert line.endswith("): Lee, Fay (fay); Noshow, Nat (nat)"), line  # Fay has a submission: named too
+        [line] = [line for line in err.splitlines() if "handed in only another chapter" in line]
+        assert line.endswith(": Lee, Fay (fay)"), line  # Fay has a submission: named too, apart from Nat (W10)
+        assert sum("Noshow, Nat" in line for line in err.splitlines()) == 1, err
         [line] = [line for line in err.splitlines() if "Student, Test" in line]
         assert line == ("grader: canvas.csv: Canvas's Test Student (the student view, not a student) is left out: "
                         "Student, Test; Test Student"), err

@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from utils.exercises.common import Status
-from utils.grading import engine, intake, lms, report, sandbox
+from utils.grading import engine, intake, lms, lms_previous, report, sandbox
 from utils.grading.unit import Row
 from utils.i18n.messages import using_language
 from utils.paths import REPO_ROOT as COURSE_ROOT
 
 __all__ = ["EARLIER_RUN", "MAX_LISTED", "NoExercises", "NoSubmissions", "NothingToGrade", "OutputExists",
-           "check_out", "default_course", "default_jobs", "grade", "unplaced_rows"]
+           "check_out", "default_course", "default_jobs", "grade", "read_previous", "unplaced_rows", "write_canvas"]
 
 MAX_LISTED = 20
 """Unplaced entries printed one by one on stderr; every one is in ``results.csv``."""
@@ -113,8 +113,11 @@ def grade(submissions_dir: str | Path, out_dir: str | Path, *, jobs: int | None 
             anything (a grade, ``EX``) keeps it. Default False: copy the roster's value of the cell (an empty
             cell would remove the grade Canvas holds on import).
         keep_existing: in ``canvas.csv``, where the roster's cell holds a grade (or ``EX``) other than this
-            run's, keep the roster's value. Default False: write this run's grade. Either way each such cell is
-            printed (``Name, column: old → new``) with their count. When the roster's Points Possible differ
+            run's, keep the roster's value, unless it still holds the grade the previous run's ``canvas.csv`` in
+            ``out_dir`` gave it (read before it is replaced, kept as ``canvas.previous.csv``: see
+            :mod:`~utils.grading.lms_previous`): then this run's grade is written, listed apart as updated.
+            Default False: write this run's grade. Either way each such cell is printed (``Name, column: old → new``)
+            with their count. When the roster's Points Possible differ
             from the course's for a graded column, :class:`~utils.grading.lms.RosterError` is raised before
             anyone is graded, and nothing is written (the command line exits 2).
         budget: wall-clock seconds for the whole batch, counted from ``budget_from`` (a ``time.monotonic()``;
@@ -185,9 +188,11 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         where = f"{root / 'solutions'}" if root is not None else "the exercise list shipped with the package"
         raise NoExercises(f"found no exercises to grade in {where}; pass --course with the folder of a course "
                           f"checkout (the one holding solutions/), or reinstall the course package")
+    previous = None
     if lms_format == "canvas":  # an unusable roster stops us before grading, and before anything is written
         layout, _left_out, _new = lms.canvas_columns(the_plan.exercises, columns, the_roster)
         _refuse_points(lms.points_mismatches(layout, the_roster), the_roster)
+        previous = read_previous(out_dir, keep_existing)  # what was imported last time, read before it is replaced
     settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
                                hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())),
                                feedback=feedback, wall=None if wall is None else float(wall), deadline=deadline,
@@ -214,11 +219,12 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     if lms_format == "canvas":
         sheet = lms.canvas_csv(rows, the_plan.students, the_plan.exercises, roster=the_roster,
                                canvas_ids=found.canvas_ids, columns=columns, zero_missing=zero_missing,
-                               keep_existing=keep_existing)
-        report.atomic_write(Path(out_dir) / "canvas.csv", sheet.text)  # Points Possible were checked before grading
+                               keep_existing=keep_existing, previous=previous.value if previous else None)
+        write_canvas(out_dir, sheet, previous)  # Points Possible were checked before grading
         _report_canvas(sheet)
     elif overwrite:
-        (Path(out_dir) / "canvas.csv").unlink(missing_ok=True)  # the earlier run's, not this one's
+        for name in ("canvas.csv", lms_previous.GRADED):  # the earlier run's, not this one's
+            (Path(out_dir) / name).unlink(missing_ok=True)
     totals = {s: sum(r.points for r in rows if r.student == s) for s in the_plan.students}
     return {
         "students": the_plan.students, "exercises": ids, "rows": rows, "totals": totals,
@@ -325,17 +331,41 @@ def _refuse_points(mismatched: list[tuple[str, str, str]], roster: lms.Roster | 
         f"an assignment's points on import, so full marks would read as part marks: nothing was graded or written")
 
 
+def write_canvas(out_dir: str | Path, sheet: lms.CanvasSheet, previous: lms_previous.Previous | None) -> None:
+    """``canvas.csv``, its record ``canvas.graded.csv`` and, when ``previous`` was read, the previous
+    ``canvas.csv`` kept as ``canvas.previous.csv`` (:mod:`~utils.grading.lms_previous`)."""
+    if previous is not None:  # kept beside the new one: what the last import wrote
+        report.atomic_write(Path(out_dir) / lms_previous.PREVIOUS, previous.data.decode("utf-8"))
+    report.atomic_write(Path(out_dir) / "canvas.csv", sheet.text)
+    report.atomic_write(Path(out_dir) / lms_previous.GRADED, lms_previous.graded_text(sheet.given))
+
+
+def read_previous(out_dir: str | Path, keep_existing: bool) -> lms_previous.Previous | None:
+    """The previous run's ``canvas.csv`` in ``out_dir`` (:mod:`~utils.grading.lms_previous`), or None; one
+    that cannot be read is named on stderr and ignored."""
+    previous, why = lms_previous.read_previous(out_dir)
+    if why:
+        _say(f"grader: canvas.csv: the previous run's canvas.csv is IGNORED: {why}; so --keep-existing updates no "
+             f"grade this time (each cell that differs keeps the roster's value and is listed)" if keep_existing
+             else f"grader: canvas.csv: the previous run's canvas.csv is ignored (not kept as canvas.previous.csv): "
+                  f"{why}")
+    elif previous is not None:
+        _say(f"grader: canvas.csv: read the previous run's canvas.csv (what was imported last time): kept as "
+             f"{Path(out_dir) / lms_previous.PREVIOUS}")
+    return previous
+
+
 def _report_canvas(sheet: lms.CanvasSheet) -> None:
     for student, why in sheet.unmatched:
         _say(f"grader: canvas.csv: {student!r} is left out: {why}")
     if sheet.absent:
         _say(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a submission "
              f"({_no_grade(sheet, row=True)}): {'; '.join(sheet.absent[:MAX_LISTED])}")  # names hold commas
-    if sheet.untouched:
+    if sheet.elsewhere:  # the absent are listed above: each student in one list only
         who = "roster student" if sheet.from_roster else "student"
-        _say(f"grader: canvas.csv: {report.plural(len(sheet.untouched), who)} left out of canvas.csv because nothing "
-             f"of theirs was graded (left out so that Canvas keeps what it has, edits made there since the export "
-             f"too): {'; '.join(sheet.untouched)}")  # every one: a handed-in other chapter too, not only the absent
+        _say(f"grader: canvas.csv: {report.plural(len(sheet.elsewhere), who)} who handed in only another chapter "
+             f"(none of the graded exercises), left out of canvas.csv so that Canvas keeps what it has, edits made "
+             f"there since the export too: {'; '.join(sheet.elsewhere)}")
     if sheet.test_student:
         _say(f"grader: canvas.csv: Canvas's Test Student (the student view, not a student) is left out: "
              f"{'; '.join(sheet.test_student)}")
@@ -351,6 +381,12 @@ def _report_canvas(sheet: lms.CanvasSheet) -> None:
         _say(f"grader: canvas.csv: {report.plural(len(sheet.changed), 'grade')} Canvas already holds "
              f"differ{'s' if one else ''} from this run's ({what}):")
         for student, column, held, grade in sheet.changed:  # every one: a grade changed is never silent
+            _say(f"grader: canvas.csv:   {student}, {column}: {held} → {grade}")
+    if sheet.updated:
+        _say(f"grader: canvas.csv: updated {report.plural(len(sheet.updated), 'grade')} that Canvas holds as the "
+             f"previous canvas.csv gave it (unchanged in Canvas since the last import: a resubmission or a late "
+             f"submission), so canvas.csv carries this run's grade there:")
+        for student, column, held, grade in sheet.updated:
             _say(f"grader: canvas.csv:   {student}, {column}: {held} → {grade}")
     if sheet.left_out:
         _say(f"grader: canvas.csv: left out {report.plural(len(sheet.left_out), 'graded column')} that the roster "

@@ -81,7 +81,10 @@ def add_intake_arguments(parser: argparse.ArgumentParser) -> None:
         "grade on import; a cell empty in the roster stays empty)"))
     parser.add_argument("--keep-existing", action="store_true", help=(
         "canvas.csv: where the roster's cell already holds a grade (or EX) and this run's grade differs, keep the "
-        "roster's value; default: write this run's grade (a regrade replaces the old one on import); either way "
+        "roster's value, unless the cell still holds the grade the previous run's canvas.csv in --out gave it (read "
+        "with --overwrite and kept as canvas.previous.csv): not edited in Canvas since the last import, so a "
+        "resubmission or late submission gets this run's grade (listed apart as updated); default: write this "
+        "run's grade (a regrade replaces the old one on import); either way "
         "stderr lists each such cell (Name, column: old → new) and their count"))
     parser.add_argument("--course", type=Path, default=None, help=(
         "the course folder whose solutions/*.ipynb give the exercises and their points (default: this "

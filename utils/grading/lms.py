@@ -37,8 +37,9 @@ later ones with the export that has the ids.
 A row is written only for a student this run gives at least one grade (or, with ``zero_missing``, a 0),
 in roster order; a submission without a roster row is left out and reported. Canvas's import leaves a
 student who is not in the file as they are, so a student with nothing graded (no submission, or a
-submission holding none of the graded exercises) gets no row at all (:attr:`CanvasSheet.untouched`,
-counted on stderr): an edit made in Canvas since the roster was exported survives the import. Canvas
+submission holding none of the graded exercises) gets no row at all (:attr:`CanvasSheet.untouched`;
+stderr names each once: :attr:`CanvasSheet.absent` without a submission, :attr:`CanvasSheet.elsewhere` who
+handed in only another chapter): an edit made in Canvas since the roster was exported survives the import. Canvas
 reads an empty cell against a grade it holds as "remove this grade", so within a row ``canvas.csv``
 never leaves a cell empty where the grader has no grade for it: a column whose exercises the submission
 holds none of (every one ``missing``: a student who handed in chapter 1 only, graded for chapters 1 and
@@ -52,7 +53,9 @@ student: its row is never written, not even a 0 (:attr:`CanvasSheet.test_student
 Where the roster's cell holds a grade other than this run's (a rerun after a regrade, a hand-entered
 ``4.00`` that the grader makes ``5``, an ``EX`` for a student who handed in), ``canvas.csv`` carries this
 run's grade and :attr:`CanvasSheet.changed` lists the cell (printed, each one); ``keep_existing``
-(``--keep-existing``) writes the roster's value there instead.
+(``--keep-existing``) writes the roster's value there instead, unless the cell still holds the grade the
+previous run's ``canvas.csv`` gave it (``previous``, :mod:`utils.grading.lms_previous`): not edited in Canvas
+since the last import, it gets this run's grade (a resubmission), listed apart (:attr:`CanvasSheet.updated`).
 When the roster's ``Points Possible`` row gives a graded column other points than the course does
 (:func:`points_mismatches`, :attr:`CanvasSheet.mismatched`), the grader refuses before grading anyone and
 writes nothing (Canvas does not change an existing assignment's points on import, so full marks would read as
@@ -66,7 +69,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -168,6 +171,9 @@ class CanvasSheet:
     untouched: list[str] = field(default_factory=list)  # students given no row: nothing of theirs graded or zeroed
     from_roster: bool = True  # False: no roster, so a cell without a grade is empty (and clears Canvas's)
     test_student: list[str] = field(default_factory=list)  # Canvas's Test Student rows, never written
+    elsewhere: list[str] = field(default_factory=list)  # untouched, though they handed in (another chapter only)
+    updated: list[tuple[str, str, str, str]] = field(default_factory=list)  # like changed: unedited since last import
+    given: list[tuple[str, str, str, str]] = field(default_factory=list)  # (ID, Student, column, grade) graded now
 
 
 def check_identities(roster: Roster | None, canvas_ids: Mapping[str, str]) -> None:
@@ -244,7 +250,8 @@ def points_cell(value: object) -> str:
 
 def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, roster: Roster | None = None,
                canvas_ids: Mapping[str, str] | None = None, columns: str = "chapter",
-               zero_missing: bool = False, keep_existing: bool = False) -> CanvasSheet:
+               zero_missing: bool = False, keep_existing: bool = False,
+               previous: Callable[[Mapping[str, str], str], str | None] | None = None) -> CanvasSheet:
     """The Canvas gradebook CSV for graded ``rows`` (see the module's docstring for every rule).
 
     Args:
@@ -261,6 +268,9 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
             grade Canvas holds on import).
         keep_existing: where the roster's cell holds a grade (or ``EX``) other than this run's, write the
             roster's. Default: False: write this run's grade. Either way the sheet's ``changed`` lists them.
+        previous: (roster row, column) -> the grade the previous ``canvas.csv`` gave there, or None
+            (:meth:`utils.grading.lms_previous.Previous.value`). With ``keep_existing``, a roster cell that
+            still holds it was not edited in Canvas since: this run's grade is written and ``updated`` lists it.
     """
     canvas_ids = dict(canvas_ids or {})
     check_identities(roster, canvas_ids)
@@ -268,6 +278,8 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
     missing = {(r.student, r.exercise) for r in rows if r.status == Status.MISSING}
     kept: list[tuple[str, str]] = []
     changed: list[tuple[str, str, str, str]] = []
+    updated: list[tuple[str, str, str, str]] = []
+    given: list[tuple[str, str, str, str]] = []
     layout, left_out, new = canvas_columns(exercises, columns, roster)
     headers = [header for header, _ids, _max in layout]
     if roster is None:
@@ -286,7 +298,7 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
                 owner[index] = student
     table: list[list[object]] = [[*IDENTITY, *headers], ["Points Possible", "", "", "", "",
                                                           *(points_cell(maximum) for _n, _i, maximum in layout)]]
-    absent, untouched = [], []
+    absent, untouched, elsewhere = [], [], []
     test_student = []
     for index, identity in enumerate(identities):
         if roster is not None and is_test_student(identity):  # Canvas's student view: no grade, not even a 0
@@ -295,16 +307,24 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
         cells: list[object] = [escape_cell(identity.get("Student", "")), identity.get("ID", ""),
                                identity.get("SIS User ID", ""), identity.get("SIS Login ID", ""),
                                escape_cell(identity.get("Section", ""))]
-        student, written, mine = owner.get(index), False, []  # written: a grade of this run (or a 0) in the row
+        student, written, mine, ours = owner.get(index), False, [], []  # written: a grade of this run (or a 0)
         now = roster.grades[index] if roster is not None and index < len(roster.grades) else {}
         if student is None:
             absent.append(identity.get("Student") or identity.get("ID") or f"row {index + 2}")
         for name, ids, _max in layout:
             if student is not None and not all((student, e) in missing for e in ids):
-                grade, held = points_cell(sum(points.get((student, e), 0) for e in ids)), now.get(name, "")
+                own = grade = points_cell(sum(points.get((student, e), 0) for e in ids))
+                held = now.get(name, "")
                 if held and not _same(held, grade):  # Canvas holds another grade: a regrade, never a silent one
-                    changed.append((identity.get("Student") or identity.get("ID") or student, name, held, grade))
-                    grade = held if keep_existing else grade
+                    cell = (identity.get("Student") or identity.get("ID") or student, name, held, grade)
+                    before = previous(identity, name) if keep_existing and previous is not None else None
+                    if before is not None and _same(held, before):  # the last import's grade, not edited since
+                        updated.append(cell)
+                    else:
+                        changed.append(cell)
+                        grade = held if keep_existing else grade
+                if grade == own:
+                    ours.append((name, grade))  # the grader's own grade: canvas.graded.csv records it
                 cells.append(grade)
                 written = True
                 continue
@@ -314,15 +334,21 @@ def canvas_csv(rows: Sequence, students: Sequence[str], exercises: Sequence, *, 
             # holding anything (a grade, EX, a late penalty entered by hand) keeps it, even with zero_missing
             cells.append(now.get(name, "") or ("0" if zero_missing else ""))
             written = written or zero_missing and not now.get(name, "")
+            if zero_missing and not now.get(name, ""):
+                ours.append((name, "0"))
         if written:
             table.append(cells)
             kept += mine
+            given += [(identity.get("ID", ""), str(cells[0]), name, grade) for name, grade in ours]
         else:  # no row: Canvas's import leaves a student not in the file as it is, edits made since the export too
             untouched.append(_who(identity, student or f"row {index + 2}"))
+            if student is not None:  # handed in, but none of the graded exercises: another chapter only
+                elsewhere.append(untouched[-1])
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerows(table)
     return CanvasSheet(buffer.getvalue(), unmatched, absent, left_out, new, kept, points_mismatches(layout, roster),
-                       zero_missing, changed, keep_existing, untouched, roster is not None, test_student)
+                       zero_missing, changed, keep_existing, untouched, roster is not None, test_student, elsewhere,
+                       updated, given)
 
 
 def is_test_student(identity: Mapping[str, str]) -> bool:
