@@ -123,13 +123,11 @@ STRING_BYPASSES = {
     "builtins_exec": ("def attend(q, k, v):\n    ns = {}\n    torch.sys.modules['builtins'].exec('x = 1', ns)\n"
                       "    return q\n"),
 }
-# Red team R7 (issue 35): strings that the standard library runs as code, and attributes read by a pattern.
+# Red team R7 (issue 35): strings that the standard library runs as code, and attributes read by a pattern. A string
+# annotation alone is allowed since red team R16: nothing a cell may call evaluates it (tests/test_grader_r16.py).
 CODE_IN_STRINGS = {
     "string_annotation": ("import typing\ndef _h(a: 'torch.ops.aten.rms_norm'): pass\n_T = typing.get_type_hints(_h)\n"
                           "def attend(q, k, v):\n    return _T['a'](q)\n"),
-    "annotation_import": "def _h(a: \"__import__('ctypes')\"): pass\ndef attend(q, k, v):\n    return q\n",
-    "return_annotation": "def _h() -> 'F.scaled_dot_product_attention': pass\ndef attend(q, k, v):\n    return q\n",
-    "variable_annotation": "x: 'torch.ops' = 1\ndef attend(q, k, v):\n    return q\n",
     "get_type_hints": "from typing import get_type_hints\ndef attend(q, k, v):\n    return q\n",
     "forward_ref": "import typing\nR = typing.ForwardRef('torch')\ndef attend(q, k, v):\n    return q\n",
     "star_import": "from typing import *\ndef attend(q, k, v):\n    return q\n",
@@ -231,7 +229,6 @@ def test_numpy_s_routes_to_pickles_libraries_and_compilers_are_refused(source):
     "class M(type):\n    def __instancecheck__(cls, obj):\n        return True\n",
     "class A:\n    def __getattr__(self, name):\n        return name\n",
     "class A:\n    def __bool__(self):\n        return True\n",
-    "class A:\n    def __exit__(self, *a):\n        return True\n",
     "class A:\n    def __init_subclass__(cls):\n        pass\n",
     "class A:\n    __match_args__ = ('ops',)\n",
     "class A:\n    __slots__: tuple = ('x',)\n",

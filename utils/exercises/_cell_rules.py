@@ -15,8 +15,9 @@ import sys
 
 from utils.i18n.messages import tr
 
-COURSE_MODULES = frozenset({"__future__", "math", "torch", "torch.nn", "torch.nn.functional", "numpy", "functools",
-                            "itertools", "collections", "collections.abc", "typing", "dataclasses", "operator"})
+COURSE_MODULES = frozenset({"__future__", "math", "torch", "torch.nn", "torch.nn.functional", "torch.linalg",
+                            "torch.special", "torch.fft", "numpy", "functools", "itertools", "collections",
+                            "collections.abc", "typing", "dataclasses", "operator"})
 """The modules an exercise cell may import (the course's own exercise cells import none: every cell starts with
 ``math``, ``torch``, ``nn`` and ``F``). A module is allowed by its whole dotted name: ``torch`` allows neither
 ``torch.jit`` nor ``torch.ao.quantization.utils``, and ``numpy`` not ``numpy.lib``."""
@@ -26,12 +27,18 @@ reading the process's limits): none reaches code by a name, and the rules for ``
 and ``sys.modules``/``sys.path`` still hold. Drop this set once those tests switch the static check off."""
 ALLOWED_IMPORTS = COURSE_MODULES | PROCESS_MODULES
 SAFE_CLASS_DUNDERS = frozenset({"__init__", "__post_init__", "__call__", "__repr__", "__str__", "__len__",
-                                "__getitem__", "__iter__", "__next__", "__contains__", "__eq__", "__ne__", "__hash__"})
+                                "__getitem__", "__iter__", "__next__", "__contains__", "__eq__", "__ne__", "__hash__",
+                                "__enter__", "__exit__", "__lt__", "__le__", "__gt__", "__ge__", "__neg__", "__pos__",
+                                "__abs__", *(f"__{prefix}{op}__" for op in ("add", "sub", "mul", "truediv", "floordiv",
+                                                                             "mod", "pow", "matmul")
+                                             for prefix in ("", "r", "i"))})
 """The special methods a class of an exercise cell may define. ``__eq__`` is allowed: the judge asks for a
 tensor or a number and names any other type (tests/test_grader_attacks.py's object equal to anything).
-Not the hooks that run code when a class is checked, made, read or left (``__instancecheck__``,
-``__init_subclass__``, ``__getattr__``, ``__exit__``, ...), nor the other operators and conversions, nor
-attributes such as ``__match_args__`` (a class pattern reads the attributes it names)."""
+A context manager's ``__enter__``/``__exit__`` and the comparison and arithmetic operators only run code the
+cell wrote where it uses them (a ``ForbiddenCall`` an ``__exit__`` swallows is still recorded). Not the hooks
+that run code when a class is checked, made or read (``__instancecheck__``, ``__init_subclass__``,
+``__getattr__``, ...), nor conversions, nor attributes such as ``__match_args__`` (a class pattern reads the
+attributes it names); ``__slots__`` only as constant names (:func:`_refused_class`)."""
 PICKLE_SWITCHES = {"allow_pickle": False, "weights_only": True}
 """The keyword that makes numpy (``allow_pickle``) or torch (``weights_only``) unpickle, and its safe value:
 any other value, a computed one included, is refused, and so is the keyword's name as a string."""
@@ -112,6 +119,8 @@ def _refused_class(node: ast.ClassDef) -> str | None:
             names = [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
         else:
             names = []
+        if names == ["__slots__"] and isinstance(item, ast.Assign) and _constant_names(item.value):
+            continue
         for name in names:
             if _dunder(name) and (name not in SAFE_CLASS_DUNDERS or not isinstance(item, ast.FunctionDef)):
                 return tr("{code} (a class may define only these special methods: {allowed})",
@@ -138,3 +147,201 @@ def _dunder(name: object) -> bool:
 
 def _is_constant(node: ast.AST, value: bool) -> bool:
     return isinstance(node, ast.Constant) and node.value is value
+
+
+def _constant_names(node: ast.AST) -> bool:
+    """``"eps"`` or ``("eps", "scale")``: slot names written out, none of them special (``__dict__``)."""
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+    return all(isinstance(item, ast.Constant) and isinstance(item.value, str) and item.value.isidentifier()
+               and not item.value.startswith("__") for item in items)
+
+
+FUNCTOOLS_MEMBERS = frozenset({"reduce", "partial", "partialmethod", "lru_cache", "cache", "cached_property", "wraps",
+                               "update_wrapper", "cmp_to_key", "total_ordering"})
+"""What of ``functools`` a cell may use. Not ``singledispatch`` (its ``register`` evaluates a string annotation
+as code), and ``wraps``/``update_wrapper`` only with their default attribute lists: ``assigned`` and ``updated``
+read and set attributes by computed names (red team R16, :data:`WRAPPER_ARGUMENTS`)."""
+WRAPPER_ARGUMENTS = {"wraps": 1, "update_wrapper": 2}
+"""How many arguments ``functools.wraps`` and ``update_wrapper`` may get (no keywords): not their name lists."""
+SYS_MEMBERS = frozenset({"float_info", "int_info", "hash_info", "maxsize", "maxunicode", "version_info", "version",
+                         "hexversion", "byteorder", "platform", "float_repr_style", "flags", "getrecursionlimit",
+                         "setrecursionlimit", "getsizeof", "stdout", "stderr", "stdin", "exit", "argv"})
+"""What of ``sys`` a cell may use: numbers, limits and the standard streams. Not ``sys.meta_path`` and the other
+import machinery, which imports a module by a string (red team R16)."""
+_MEMBERS = {"functools": FUNCTOOLS_MEMBERS, "sys": SYS_MEMBERS}
+LOADER_ATTRIBUTES = frozenset({"getattr", "meta_path", "path_hooks", "path_importer_cache", "find_spec",
+                               "exec_module", "create_module", "load_module", "make_dataclass", "functools"})
+"""Attribute names refused on any object: a module's ``getattr`` (``builtins`` reached by a loader), the import
+machinery, ``dataclasses.make_dataclass`` (a class from a computed namespace) and ``functools`` reached
+through another module."""
+TYPE_USES = frozenset({"isinstance", "issubclass", "print", "str", "repr", "id", "hash"})
+"""Where ``type(x)`` and ``x.__class__`` may go besides a comparison, an f-string and ``.__name__``: never
+called, bound or passed on, since calling a class's class (``type(int)``) with three arguments makes a class."""
+
+
+def refused_in_tree(tree: ast.AST) -> str | None:
+    """Why the cell's syntax tree ``tree`` may not run, for the rules that need a node's context, or None."""
+    parents = {id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    modules = {(alias.asname or alias.name): alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for alias in node.names if alias.name in _MEMBERS}
+    wrappers = {alias.asname or alias.name: alias.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) and node.module == "functools" for alias in node.names
+                if alias.name in WRAPPER_ARGUMENTS}
+    for node in ast.walk(tree):
+        reason = (_refused_member(node, modules, parents) or _refused_wrapper(node, wrappers, parents)
+                  or _refused_class_maker(node, parents))
+        if reason:
+            return reason
+    return None
+
+
+def _refused_member(node: ast.AST, modules: dict[str, str], parents: dict[int, ast.AST]) -> str | None:
+    if isinstance(node, ast.ImportFrom):
+        for alias in node.names:
+            if alias.name in LOADER_ATTRIBUTES:
+                return tr("{code} (reaches a module, an attribute or a class by a computed name)",
+                          code=f"from {node.module} import {alias.name}")
+            if node.module in _MEMBERS and alias.name not in _MEMBERS[node.module]:
+                return tr("{code}: a cell may use only these names of {module}: {allowed}",
+                          code=f"from {node.module} import {alias.name}", module=node.module,
+                          allowed=", ".join(sorted(_MEMBERS[node.module])))
+    if isinstance(node, ast.Name) and node.id in modules and isinstance(node.ctx, ast.Load):
+        module, parent = modules[node.id], parents.get(id(node))
+        if not isinstance(parent, ast.Attribute):
+            return tr("{code} (a module passed on or bound again: only its names may be used)", code=node.id)
+        if parent.attr not in _MEMBERS[module]:
+            return tr("{code}: a cell may use only these names of {module}: {allowed}", code=f"{module}.{parent.attr}",
+                      module=module, allowed=", ".join(sorted(_MEMBERS[module])))
+    name = node.attr if isinstance(node, ast.Attribute) else node.args[1].value if (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+        and len(node.args) > 1 and isinstance(node.args[1], ast.Constant)) else None
+    if name in LOADER_ATTRIBUTES:
+        return tr("{code} (reaches a module, an attribute or a class by a computed name)", code=f".{name}")
+    return None
+
+
+def _refused_wrapper(node: ast.AST, wrappers: dict[str, str], parents: dict[int, ast.AST]) -> str | None:
+    if isinstance(node, ast.Attribute) and node.attr in WRAPPER_ARGUMENTS:
+        name = node.attr
+    elif isinstance(node, ast.Name) and node.id in wrappers and isinstance(node.ctx, ast.Load):
+        name = wrappers[node.id]
+    else:
+        return None
+    call = parents.get(id(node))
+    if not (isinstance(call, ast.Call) and call.func is node and not call.keywords
+            and len(call.args) <= WRAPPER_ARGUMENTS[name] and not any(isinstance(a, ast.Starred) for a in call.args)):
+        return tr("{code} (only as {allowed}: its name lists read and set attributes by computed names)",
+                  code=f"functools.{name}",
+                  allowed="wraps(wrapped)" if name == "wraps" else "update_wrapper(wrapper, wrapped)")
+    return None
+
+
+def _refused_class_maker(node: ast.AST, parents: dict[int, ast.AST]) -> str | None:
+    """``type`` other than as ``type(x)``, ``type(x)`` or ``x.__class__`` other than compared, named or checked
+    (:data:`TYPE_USES`), and any metaclass by name (``typing.NamedTupleMeta``): a class made from a computed
+    namespace has special methods the check cannot see."""
+    meta = node.attr if isinstance(node, ast.Attribute) else next(
+        (alias.name for alias in node.names if alias.name.endswith("Meta")), None) \
+        if isinstance(node, ast.ImportFrom) else None
+    if meta and meta.endswith("Meta"):
+        return tr("{code} (makes a class whose special methods the check cannot see; write a class statement)",
+                  code=meta)
+    if isinstance(node, ast.Name) and node.id == "type" and isinstance(node.ctx, ast.Load):
+        call = parents.get(id(node))
+        if not (isinstance(call, ast.Call) and call.func is node and len(call.args) == 1 and not call.keywords
+                and not isinstance(call.args[0], ast.Starred)):
+            return tr("{code} (makes a class whose special methods the check cannot see; write a class statement)",
+                      code="type(name, bases, namespace)" if isinstance(call, ast.Call) and call.func is node
+                      else "type")
+        return _refused_class_use(call, parents, "type(...)")
+    if isinstance(node, ast.Attribute) and node.attr == "__class__":
+        return _refused_class_use(node, parents, ".__class__")
+    return None
+
+
+def _refused_class_use(node: ast.AST, parents: dict[int, ast.AST], code: str) -> str | None:
+    parent = parents.get(id(node))
+    if isinstance(parent, (ast.Compare, ast.FormattedValue)) or (
+            isinstance(parent, ast.Attribute) and parent.attr == "__name__") or (
+            isinstance(parent, ast.Call) and parent.func is not node and isinstance(parent.func, ast.Name)
+            and parent.func.id in TYPE_USES and node in parent.args):
+        return None
+    return tr("{code} only compared, named (.__name__) or given to isinstance: a class's class makes classes",
+              code=code)
+
+
+def own_attributes(tree: ast.AST, sensitive: frozenset[str]) -> tuple[set[int], str | None]:
+    """The attribute nodes (by ``id``) that are a method's own object's attributes: ``self.compile`` in a method
+    of a class of the cell that also sets ``self.compile``; and why they may not count as such, or None.
+
+    ``self`` is the instance only when the method is called on one: where a method reads a ``sensitive`` name
+    (one refused on any other object), each method of the cell's classes must be called on ``self``, on
+    ``super()``, on ``C(...)`` or on a name bound only to ``C(...)`` (``C.method(torch)`` would read torch's)."""
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    methods = [item for cls in classes for item in cls.body
+               if isinstance(item, ast.FunctionDef) and item.args.args and not item.decorator_list]
+    accesses: list[tuple[ast.FunctionDef, ast.Attribute]] = []
+    for method in methods:
+        me, body = method.args.args[0].arg, _own_scope(method)
+        if not any(_binds(node, me) for node in body):
+            accesses += [(method, node) for node in body if isinstance(node, ast.Attribute)
+                         and isinstance(node.value, ast.Name) and node.value.id == me]
+    stored = {node.attr for _method, node in accesses if isinstance(node.ctx, ast.Store)}
+    own = {id(node) for _method, node in accesses if node.attr in stored and not node.attr.startswith("_")}
+    if not any(id(node) in own and node.attr in sensitive for _method, node in accesses):
+        return own, None
+    names = {method.name for cls in classes for method in cls.body if isinstance(method, ast.FunctionDef)}
+    class_names = {cls.name for cls in classes}
+    selves = {method.args.args[0].arg for method in methods}
+    instances = _instance_names(tree, class_names)
+    for node in ast.walk(tree):
+        receiver = node.value if isinstance(node, ast.Attribute) and node.attr in names else None
+        if receiver is not None and not (
+                (isinstance(receiver, ast.Name) and receiver.id in selves | instances)
+                or (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name)
+                    and receiver.func.id in class_names | {"super"})):
+            return own, tr("{code} (a method that reads {attr} of its object may be called only on an instance)",
+                           code=f"{ast.unparse(receiver)[:40]}.{node.attr}", attr=", ".join(sorted(sensitive & stored)))
+        if isinstance(node, ast.Constant) and node.value in names:
+            return own, tr("{code} (a method that reads {attr} of its object may be called only on an instance)",
+                           code=repr(node.value), attr=", ".join(sorted(sensitive & stored)))
+    return own, None
+
+
+def _own_scope(function: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes of ``function``'s body, not those of functions, lambdas or classes nested in it."""
+    found, stack = [], list(function.body)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _binds(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds ``name`` again (an assignment, a loop, ``except ... as``, a pattern, ``global``)."""
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return name in node.names
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.split(".")[0]) == name
+    return getattr(node, "name", None) == name or getattr(node, "rest", None) == name  # except, match
+
+
+def _instance_names(tree: ast.AST, class_names: set[str]) -> set[str]:
+    """Names every binding of which is ``name = C(...)`` for a class ``C`` of the cell."""
+    good: set[str] = set()
+    bad: set[str] = set()
+    assigned = {id(target) for node in ast.walk(tree) if isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)
+                and node.value.func.id in class_names for target in node.targets}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            (good if id(node) in assigned else bad).add(node.id)
+        elif isinstance(node, ast.arg):
+            bad.add(node.arg)
+    bad.update(name for node in ast.walk(tree) if not isinstance(node, ast.Name) for name in good
+               if _binds(node, name))
+    return good - bad

@@ -120,7 +120,10 @@ ONLINE = Exercise(
                # and folded two at a time by logaddexp (red team R14): the Tensor methods first, since a method
                # called on an expression is named by the first of the names that end alike
                "torch.Tensor.logaddexp", "torch.Tensor.logaddexp2", "torch.logaddexp", "torch.logaddexp2",
-               "numpy.logaddexp", "numpy.logaddexp2"),
+               "numpy.logaddexp", "numpy.logaddexp2",
+               # and torch's attention routines, whose softmax gives the sum too (red team R16: 1 / w - 1 for the
+               # weight w of an extra key scored 0)
+               *TORCH_ATTENTION),
     hint="the new max is the elementwise larger of the old max and each row's block max; the old sum was "
          "measured relative to the old max, so rescale it before adding the block's terms, which are measured "
          "relative to the new max; a row whose new max is still -inf must come out as max -inf, sum 0",

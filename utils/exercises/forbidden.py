@@ -16,7 +16,7 @@ import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from utils.exercises._cell_rules import refused
+from utils.exercises._cell_rules import LOADER_ATTRIBUTES, NUMPY_ROUTES, own_attributes, refused, refused_in_tree
 from utils.exercises.common import resolve
 from utils.i18n.messages import tr
 
@@ -48,11 +48,12 @@ PROGRAM_STARTERS = re.compile(r"^(system|popen|exec[lv]p?e?|spawn[lv]p?e?|posix_
 exercise's process (seccomp refuses ``execve``), and the static check names the call, so the row says why.
 The same functions of ``posix`` (and ``nt``), the modules ``os`` takes them from, are named too."""
 OS_MODULES = ("os", "posix", "nt")
-SAFE_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__doc__"})
+SAFE_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__doc__", "__class__"})
 DOCUMENTED_PRIVATES = frozenset({"_exit", "_replace", "_asdict", "_fields", "_make", "_field_defaults"})
 """Public APIs whose names start with ``_`` (``os._exit``, a namedtuple's ``_replace``...): allowed as
 attributes where no torch module or tensor has that name."""
-"""The only dunder attributes an exercise cell may touch (``super().__init__()``)."""
+"""The only dunder attributes an exercise cell may touch (``super().__init__()``; ``x.__class__`` only where
+:func:`utils.exercises._cell_rules.refused_in_tree` allows it)."""
 _TORCH_MODULES = ("torch",)
 UNSAFE_TORCH = frozenset({"jit", "hub", "load", "package", "library", "compile", "fx", "export", "overrides",
                           "utils", "serialization", "multiprocessing", "sys", "os", "_dynamo", "cuda"})
@@ -85,11 +86,12 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
     packages = {name for name in forbidden if "." not in name}
     strings = {name.rpartition(".")[2] for name in forbidden if "." in name}
     aliases = _aliases(tree)
+    own, _reason = own_attributes(tree, _sensitive(by_attr))  # unsafe_in_source refuses what _reason names
     for node in ast.walk(tree):
         named = _named_by_string(node, strings, by_attr, aliases)
         if named:
             return named
-        if isinstance(node, ast.Attribute) and node.attr in by_attr:
+        if isinstance(node, ast.Attribute) and node.attr in by_attr and id(node) not in own:
             chain = _attribute_chain(node)
             reached = ".".join([aliases.get(chain[0], chain[0]), *chain[1:]]) if chain else ""
             return _named(by_attr[node.attr], reached)
@@ -188,10 +190,13 @@ def unsafe_in_source(source: str) -> str | None:
                 if alias.name in OS_MODULES:
                     os_names[alias.asname or alias.name] = alias.name
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    own, own_reason = own_attributes(tree, _sensitive())
     own_private = _own_private(tree)
     literal_getattr = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
                        and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) > 1}
     for node in ast.walk(tree):
+        if id(node) in own:  # self.utils, where the cell's own class sets it
+            continue
         reason = refused(node) or _unsafe_node(node, torch_names, sys_names) or _starts_program(node, os_names)
         if reason:
             return reason
@@ -205,7 +210,7 @@ def unsafe_in_source(source: str) -> str | None:
                 and not (isinstance(node.value, ast.Name) and (node.value.id, node.attr) in own_private) \
                 and not (node.attr in DOCUMENTED_PRIVATES and not _torch_has(node.attr)):
             return tr("{code} (torch's internals)", code=f".{node.attr}")
-    return None
+    return refused_in_tree(tree) or own_reason
 
 
 def _starts_program(node: ast.AST, os_names: Mapping[str, str]) -> str | None:
@@ -273,12 +278,6 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
             return tr("{code} (torch's machinery that loads code or finds it by name)", code=".".join(chain[:2]))
         if node.attr in UNSAFE_ANYWHERE:
             return tr("{code} (torch's machinery that loads code or finds it by name)", code=f".{node.attr}")
-    for annotation in _annotations(node):
-        text = next((n.value for n in ast.walk(annotation) if isinstance(n, ast.Constant) and isinstance(n.value, str)),
-                    None)
-        if text is not None:
-            return tr("a string annotation {code} (typing can run it as code); write the type itself",
-                      code=repr(text[:40]))
     if isinstance(node, ast.MatchClass):  # case object(attr=x) reads x = subject.attr
         for attr in node.kwd_attrs:
             if attr in UNSAFE_ATTRIBUTES | UNSAFE_MODULES | UNSAFE_BUILTINS | UNSAFE_ANYWHERE or attr.startswith("_"):
@@ -325,15 +324,12 @@ def _torch_internal(module: str) -> bool:
     return root in _TORCH_MODULES and any(part.startswith("_") or part == "ops" for part in parts)
 
 
-def _annotations(node: ast.AST) -> list[ast.AST]:
-    """The annotations ``node`` carries: an argument's, a function's return, an annotated assignment's."""
-    if isinstance(node, ast.arg):
-        return [node.annotation] if node.annotation else []
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return [node.returns] if node.returns else []
-    if isinstance(node, ast.AnnAssign):
-        return [node.annotation]
-    return []
+def _sensitive(forbidden: Mapping[str, object] = {}) -> frozenset[str]:  # noqa: B006  (read only)
+    """Attribute names refused on another object but allowed as the cell's own (:func:`own_attributes`). A string
+    annotation is allowed: nothing a cell may call evaluates one (``get_type_hints``, ``ForwardRef``,
+    ``functools.singledispatch`` are refused)."""
+    return frozenset(UNSAFE_ATTRIBUTES | UNSAFE_MODULES | UNSAFE_BUILTINS | UNSAFE_ANYWHERE | LOADER_ATTRIBUTES
+                     | NUMPY_ROUTES | {"cuda", "modules", "wraps", "update_wrapper", *forbidden})
 
 
 def _attribute_chain(node: ast.Attribute) -> list[str]:

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import linecache
+import re
+import sys
+import types
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -20,7 +23,6 @@ from utils.exercises.common import (
     ERROR_MESSAGE_CHARS,
     Case,
     Outcome,
-    clone_case,
     gradient_report,
     one_line,
     plain_copy,
@@ -30,6 +32,17 @@ from utils.exercises.common import (
 PREAMBLE = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 """The only names an exercise cell may rely on besides what it defines itself. Every notebook's
 setup imports them too, so a cell behaves the same in the notebook, in tests and in the grader."""
+
+
+_TENSOR_BASE = torch._C.TensorBase  # noqa: SLF001  (an immutable type: a cell cannot patch its methods)
+_TRUSTED = {"tensor": torch.Tensor, "equal": torch.equal, "nan_to_num": torch.nan_to_num,
+            "clone": _TENSOR_BASE.clone, "size": _TENSOR_BASE.size, "dtype": _TENSOR_BASE.dtype.__get__,
+            "is_floating_point": _TENSOR_BASE.is_floating_point, "isinstance": isinstance}
+"""What the runner uses after the learner's code ran, bound when it is imported (before any cell runs): a cell
+that rebinds ``torch.equal`` or ``torch.Tensor.clone`` cannot hide that it changed its inputs (red team R16)."""
+_OP_NAMES = torch._C._dispatch_get_all_op_names  # noqa: SLF001
+_ATEN_PREFIXES = ("special", "linalg", "fft", "native", "fused", "masked", "safe")
+_ATEN_PACKETS: dict[str, list[str]] = {}
 
 
 class ForbiddenCall(Exception):
@@ -53,7 +66,13 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
     saved = []
     called: list[str] = []
     try:
+        done: set[int] = set()
         for dotted in names:
+            for packet in _aten_packets(dotted):  # torch.ops.aten.logsumexp(.default), named nowhere in the cell
+                if id(packet) not in done:
+                    done.add(id(packet))
+                    saved.append((packet, "_op", packet._op, True))  # noqa: SLF001
+                    packet._op = _blocker(dotted, called)  # noqa: SLF001
             # A bare package ("utils") cannot be patched out at run time (resolve gives None); the
             # static check (forbidden_in_source) catches any use of it in the learner's source.
             resolved = resolve(dotted) or _class_member(dotted)
@@ -61,12 +80,8 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
                 continue
             owner, attr = resolved
 
-            def _blocked(*args: Any, _name: str = dotted, **kwargs: Any) -> Any:
-                called.append(_name)
-                raise ForbiddenCall(_name)
-
             saved.append((owner, attr, getattr(owner, attr), attr in vars(owner)))
-            setattr(owner, attr, _blocked)
+            setattr(owner, attr, _blocker(dotted, called))
         yield called
     finally:
         for owner, attr, original, own in reversed(saved):
@@ -74,6 +89,46 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
                 setattr(owner, attr, original)
             else:
                 delattr(owner, attr)
+
+
+def _blocker(name: str, called: list[str]) -> Callable[..., Any]:
+    def _blocked(*args: Any, **kwargs: Any) -> Any:
+        called.append(name)
+        raise ForbiddenCall(name)
+
+    return _blocked
+
+
+def _aten_packets(dotted: str) -> list[Any]:
+    """torch's operators (``torch.ops.aten.<op>`` and each overload, ``.default`` ...) that compute what the
+    forbidden torch name ``dotted`` does: those whose name, less leading underscores and a prefix such as
+    ``special_``, starts with the name's first word and holds its words in order
+    (``_scaled_dot_product_flash_attention_for_cpu`` for ``scaled_dot_product_attention``). Reached only by
+    a computed name, which the static check refuses: this is the run-time half (red team R16)."""
+    root, _, last = dotted.rpartition(".")
+    if not root.startswith("torch") or root.startswith(("torch.autograd", "torch.func")):
+        return []
+    if last not in _ATEN_PACKETS:
+        words = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", last).lower().split("_")
+        found = []
+        for full in _OP_NAMES():
+            namespace, _, rest = full.partition("::")
+            parts = rest.split(".")[0].strip("_").split("_")
+            parts = parts[1:] if parts[0] in _ATEN_PREFIXES and len(parts) > 1 else parts
+            if namespace == "aten" and parts[0] == words[0] and _in_order(words, parts):
+                found.append(rest.split(".")[0])
+        packets = []
+        for name in sorted(set(found)):
+            packet = getattr(torch.ops.aten, name, None)
+            if packet is not None:
+                packets += [packet, *(getattr(packet, overload) for overload in packet.overloads())]
+        _ATEN_PACKETS[last] = packets
+    return _ATEN_PACKETS[last]
+
+
+def _in_order(words: list[str], parts: list[str]) -> bool:
+    remaining = iter(parts)
+    return all(word in remaining for word in words)
 
 
 def _class_member(dotted: str) -> tuple[type, str] | None:
@@ -96,7 +151,7 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
     """
     outcomes = []
     for case in cases:
-        args = clone_case(case)
+        args = _clone_case(case)
         outcome = Outcome()
         called: list[str] = []
         try:
@@ -115,7 +170,7 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
         if called and not outcome.forbidden:  # the learner caught our ForbiddenCall and carried on
             outcome.forbidden = called[0]
         outcome.mutated = [
-            k for k, v in case.items() if isinstance(v, torch.Tensor) and not _same(v, args[k])
+            k for k, v in case.items() if _TRUSTED["isinstance"](v, _TRUSTED["tensor"]) and not _same(v, args[k])
         ]
         outcome.output = plain_copy(outcome.output)
         if gradients and outcome.error is None and not outcome.forbidden and not outcome.mutated:
@@ -130,12 +185,19 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
     return outcomes
 
 
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b) or _both_nan_equal(a, b))
+def _clone_case(case: Case) -> Case:
+    """A copy of ``case`` whose tensors are clones (by :data:`_TRUSTED`'s clone), so a call cannot change it."""
+    return {k: (_TRUSTED["clone"](v) if _TRUSTED["isinstance"](v, _TRUSTED["tensor"]) else v) for k, v in case.items()}
 
 
-def _both_nan_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.is_floating_point() and bool(torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)))
+def _same(a: torch.Tensor, b: Any) -> bool:
+    """Whether the case's tensor ``a`` and what its copy ``b`` is after the call are equal (NaNs equal), with
+    only what :data:`_TRUSTED` bound before the learner's code ran."""
+    t = _TRUSTED
+    if not t["isinstance"](b, t["tensor"]) or t["size"](a) != t["size"](b) or t["dtype"](a) is not t["dtype"](b):
+        return False
+    return bool(t["equal"](a, b)) or (t["is_floating_point"](a) and bool(
+        t["equal"](t["nan_to_num"](a), t["nan_to_num"](b))))
 
 
 def load_function(source: str, func_name: str, forbidden: Sequence[str] = ()) -> Callable[..., Any]:
@@ -146,15 +208,25 @@ def load_function(source: str, func_name: str, forbidden: Sequence[str] = ()) ->
     cell's top level raises propagates. Runs the cell in this process: in the grader, only inside
     its sandbox.
     """
-    namespace: dict[str, Any] = {"__name__": "__exercise__"}
+    module = types.ModuleType("__exercise__")  # in sys.modules while it runs: dataclasses looks its module up
+    namespace: dict[str, Any] = module.__dict__
     filename = f"<exercise {func_name}>"
-    text = PREAMBLE + source
     # Register the source so that inspect.getsource works on the function: the static
-    # forbidden-name test of a check cell needs it.
-    linecache.cache[filename] = (len(text), None, text.splitlines(keepends=True), filename)
-    code = compile(text, filename, "exec")
-    with forbid(forbidden):
-        exec(code, namespace)  # noqa: S102  (the point: run the learner's cell)
+    # forbidden-name test of a check cell needs it. The preamble is compiled on its own, so that the
+    # cell may start with ``from __future__ import annotations``.
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    code = compile(source, filename, "exec")
+    previous = sys.modules.get("__exercise__")
+    sys.modules["__exercise__"] = module
+    try:
+        with forbid(forbidden):
+            exec(compile(PREAMBLE, "<exercise preamble>", "exec"), namespace)  # noqa: S102
+            exec(code, namespace)  # noqa: S102  (the point: run the learner's cell)
+    finally:
+        if previous is None:
+            sys.modules.pop("__exercise__", None)
+        else:
+            sys.modules["__exercise__"] = previous
     fn = namespace.get(func_name)
     if not callable(fn):
         raise MissingFunction(f"the exercise cell does not define a function named {func_name!r}")
