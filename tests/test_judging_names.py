@@ -97,6 +97,16 @@ def test_mistakes_that_coincide_on_every_case_are_listed_as_possibilities_not_na
     assert f"«{TRIPLED}»" in verdict.message and f"«{TRIPLED_POSITIVE}»" in verdict.message
 
 
+def test_mistakes_that_coincide_on_the_one_case_that_ran_say_so_in_the_singular():
+    """W10 saw "on all 1 cases": with one case, the line says "the one case that ran"."""
+    exercise = _exercise(Mistake("tripled", _tripled, TRIPLED),
+                         Mistake("tripled_positive", _tripled_positive, TRIPLED_POSITIVE), cases=(POSITIVE,))
+    verdict = _verdict(exercise, _tripled)
+    assert not verdict.passed and "cannot tell which one you made" in verdict.message, verdict.message
+    assert verdict.message.startswith("on the one case that ran your output equals"), verdict.message
+    assert "all 1 cases" not in verdict.message
+
+
 def test_a_case_that_tells_them_apart_names_the_mistake_made():
     """The same two mistakes with a negative case run: each is named when it is the learner."""
     exercise = _exercise(Mistake("tripled", _tripled, TRIPLED),

@@ -252,10 +252,14 @@ def _failure_verdict(
                                                 where=_where(index, n_cases, matched[1])), category)
     if found.tied:
         slips = tr(" or ").join(tr("«{diagnosis}»", diagnosis=translate(m.mistake.diagnosis)) for m in found.tied)
+        where, n = _where(index, n_cases, case), len(found.tied[0].ran)
+        if n == 1:
+            return Verdict(False, status, tr("on the one case that ran your output equals what each of these known "
+                                             "slips gives, so it cannot tell which one you made: {slips} ({where})",
+                                             slips=slips, where=where), category)
         return Verdict(False, status, tr("on all {n} cases your output equals what each of these known slips gives, "
                                          "so these cases cannot tell which one you made: {slips} ({where})",
-                                         n=len(found.tied[0].ran), slips=slips,
-                                         where=_where(index, n_cases, case)), category)
+                                         n=n, slips=slips, where=where), category)
     verdict, probed = _generic_verdict(exercise, n_cases, failures, status, category, evidence, probe=diagnose)
     if found.partial is None:
         return verdict
