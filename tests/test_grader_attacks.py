@@ -55,10 +55,10 @@ def attacks(tmp_path_factory):
             "def add_one(x):\n    hog = []\n    while True:\n        hog.append(bytearray(2**28))\n")},
         "sysexit": add_one("import sys\nsys.exit(0)"),
         "osexit": add_one("import os\nos._exit(3)"),
-        "monkeypatch": {"ch1.add_one": (
-            "torch.allclose = lambda *a, **k: True\n"
-            "torch.testing.assert_close = lambda *a, **k: None\n"
-            "torch.equal = lambda *a, **k: True\n"
+        "monkeypatch": {"ch1.add_one": (  # through a function: torch.equal = ... written out is refused statically
+            "def _patch(t):\n    t.allclose = lambda *a, **k: True\n"
+            "    t.testing.assert_close = lambda *a, **k: None\n"
+            "    t.equal = lambda *a, **k: True\n_patch(torch)\n"
             "def add_one(x):\n    return torch.zeros_like(x)\n")},
         "cheater": {  # one attack per exercise
             "ch1.total": (

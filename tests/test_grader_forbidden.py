@@ -377,12 +377,13 @@ def bypass_batch(tmp_path_factory):
     attackers["peek"] = {"ch1.add_one": (  # what can the first cell see of the later ones?
         "import os\nraise RuntimeError(str(sorted(os.listdir('../in'))) + open('../job.json').read()[:150])\n")}
     attackers["by_transformer_layer"] = {"ch1.attend": TRANSFORMER_LAYER}
-    attackers["tamper"] = {"ch1.add_one": (  # patches its process for the exercises after it
-        "import json, threading, time\ntorch.softmax = lambda x, dim=-1: x * 0\n"
-        "json.dumps = lambda *a, **k: '[]'\n"
-        "def _again():\n    while True:\n        torch.softmax = lambda x, dim=-1: x * 0\n        time.sleep(0.001)\n"
+    # patches its process for the exercises after it, through a function: the static check refuses
+    # torch.softmax = ... written out (tests/test_grader_r16b.py), not a module passed as an argument
+    attackers["tamper"] = {"ch1.add_one": (
+        "import threading, time\ndef _patch(t):\n    t.softmax = lambda x, dim=-1: x * 0\n_patch(torch)\n"
+        "def _again():\n    while True:\n        _patch(torch)\n        time.sleep(0.001)\n"
         "threading.Thread(target=_again, daemon=True).start()\n"
-        "def add_one(x):\n    return x + 1\n")}
+        "def add_one(x):\n    return x + torch.softmax(torch.zeros(2), dim=-1).sum()\n")}
     attackers.update({f"r10_{name}": {"ch1.attend": source} for name, source in R10_ATTEND.items()})
     attackers["r10_categorical"] = {"ch1.total": R10_TOTAL}
     # the toy attend forbids torch's attention routines here, as the course's attention exercises do, but
@@ -447,7 +448,7 @@ def test_a_cell_sees_no_later_cell_nor_its_inputs(bypass_batch):
 
 
 def test_an_earlier_cell_cannot_change_how_a_later_one_runs(bypass_batch):
-    assert row(bypass_batch, "tamper")["status"] == "error"  # its own results were sabotaged by itself
+    assert row(bypass_batch, "tamper")["status"] == "failed"  # the patch took: its own softmax gave zeros
     for eid in ("ch1.attend", "ch1.total"):  # attend uses torch.softmax; the patch died with its process
         assert row(bypass_batch, "tamper", eid)["status"] == "passed", row(bypass_batch, "tamper", eid)
 

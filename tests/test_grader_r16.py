@@ -220,8 +220,25 @@ ATTACKS = {
     "r16_type_alias": ("ch1.total", "t = type\n_B = t('B', (), {})\n"
                        "def total(x):\n    return float(x.double().sum())\n", "type"),
 }
-HIDE_CHANGE = ("torch.equal = lambda a, b: True\ntorch.Tensor.clone = lambda self, *a, **k: self\n"
-               "def add_one(x):\n    x.add_(1)\n    return x + 0\n")
+_CHANGES_X = "def add_one(x):\n    x.add_(1)\n    return x + 0\n"
+# through a function: torch.equal = ... written out is refused by the static check (tests/test_grader_r16b.py)
+HIDE_CHANGE = ("def _patch(t, tensor):\n    t.equal = lambda a, b: True\n"
+               "    tensor.clone = lambda self, *a, **k: self\n_patch(torch, torch.Tensor)\n" + _CHANGES_X)
+_DROP = "        if isinstance(obj, list):\n            obj = [dict(r, mutated=[]) for r in obj]\n"
+HIDE_CHANGE_AFTER = {  # issue 35, after R16: what the worker wrote or ended with, rebound to drop "mutated"
+    "r16b_json_dumps": ("import json\ndef _patch(m):\n    real = m.dumps\n    def clean(obj, *a, **k):\n" + _DROP
+                        + "        return real(obj, *a, **k)\n    m.dumps = clean\n_patch(json)\n" + _CHANGES_X),
+    "r16b_json_encoder": ("import json\ndef _patch(e):\n    real = e.encode\n    def clean(self, obj):\n" + _DROP
+                          + "        return real(self, obj)\n    e.encode = clean\n_patch(json.JSONEncoder)\n"
+                          + _CHANGES_X),
+    "r16b_os_exit": ("import json, os\ndef _patch(m):\n    real = m._exit\n    def later(code):\n"
+                     "        base = m.environ['HOME'] + '/../out'\n        for name in m.listdir(base):\n"
+                     "            path = base + '/' + name + '/outcomes.json'\n            if m.path.exists(path):\n"
+                     "                with open(path) as handle:\n                    obj = json.loads(handle.read())\n"
+                     "                with open(path, 'w') as handle:\n"
+                     "                    json.dump([dict(r, mutated=[]) for r in obj], handle)\n"
+                     "        real(code)\n    m._exit = later\n_patch(os)\n" + _CHANGES_X),
+}
 
 
 @pytest.fixture(scope="module")
@@ -229,6 +246,7 @@ def r16_batch(tmp_path_factory):
     students = {name: dict(cells) for name, cells in FAIR_CELLS.items()}
     students.update({name: {exercise: source} for name, (exercise, source, _says) in ATTACKS.items()})
     students["r16_hide_change"] = {"ch1.add_one": HIDE_CHANGE}
+    students.update({name: {"ch1.add_one": source} for name, source in HIDE_CHANGE_AFTER.items()})
     # the toy total forbids what chapter 6's online softmax update does, torch's attention routines included
     total = dataclasses.replace(gf.TOTAL, forbidden=get("ch6.online_softmax_update").forbidden)
     with pytest.MonkeyPatch.context() as patch:
@@ -249,5 +267,8 @@ def test_each_r16_route_gets_no_points_and_says_why(r16_batch):
     for name, (exercise, _source, says) in ATTACKS.items():
         got = row(r16_batch, name, exercise)
         assert got["status"] == "forbidden" and got["points"] == "0" and says in got["feedback"], (name, got)
-    got = row(r16_batch, "r16_hide_change", "ch1.add_one")
-    assert got["status"] == "failed" and got["points"] == "0" and "changed its input x" in got["feedback"], got
+    for name in ("r16_hide_change", *HIDE_CHANGE_AFTER):
+        got = row(r16_batch, name, "ch1.add_one")
+        assert got["status"] == "failed" and got["points"] == "0", (name, got)
+        assert "changed its input x" in got["feedback"], (name, got)
+        assert unsafe_in_source(HIDE_CHANGE if name == "r16_hide_change" else HIDE_CHANGE_AFTER[name]) is None

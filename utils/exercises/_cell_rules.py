@@ -187,11 +187,58 @@ def refused_in_tree(tree: ast.AST) -> str | None:
     wrappers = {alias.asname or alias.name: alias.name for node in ast.walk(tree)
                 if isinstance(node, ast.ImportFrom) and node.module == "functools" for alias in node.names
                 if alias.name in WRAPPER_ARGUMENTS}
+    held = _module_names(tree)
     for node in ast.walk(tree):
         reason = (_refused_member(node, modules, parents) or _refused_wrapper(node, wrappers, parents)
-                  or _refused_class_maker(node, parents))
+                  or _refused_class_maker(node, parents) or _refused_module_change(node, held))
         if reason:
             return reason
+    return None
+
+
+PREAMBLE_NAMES = frozenset({"torch", "nn", "F", "math"})
+"""The modules every exercise cell starts with (:data:`utils.exercises.runner.PREAMBLE`)."""
+
+
+def _root(node: ast.AST) -> str | None:
+    """``"torch"`` for ``torch.Tensor.clone``: the name an attribute chain starts at, or None."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _module_names(tree: ast.AST) -> set[str]:
+    """The names bound to a module or to something reached from one: the preamble's, every import's, and a name
+    assigned one of those or an attribute chain from one (``t = torch``, ``T = torch.Tensor``)."""
+    names = set(PREAMBLE_NAMES)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)
+    pairs = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None else []
+        for target in targets:
+            if isinstance(target, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List)):
+                pairs += list(zip(target.elts, node.value.elts))
+            else:
+                pairs.append((target, node.value))
+    while True:
+        more = {target.id for target, value in pairs if isinstance(target, ast.Name) and target.id not in names
+                and _root(value) in names}
+        if not more:
+            return names
+        names |= more
+
+
+def _refused_module_change(node: ast.AST, held: set[str]) -> str | None:
+    """``torch.equal = ...``, ``del json.dumps``, ``T.clone = ...`` (``T = torch.Tensor``): an attribute of a
+    module, or of what it holds, set or deleted. No exercise needs it, and it would change the code that runs
+    beside the learner's (issue 35: a cell rebound ``torch.equal`` and ``json.dumps`` to hide a verdict)."""
+    if isinstance(node, ast.Attribute) and isinstance(node.ctx, (ast.Store, ast.Del)) and _root(node.value) in held:
+        code = f"del {ast.unparse(node)}" if isinstance(node.ctx, ast.Del) else f"{ast.unparse(node)} = ..."
+        return tr("{code} (a cell may not change a module or what it holds: that would change the code that checks "
+                  "it too)", code=code)
     return None
 
 

@@ -99,13 +99,29 @@ GRADIENT_STATES = ("flows", "zero", "missing", "non-finite")
 nonzero entry, an all-zero one, none (the graph was cut), or one with NaN or inf."""
 
 
+_TB = torch._C.TensorBase  # noqa: SLF001  (an immutable type: a cell cannot patch its methods)
+_TRUSTED: dict[str, Any] = {
+    "tensor": torch.Tensor, "isinstance": isinstance, "generator": torch.Generator, "randn": torch.randn,
+    "where": torch.where, "isfinite": torch.isfinite, "zeros_like": torch.zeros_like, "grad": torch.autograd.grad,
+    "no_subclass": torch._C.DisableTorchFunctionSubclass, "clone": _TB.clone, "detach": _TB.detach, "cpu": _TB.cpu,  # noqa: SLF001
+    "as_subclass": _TB.as_subclass, "requires_grad_": _TB.requires_grad_, "requires_grad": _TB.requires_grad.__get__,
+    "is_floating_point": _TB.is_floating_point, "double": _TB.double, "sum": _TB.sum, "ne": _TB.ne, "any": _TB.any,
+    "all": _TB.all, "shape": _TB.shape.__get__, "manual_seed": torch.Generator.manual_seed,
+    "tuple_iter": tuple.__iter__, "list_iter": list.__iter__,
+}
+"""What the runner's helpers below use after the learner's code ran (its gradient report, the plain copy of its
+output), bound when this module is imported, before any cell runs: built-in functions and methods of immutable
+types. A cell that rebinds ``torch.where``, ``torch.autograd.grad`` or ``torch.Tensor.detach`` in its process, or
+returns a tuple whose ``__iter__`` is its own, changes nothing here (issue 35, after red team R16)."""
+
+
 def cotangent(t: torch.Tensor, index: int) -> torch.Tensor:
     """The fixed float64 direction the ``index``-th floating output of a call is differentiated along: random
     numbers that depend on its shape and position only, so the runner and the judge (which differentiates the
     reference) use the same one. A sum (all ones) would miss a wrong gradient that is constant along it: the
     one of a softmax's normalisation, or of RMSNorm's factor."""
-    gen = torch.Generator().manual_seed(20240707 + index)
-    return torch.randn(tuple(t.shape), generator=gen, dtype=torch.float64)
+    gen = _TRUSTED["manual_seed"](_TRUSTED["generator"](), 20240707 + index)
+    return _TRUSTED["randn"](tuple(_TRUSTED["shape"](t)), generator=gen, dtype=torch.float64)
 
 
 def gradient_report(fn: Any, case: Case) -> tuple[dict[str, str], str | None, dict[str, torch.Tensor]]:
@@ -117,66 +133,84 @@ def gradient_report(fn: Any, case: Case) -> tuple[dict[str, str], str | None, di
     message, {})`` when the call or the backward pass raised; ``values``: each finite gradient along the
     cotangent, as a plain tensor (an input that gets none is left out).
     """
+    t = _TRUSTED
     args = clone_case(case)
-    leaves = {key: value.requires_grad_(True) for key, value in args.items()
-              if isinstance(value, torch.Tensor) and value.is_floating_point()}
+    leaves = {key: t["requires_grad_"](value, True) for key, value in args.items()
+              if t["isinstance"](value, t["tensor"]) and t["is_floating_point"](value)}
     if not leaves:
         return {}, None, {}
     try:
-        outputs = [t for t in _tensors(fn(**args)) if t.is_floating_point() and t.requires_grad]
+        outputs = [x for x in _tensors(fn(**args)) if t["is_floating_point"](x) and t["requires_grad"](x)]
         if not outputs:
             return {key: "missing" for key in leaves}, None, {}
-        finite = [torch.where(torch.isfinite(t), t, torch.zeros_like(t)).double() for t in outputs]
-        grads = torch.autograd.grad(sum(t.sum() for t in finite), list(leaves.values()), allow_unused=True,
-                                    retain_graph=True)
+        finite = [t["double"](t["where"](t["isfinite"](x), x, t["zeros_like"](x))) for x in outputs]
+        grads = t["grad"](sum(t["sum"](x) for x in finite), list(leaves.values()), allow_unused=True, retain_graph=True)
     except Exception as exc:  # the learner's code may raise anything in its backward pass
-        return {}, one_line(f"{type(exc).__name__}: {exc}", ERROR_MESSAGE_CHARS), {}
+        return {}, one_line(f"{type(exc).__name__}: {exception_text(exc)}", ERROR_MESSAGE_CHARS), {}
     states = {}
     for key, grad in zip(leaves, grads):
         if grad is None:
             states[key] = "missing"
-        elif not bool(torch.isfinite(grad).all()):
+        elif not bool(t["all"](t["isfinite"](grad))):
             states[key] = "non-finite"
         else:
-            states[key] = "flows" if bool(grad.ne(0).any()) else "zero"
+            states[key] = "flows" if bool(t["any"](t["ne"](grad, 0))) else "zero"
     return states, None, _values_along_cotangent(finite, leaves)
 
 
 def _values_along_cotangent(finite: list[torch.Tensor], leaves: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     try:
-        total = sum((t * cotangent(t, i)).sum() for i, t in enumerate(finite))
-        grads = torch.autograd.grad(total, list(leaves.values()), allow_unused=True)
+        t = _TRUSTED
+        total = sum(t["sum"](x * cotangent(x, i)) for i, x in enumerate(finite))
+        grads = t["grad"](total, list(leaves.values()), allow_unused=True)
     except Exception:  # a backward that runs once only: the states above still say what reaches the inputs
         return {}
     return {key: plain_copy(grad) for key, grad in zip(leaves, grads)
-            if grad is not None and bool(torch.isfinite(grad).all())}
+            if grad is not None and bool(t["all"](t["isfinite"](grad)))}
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
+    """The tensors of an output, a tuple's or list's by its own items (not its class's ``__iter__``)."""
+    if _TRUSTED["isinstance"](value, _TRUSTED["tensor"]):
         return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for item in value for t in _tensors(item)]
+    if _TRUSTED["isinstance"](value, (tuple, list)):
+        return [x for item in _items(value) for x in _tensors(item)]
     return []
+
+
+def _items(value: tuple | list) -> Any:
+    return _TRUSTED["tuple_iter"](value) if _TRUSTED["isinstance"](value, tuple) else _TRUSTED["list_iter"](value)
+
+
+def exception_text(exc: BaseException) -> str:
+    """``str(exc)``; where that raises (a class of the learner's whose ``__str__`` fails), its class's name."""
+    try:
+        return str(exc)
+    except Exception:  # noqa: BLE001  (the learner's __str__ may raise anything)
+        return f"<{type(exc).__name__}>"
 
 
 def clone_case(case: Case) -> Case:
     """A copy of ``case`` whose tensors are clones, so a call cannot change the original."""
-    return {k: (v.clone() if isinstance(v, torch.Tensor) else v) for k, v in case.items()}
+    t = _TRUSTED
+    return {k: (t["clone"](v) if t["isinstance"](v, t["tensor"]) else v) for k, v in case.items()}
 
 
 def plain_copy(value: Any) -> Any:
     """A plain copy of an output to compare: tensors become plain CPU ``torch.Tensor`` s (a subclass
     could lie through ``__torch_function__`` or an overridden method), numbers and strings their exact
     built-in type (a subclass could lie through ``__eq__`` or ``__float__``), tuples and lists plain ones
-    (a list stays a list, so that a message can say which one the function returned)."""
-    if isinstance(value, torch.Tensor):
-        with torch._C.DisableTorchFunctionSubclass():
-            plain = torch.Tensor.cpu(torch.Tensor.detach(value))
-        return plain.as_subclass(torch.Tensor) if type(plain) is not torch.Tensor else plain
-    if isinstance(value, (tuple, list)):
-        items = [plain_copy(v) for v in value]
-        return items if isinstance(value, list) else tuple(items)
+    (a list stays a list, so that a message can say which one the function returned), by their own items: a
+    subclass's ``__iter__`` is not called (it would run the learner's code after its call, outside
+    :func:`~utils.exercises.runner.forbid`)."""
+    t = _TRUSTED
+    if t["isinstance"](value, t["tensor"]):
+        with t["no_subclass"]():
+            plain = t["cpu"](t["detach"](value))
+        return t["as_subclass"](plain, t["tensor"]) if type(plain) is not t["tensor"] else plain
+    if t["isinstance"](value, (tuple, list)):
+        items = [plain_copy(v) for v in _items(value)]
+        return items if t["isinstance"](value, list) else tuple(items)
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):

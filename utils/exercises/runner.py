@@ -23,6 +23,7 @@ from utils.exercises.common import (
     ERROR_MESSAGE_CHARS,
     Case,
     Outcome,
+    exception_text,
     gradient_report,
     one_line,
     plain_copy,
@@ -37,7 +38,7 @@ setup imports them too, so a cell behaves the same in the notebook, in tests and
 _TENSOR_BASE = torch._C.TensorBase  # noqa: SLF001  (an immutable type: a cell cannot patch its methods)
 _TRUSTED = {"tensor": torch.Tensor, "equal": torch.equal, "nan_to_num": torch.nan_to_num,
             "clone": _TENSOR_BASE.clone, "size": _TENSOR_BASE.size, "dtype": _TENSOR_BASE.dtype.__get__,
-            "is_floating_point": _TENSOR_BASE.is_floating_point, "isinstance": isinstance}
+            "is_floating_point": _TENSOR_BASE.is_floating_point, "isinstance": isinstance, "text": Exception.__str__}
 """What the runner uses after the learner's code ran, bound when it is imported (before any cell runs): a cell
 that rebinds ``torch.equal`` or ``torch.Tensor.clone`` cannot hide that it changed its inputs (red team R16)."""
 _OP_NAMES = torch._C._dispatch_get_all_op_names  # noqa: SLF001
@@ -152,27 +153,26 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
     outcomes = []
     for case in cases:
         args = _clone_case(case)
-        outcome = Outcome()
-        called: list[str] = []
-        try:
-            with forbid(forbidden) as called:
-                outcome.output = fn(**args)
-        except ForbiddenCall as exc:
-            outcome.forbidden = str(exc)
-        except NotImplementedError:
-            outcome.error = ("NotImplementedError", "")
-        except MemoryError as exc:
-            outcome.error = ("MemoryError", one_line(str(exc), ERROR_MESSAGE_CHARS))
+        outcome, out_of_memory = Outcome(), False
+        with forbid(forbidden) as called:  # all that may run the cell's code: the call, its error's __str__, its output
+            try:
+                outcome.output = plain_copy(fn(**args))
+            except ForbiddenCall as exc:
+                outcome.forbidden = _TRUSTED["text"](exc)
+            except NotImplementedError:
+                outcome.error = ("NotImplementedError", "")
+            except MemoryError as exc:
+                outcome.error, out_of_memory = ("MemoryError", one_line(exception_text(exc), ERROR_MESSAGE_CHARS)), True
+            except Exception as exc:  # the learner's code may raise anything; we report it
+                outcome.error = (type(exc).__name__, one_line(exception_text(exc), ERROR_MESSAGE_CHARS))
+        if out_of_memory:
             outcomes.append(outcome)
             break
-        except Exception as exc:  # the learner's code may raise anything; we report it
-            outcome.error = (type(exc).__name__, one_line(str(exc), ERROR_MESSAGE_CHARS))
         if called and not outcome.forbidden:  # the learner caught our ForbiddenCall and carried on
             outcome.forbidden = called[0]
         outcome.mutated = [
             k for k, v in case.items() if _TRUSTED["isinstance"](v, _TRUSTED["tensor"]) and not _same(v, args[k])
         ]
-        outcome.output = plain_copy(outcome.output)
         if gradients and outcome.error is None and not outcome.forbidden and not outcome.mutated:
             # Once more with gradients on: a right output whose graph is cut (.detach(), no_grad) or
             # cannot be differentiated (an in-place write autograd needs) would never train.

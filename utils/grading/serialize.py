@@ -1,8 +1,9 @@
 """Values across the trust boundary: JSON plus ``.npy`` files, never pickle.
 
 Both sides use this module: the trusted grader writes the inputs (cases) with :func:`dump`, the
-sandboxed worker writes the learner's raw outputs with :func:`dump`, and the trusted grader reads them
-back with :func:`load`, which treats every byte as hostile:
+sandboxed worker writes the learner's raw outputs with :func:`dump_outcomes` (with only what was bound
+before any cell ran: :data:`_TRUSTED`), and the trusted grader reads them back with :func:`load_outcomes`,
+which treats every byte as hostile:
 
 * every file is read through :func:`utils.grading.files.read_regular` (no link, no FIFO, no device,
   checked on the open descriptor), each name at most once, and the files of one value are bounded in
@@ -47,19 +48,25 @@ MAX_STR = 2000
 
 # torch dtype name -> (torch dtype, numpy dtype stored on disk). bfloat16 travels as its raw uint16 bits.
 DTYPES: dict[str, tuple[torch.dtype, np.dtype]] = {
-    "float64": (torch.float64, np.dtype("<f8")),
-    "float32": (torch.float32, np.dtype("<f4")),
-    "float16": (torch.float16, np.dtype("<f2")),
-    "bfloat16": (torch.bfloat16, np.dtype("<u2")),
-    "int64": (torch.int64, np.dtype("<i8")),
-    "int32": (torch.int32, np.dtype("<i4")),
-    "int16": (torch.int16, np.dtype("<i2")),
-    "int8": (torch.int8, np.dtype("i1")),
-    "uint8": (torch.uint8, np.dtype("u1")),
-    "bool": (torch.bool, np.dtype("?")),
+    "float64": (torch.float64, np.dtype("<f8")), "float32": (torch.float32, np.dtype("<f4")),
+    "float16": (torch.float16, np.dtype("<f2")), "bfloat16": (torch.bfloat16, np.dtype("<u2")),
+    "int64": (torch.int64, np.dtype("<i8")), "int32": (torch.int32, np.dtype("<i4")),
+    "int16": (torch.int16, np.dtype("<i2")), "int8": (torch.int8, np.dtype("i1")),
+    "uint8": (torch.uint8, np.dtype("u1")), "bool": (torch.bool, np.dtype("?")),
 }
 _NPY_NAME = re.compile(r"^[0-9]{1,6}\.npy$")
 _TYPE_NAME = re.compile(r"[^A-Za-z0-9_]")
+_TENSOR_BASE = torch._C.TensorBase  # noqa: SLF001  (an immutable type: no cell can patch its methods)
+_TRUSTED: dict[str, Any] = {
+    "tensor": torch.Tensor, "isinstance": isinstance, "detach": _TENSOR_BASE.detach, "cpu": _TENSOR_BASE.cpu,
+    "dtype": _TENSOR_BASE.dtype.__get__, "view": _TENSOR_BASE.view, "numpy": _TENSOR_BASE.numpy, "int16": torch.int16,
+    "np_view": np.ndarray.view, "astype": np.ndarray.astype, "tobytes": np.ndarray.tobytes, "uint16": np.dtype("<u2"),
+    "dtype_names": {torch_dtype: name for name, (torch_dtype, _np) in DTYPES.items()},
+    "escape": json.encoder.encode_basestring_ascii, "open": os.open, "write": os.write, "close": os.close,
+    "mkdir": os.mkdir, "unlink": os.unlink, "chmod": os.chmod, "fspath": os.fspath}
+"""What the worker writes the outcomes with after the learner's code ran, bound at import (before any cell runs):
+built-ins and methods of immutable types. A cell that rebinds ``json.dumps``, ``np.save``, ``os.open`` or
+``torch.Tensor.numpy`` in its process changes nothing in what is written (issue 35, after red team R16)."""
 
 
 class Opaque:
@@ -97,8 +104,8 @@ class DecodeError(ValueError):
 
 
 class _Writer:
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, folder: Path | str) -> None:
+        self.folder = _TRUSTED["fspath"](folder)
         self.count = 0
 
     def encode(self, value: Any, depth: int = 0) -> dict[str, Any]:
@@ -115,30 +122,84 @@ class _Writer:
             return {"t": "float", "v": repr(float(value))}
         if isinstance(value, str):
             return {"t": "str", "v": str(value)[:MAX_STR]}
-        if isinstance(value, torch.Tensor):
+        if _TRUSTED["isinstance"](value, _TRUSTED["tensor"]):
             return self._tensor(value)
         if isinstance(value, (tuple, list)) and depth < MAX_DEPTH and len(value) <= MAX_ITEMS:
             return {"t": "tuple", "v": [self.encode(v, depth + 1) for v in value]}
         return {"t": "other", "type": type(value).__name__}
 
     def _tensor(self, value: torch.Tensor) -> dict[str, Any]:
-        tensor = torch.Tensor.detach(value).cpu()
-        dtype = str(tensor.dtype).replace("torch.", "")
-        if dtype not in DTYPES:
-            return {"t": "other", "type": f"tensor_{dtype}"}
-        if dtype == "bfloat16":
-            array = np.ascontiguousarray(tensor.view(torch.int16).numpy()).view(np.uint16)
-        else:
-            array = np.ascontiguousarray(tensor.numpy()).astype(DTYPES[dtype][1], copy=False)
-        name = f"{self.count}.npy"
+        t = _TRUSTED
+        tensor = t["cpu"](t["detach"](value))
+        dtype = t["dtype_names"].get(t["dtype"](tensor))
+        if dtype is None:
+            return {"t": "other", "type": f"tensor_{str(t['dtype'](tensor)).replace('torch.', '')}"}
+        array = t["numpy"](t["view"](tensor, t["int16"]) if dtype == "bfloat16" else tensor)  # bfloat16: its bits
+        array, name = t["np_view"](array, t["uint16"]) if dtype == "bfloat16" else array, f"{self.count}.npy"
         self.count += 1
-        np.save(self.folder / name, array, allow_pickle=False)
+        _write_file(self.folder, name, _npy_bytes(array, DTYPES[dtype][1]))
         return {"t": "tensor", "f": name, "dtype": dtype}
+
+
+def _json_text(value: Any) -> str:
+    """``value`` (None, bool, int, str, list, tuple, str-keyed dict) as ASCII JSON, with :data:`_TRUSTED` only."""
+    kind, escape = type(value), _TRUSTED["escape"]
+    if value is None or kind is bool or kind is int:
+        return "null" if value is None else ("true" if value else "false") if kind is bool else int.__repr__(value)
+    if kind is str:
+        return escape(value)
+    if kind is list or kind is tuple:
+        return "[" + ", ".join([_json_text(item) for item in value]) + "]"
+    if kind is dict:
+        return "{" + ", ".join([escape(k) + ": " + _json_text(v) for k, v in dict.items(value) if type(k) is str]) + "}"
+    raise TypeError(f"cannot write a {kind.__name__} as JSON")
+
+
+def _npy_bytes(array: np.ndarray, dtype: np.dtype) -> bytes:
+    """The ``.npy`` file (format 1.0, C order) of ``array`` stored as ``dtype``, made by :data:`_TRUSTED` only."""
+    data = _TRUSTED["tobytes"](_TRUSTED["astype"](array, dtype, copy=False), "C")
+    header = "{'descr': '%s', 'fortran_order': False, 'shape': %s, }" % (dtype.str, repr(tuple(array.shape)))  # noqa: UP031
+    header += " " * (63 - (10 + len(header)) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1") + data
+
+
+def _make_folder(folder: str) -> None:
+    try:
+        _TRUSTED["mkdir"](folder, 0o700)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:  # its parent first
+        _make_folder(folder.rstrip("/").rpartition("/")[0] or "/")
+        _TRUSTED["mkdir"](folder, 0o700)
+
+
+def _write_file(folder: str, name: str, data: bytes) -> None:
+    """Write ``data`` as a new file ``folder/name``: what the learner's code left under that name (a file made
+    read-only, a link) is removed first, so it cannot keep the outcomes out."""
+    t, path = _TRUSTED, folder + "/" + name
+    with contextlib.suppress(OSError):
+        t["chmod"](folder, 0o700)
+    with contextlib.suppress(FileNotFoundError):
+        t["unlink"](path)
+    fd = t["open"](path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[t["write"](fd, view):]
+    finally:
+        t["close"](fd)
+
+
+def write_json(folder: Path | str, name: str, value: Any) -> None:
+    """Write plain JSON data ``value`` as ``folder/name`` with :data:`_TRUSTED` only (after learner code ran)."""
+    folder = _TRUSTED["fspath"](folder)
+    _make_folder(folder)
+    _write_file(folder, name, _json_text(value).encode("ascii"))
 
 
 def dump(value: Any, folder: Path) -> None:
     """Write ``value`` (cases, outcomes: JSON-able structure with tensors inside) into ``folder``."""
-    folder.mkdir(parents=True, exist_ok=True)
+    _make_folder(_TRUSTED["fspath"](folder))
     writer = _Writer(folder)
 
     def walk(item: Any) -> Any:
@@ -148,13 +209,14 @@ def dump(value: Any, folder: Path) -> None:
             return {"t": "list", "v": [walk(v) for v in item]}
         return writer.encode(item)
 
-    data = json.dumps(walk(value))
-    (folder / "value.json").write_text(data, encoding="utf-8")
+    write_json(folder, "value.json", walk(value))
 
 
-def dump_outcomes(outcomes: list[Outcome], folder: Path) -> None:
-    """Write :class:`~utils.exercises.common.Outcome` s (worker side)."""
-    folder.mkdir(parents=True, exist_ok=True)
+def dump_outcomes(outcomes: list[Outcome], folder: Path | str) -> None:
+    """Write :class:`~utils.exercises.common.Outcome` s (worker side, after the learner's code ran: with
+    :data:`_TRUSTED` only)."""
+    folder = _TRUSTED["fspath"](folder)
+    _make_folder(folder)
     writer = _Writer(folder)
     records = []
     for outcome in outcomes:
@@ -175,7 +237,7 @@ def dump_outcomes(outcomes: list[Outcome], folder: Path) -> None:
             "gradients": dict(outcome.gradients),
             "backward_error": outcome.backward_error,
         })
-    (folder / "outcomes.json").write_text(json.dumps(records), encoding="utf-8")
+    _write_file(folder, "outcomes.json", _json_text(records).encode("ascii"))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -355,4 +417,4 @@ def safe_name(text: str) -> str:
 
 
 __all__ = ["DecodeError", "Opaque", "decode", "dump", "dump_outcomes", "load", "load_outcomes", "opaque",
-           "read_json", "safe_name"]
+           "read_json", "safe_name", "write_json"]

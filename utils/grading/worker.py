@@ -138,7 +138,7 @@ def main(argv: list[str]) -> int:
                 _limit(resource.RLIMIT_CPU, cpu, cpu + CPU_GRACE)
                 code = _run_exercise(jobdir, index, out, cases)
             finally:
-                os._exit(code)
+                _EXIT(code)  # bound before any learner code: a cell may rebind os._exit
         del cases
         _pid, wait_status, usage = os.wait4(pid, 0)
         sys.stdout.flush()
@@ -240,6 +240,7 @@ def _run_exercise(jobdir: Path, index: int, out: Path, cases: list | None = None
     from utils.grading import serialize
 
     record: dict[str, object] = {}
+    folder = os.fspath(out)  # before any learner code: from here on only what was bound before it ran is used
     try:
         cell = json.loads((jobdir / "in" / str(index) / "cell.json").read_text(encoding="utf-8"))
         if cases is None:
@@ -259,27 +260,51 @@ def _run_exercise(jobdir: Path, index: int, out: Path, cases: list | None = None
             for outcome in outcomes:  # the name the exercise lists, whichever alias was called
                 outcome.forbidden = named.get(outcome.forbidden, outcome.forbidden) if outcome.forbidden else None
             try:
-                serialize.dump_outcomes(outcomes, out)
+                serialize.dump_outcomes(outcomes, folder)
             except OSError as exc:  # e.g. the learner's code used up every file descriptor
                 _close_learner_files()
                 record["load_error"] = ["OSError", f"the results could not be written ({exc.strerror})"]
     except SystemExit as exc:
-        record["load_error"] = ["SystemExit", f"sys.exit({exc.code!r}) was called"]
+        record["load_error"] = ["SystemExit", f"sys.exit({_plain_text(exc.code, quoted=True)}) was called"]
     except BaseException as exc:  # the cell's top level raised, or a BaseException escaped run_cases
-        record["load_error"] = [type(exc).__name__, one_line(str(exc), limit=300)]
-    if record:
+        record["load_error"] = [type(exc).__name__, one_line(_error_text(exc), limit=300)]
+    if record:  # what the learner's code left behind (sys.stdout, os.open) is not used: the process ends here
         try:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "load_error.json").write_text(json.dumps(record), encoding="utf-8")
+            serialize.write_json(folder, "load_error.json", record)
         except BaseException:
             if "Too many open files" in str(record) or not _close_learner_files():
                 return 1
             try:
-                (out / "load_error.json").write_text(json.dumps(record), encoding="utf-8")
+                serialize.write_json(folder, "load_error.json", record)
             except BaseException:
                 return 1
-    sys.stdout.flush()
     return 0
+
+
+def _plain_text(*values: object, quoted: bool = False) -> str:
+    """The arguments of what the learner's code raised, as text, without calling a method of the learner's: a
+    string as it is (``quoted``: by its ``repr``), a number or None by its built-in ``repr``, anything else by its
+    class's name."""
+    parts = []
+    for value in values:
+        kind = type(value)
+        parts.append(value if kind is str and not quoted else repr(value) if value is None or kind in (
+            bool, int, float, str) else f"<{kind.__name__}>")
+    return " ".join(parts)
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _error_text(exc: BaseException) -> str:
+    """``str(exc)`` where that runs none of the learner's code (Python's own exception, holding only strings and
+    numbers: ``[Errno 2] No such file or directory: 'x'``), else :func:`_plain_text` of its arguments."""
+    args = BaseException.args.__get__(exc)  # not exc.args: a class of the learner's may define args
+    names = (OSError.filename.__get__(exc), OSError.filename2.__get__(exc)) if isinstance(exc, OSError) else ()
+    held = [*args, *names]
+    if type(exc).__module__ == "builtins" and all(type(value) in _PLAIN for value in held):
+        return str(exc)
+    return _plain_text(*args)
 
 
 _INDEX: dict[int, list[str]] = {}
@@ -315,10 +340,13 @@ def _aliases(names: list[str]) -> dict[str, str]:
     return named
 
 
+_CLOSERANGE, _GETRLIMIT, _EXIT = os.closerange, resource.getrlimit, os._exit  # built-ins, bound at import
+
+
 def _close_learner_files() -> bool:
     """Close every descriptor but stdin, stdout and stderr (this process ends right after)."""
     try:
-        os.closerange(3, resource.getrlimit(resource.RLIMIT_NOFILE)[0])
+        _CLOSERANGE(3, _GETRLIMIT(resource.RLIMIT_NOFILE)[0])
     except (OSError, ValueError):
         return False
     return True
