@@ -34,10 +34,16 @@ SLUG_CHAPTERS = {f"ch{n}" for n in range(1, 7)}  # the chapters of measure.SLUGS
 CORRECT = [a for split in CORRECT_SPLITS for a in answers(split)]
 
 
+_VERDICTS: dict[tuple[str, str], object] = {}  # (answer id, cases) -> its verdict: two tests read each public one
+
+
 def _verdict(answer: dict, cases: str):
-    checker = getattr(check, get(answer["exercise"]).func_name)
-    with using_language("en"), contextlib.redirect_stdout(io.StringIO()):  # the learner's prints, if any
-        return checker(answer["fn"], cases=cases, quiet=True)
+    key = (answer["id"], cases)
+    if key not in _VERDICTS:
+        checker = getattr(check, get(answer["exercise"]).func_name)
+        with using_language("en"), contextlib.redirect_stdout(io.StringIO()):  # the learner's prints, if any
+            _VERDICTS[key] = checker(answer["fn"], cases=cases, quiet=True)
+    return _VERDICTS[key]
 
 
 def test_every_exercise_has_wrong_answers_in_both_halves_and_a_correct_alternative():
