@@ -39,6 +39,7 @@ REPO = gf.REPO
 NBGRADER_VENV = REPO / ".cache" / "nbgrader-venv"
 NBGRADER_SPEC = "nbgrader>=0.9,<0.10"
 CHAPTER = "01_queries_keys_values"
+STUDENTS = ("alice", "carol", "mallory", "dave", "erin")
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +196,8 @@ PARTIAL = """def attention_scores(q, k):
 
 def _students(course: Path, released: Path, marker: Path) -> None:
     """alice: the solutions; carol: one part of attention_scores wrong; mallory: the released notebook,
-    unsolved, with ATTACK after the setup cell."""
+    unsolved, with ATTACK after the setup cell; dave: alice's notebook without project_qkv's test cell; erin: the
+    course's solutions/ notebook as it is, no nbgrader metadata (W12: both scored 0 there, silently)."""
     source = nbformat.read(str(course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
     carol = copy.deepcopy(source)
     next(
@@ -204,7 +206,11 @@ def _students(course: Path, released: Path, marker: Path) -> None:
     mallory = nbformat.read(str(released), as_version=4)
     setup = next(i for i, c in enumerate(mallory.cells) if SETUP_TAG in c.metadata.get("tags", []))
     mallory.cells[setup + 1 : setup + 1] = [nbformat.v4.new_code_cell(ATTACK.format(marker=str(marker)))]
-    for student, nb in (("alice", source), ("carol", carol), ("mallory", mallory)):
+    dave = copy.deepcopy(source)
+    dave.cells = [c for c in dave.cells if (nbgrader_meta(c) or {}).get("grade_id") != "ch1-project_qkv-tests"]
+    assert len(dave.cells) == len(source.cells) - 1
+    erin = nbformat.read(str(REPO / "solutions" / f"{CHAPTER}.ipynb"), as_version=4)
+    for student, nb in (("alice", source), ("carol", carol), ("mallory", mallory), ("dave", dave), ("erin", erin)):
         target = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"
         target.parent.mkdir(parents=True)
         nbformat.write(nb, str(target))
@@ -254,8 +260,11 @@ def test_real_nbgrader_round_trip(tmp_path):
     assert not list(course.glob("autograded/*/*/LEAK.txt"))
     autograded = {
         s: nbformat.read(str(course / "autograded" / s / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
-        for s in ("alice", "carol", "mallory")
+        for s in STUDENTS
     }
+    restored = re.findall(rf"course judge: (\w+) {CHAPTER}\.ipynb had no test cell for (ch1\.\w+)", log)
+    assert sorted(restored) == [("dave", "ch1.project_qkv"), ("erin", "ch1.attention_scores"),
+                                ("erin", "ch1.project_qkv")], restored
     attack = next(c for c in autograded["mallory"].cells if c.source.startswith("import shutil, sqlite3"))
     assert attack.outputs == []
     for student, nb in autograded.items():  # every test cell shows the judge's verdict, and its points
@@ -271,9 +280,10 @@ def test_real_nbgrader_round_trip(tmp_path):
         rows = {r["student_id"]: r for r in csv.DictReader(handle)}
     maximum = sum(e.points for e in all_exercises().values() if e.id.startswith("ch1."))
     assert {r["assignment"] for r in rows.values()} == {CHAPTER}
-    assert {s: float(r["max_score"]) for s, r in rows.items()} == dict.fromkeys(("alice", "carol", "mallory"), maximum)
+    assert {s: float(r["max_score"]) for s, r in rows.items()} == dict.fromkeys(STUDENTS, maximum)
     scores = {s: float(r["score"]) for s, r in rows.items()}
-    assert scores == {"alice": maximum, "carol": maximum - 1, "mallory": 0}  # partial credit; the attack gains nothing
+    assert scores == {"alice": maximum, "carol": maximum - 1, "mallory": 0,  # partial credit; the attack gains nothing
+                      "dave": maximum, "erin": maximum}  # a test cell put back holds the verdict
 
     # The course's grader on nbgrader's submitted/ folder, with the course's seed, gives the same points.
     out = tmp_path / "grades"
@@ -303,7 +313,7 @@ def test_real_nbgrader_round_trip(tmp_path):
 
     # The seed is nowhere a student can see: not the released notebook, not the feedback (mallory printed it).
     shown = [released, *course.glob("feedback/*/*/*"), *course.glob("autograded/*/*/*")]
-    assert len(shown) == 7 and not any(seed in p.read_text(encoding="utf-8") for p in shown)
+    assert len(shown) == 11 and not any(seed in p.read_text(encoding="utf-8") for p in shown)
     feedback = next(course.glob(f"feedback/mallory/{CHAPTER}/*.html")).read_text(encoding="utf-8")
     assert feedback.count("patched the kernel") == 1 and "graded by the course's grader" in feedback  # source only
     assert oct(os.stat(secret).st_mode & 0o777) == "0o600"

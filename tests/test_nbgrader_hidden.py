@@ -252,6 +252,7 @@ def test_an_assignment_is_graded_only_with_the_secret_it_was_exported_with(tmp_p
     old = fingerprint(1111111)
     records = json.loads((course / FINGERPRINTS_NAME).read_text(encoding="utf-8"))
     assert records == {CHAPTER: old} and "1111111" not in json.dumps(records)
+    assert secret_mode(course / FINGERPRINTS_NAME) == 0o600  # W12: a short --seed could be tried against it
     secret = course / SECRET_NAME
     secret.rename(tmp_path / "moved")
 

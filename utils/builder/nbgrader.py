@@ -277,8 +277,16 @@ def _check_same_secret(out_dir: Path, stems: list[str], seed: int | None, force:
 def _record_fingerprints(out_dir: Path, stems: list[str]) -> None:
     records = _fingerprints(out_dir)
     records.update(dict.fromkeys(stems, fingerprint(read_secret(out_dir / SECRET_NAME))))
-    path = out_dir / FINGERPRINTS_NAME
-    path.write_text(json.dumps(records, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    _write_private(out_dir / FINGERPRINTS_NAME, json.dumps(records, indent=1, sort_keys=True) + "\n")
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, mode 0600 (the instructor's alone): a fingerprint of a short ``--seed``
+    could be tried seed by seed, and the judge's digests say where the course is installed."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _record_judge_code(out_dir: Path, python: str) -> None:
@@ -292,12 +300,7 @@ def _record_judge_code(out_dir: Path, python: str) -> None:
     if done.returncode != 0:
         reason = done.stderr.decode("utf-8", "replace").strip()[-2000:]
         raise BuildError(path, None, f"the judge's Python {python} could not list the course package: {reason}")
-    record = json.loads(done.stdout)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=1, sort_keys=True)
-        handle.write("\n")
+    _write_private(path, json.dumps(json.loads(done.stdout), indent=1, sort_keys=True) + "\n")
 
 
 def export_nbgrader(

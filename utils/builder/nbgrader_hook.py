@@ -2,10 +2,9 @@
 
 ``python -m utils.build --nbgrader DIR`` copies this file to ``DIR/nbgrader_hook.py``; ``DIR/nbgrader_config.py``
 calls :func:`install`. It runs in nbgrader's process (standard library only). Why: nbgrader would run a
-submission in a kernel, as the instructor: its code could patch the check, forge
-outputs, rewrite any file (a classmate's submission, the judge's code), edit ``gradebook.db``, or leave the
-secret in its working folder for ``generate_feedback`` to hand back (W11). So :func:`install` takes
-``Execute`` out of autograde: **no submission's code runs outside the course's sandbox**. The judge:
+submission in a kernel, as the instructor: its code could patch the check, forge outputs, rewrite any file,
+edit ``gradebook.db``, or leave the secret for ``generate_feedback`` to hand back (W11). So :func:`install`
+takes ``Execute`` out of autograde: **no submission's code runs outside the course's sandbox**. The judge:
 
 * :meth:`CourseJudge.preflight`, in ``Execute``'s place. The first one of an autograde invocation checks
   that the course's Python and the grading secret are there, that the secret is the one the assignment was
@@ -18,7 +17,8 @@ secret in its working folder for ``generate_feedback`` to hand back (W11). So :f
 * :meth:`CourseJudge.__call__`, before ``SaveAutoGrades``: each test cell's outputs become the stored verdict
   (the feedback, and the points as the cell's value, which nbgrader reads as partial credit), and every
   other code cell's outputs are removed (nbgrader's ``ClearOutput`` already did; an output that showed the
-  grading secret would be named in nbgrader's log). A submission whose file changed since it was read gets
+  grading secret would be named in nbgrader's log); a test cell the notebook lacks is put back from
+  ``source/`` (:meth:`CourseJudge.restore_tests`). A submission whose file changed since it was read gets
   the handed-in copy's grade, a warning in the log and in each test cell, and its bytes back.
 
 When the judge cannot run, the step raises: nbgrader fails that submission and records no grade for it.
@@ -27,6 +27,7 @@ When the judge cannot run, the step raises: nbgrader fails that submission and r
 from __future__ import annotations
 
 import base64
+import copy
 import fnmatch
 import glob
 import hashlib
@@ -37,17 +38,8 @@ import subprocess
 import sys
 import tempfile
 
-__all__ = [
-    "BOOTSTRAP",
-    "CHANGED",
-    "FINGERPRINTS_NAME",
-    "JUDGE_CODE_NAME",
-    "TESTS_SUFFIX",
-    "CourseJudge",
-    "exercise_of",
-    "fingerprint",
-    "install",
-]
+__all__ = ["BOOTSTRAP", "CHANGED", "FINGERPRINTS_NAME", "JUDGE_CODE_NAME", "TESTS_SUFFIX", "CourseJudge", "exercise_of",
+           "fingerprint", "install"]
 
 CHANGED = "the submitted notebook was changed while autograde ran; the copy handed in is graded"
 """Said in nbgrader's log and in each test cell when a submission's file changed while autograde ran."""
@@ -152,20 +144,16 @@ def _read_submission(path: str) -> bytes:
 
 def _shows(value, secret: str) -> bool:
     """Whether ``secret`` occurs in any string inside an output (its text, data, traceback, name, value)."""
-    if isinstance(value, str):
-        return secret in value
     if isinstance(value, dict):
-        return any(_shows(v, secret) for v in value.values())
+        value = list(value.values())
     if isinstance(value, (list, tuple)):
         return any(_shows(v, secret) for v in value)
-    return False
+    return isinstance(value, str) and secret in value
 
 
 def _report(exercise_id: str, verdict: dict) -> str:
-    lines = [
-        f"{exercise_id}: {verdict['points']} of {verdict['max_points']} points ({verdict['status']}), "
-        "graded by the course's grader in its sandbox (nbgrader ran none of this notebook's code)"
-    ]
+    lines = [f"{exercise_id}: {verdict['points']} of {verdict['max_points']} points ({verdict['status']}), "
+             "graded by the course's grader in its sandbox (nbgrader ran none of this notebook's code)"]
     parts = verdict.get("parts", [])
     if len(parts) > 1:
         lines += [f"- {p['part']}: {p['points']} of {p['max_points']}: {p['feedback']}" for p in parts]
@@ -369,6 +357,21 @@ class CourseJudge:
         os.replace(temporary, path)
         return data, True
 
+    def restore_tests(self, nb, info) -> None:
+        """Put back from ``source/``, after its exercise's cell, each test cell the notebook lacks (deleted, or not
+        the released notebook: chapters/, Colab): else nbgrader records no points for what the judge graded (W12)."""
+        import nbformat
+
+        have = set(_tests(nb).values())
+        source = nbformat.read(os.path.join(self.course_dir, "source", info["assignment"], f"{info['notebook']}.ipynb"),
+                               as_version=4)
+        for index, exercise_id in sorted((i, e) for i, e in _tests(source).items() if e not in have):
+            at = [i for i, c in enumerate(nb.cells)
+                  if c.get("metadata", {}).get("course", {}).get("exercise") == exercise_id]
+            nb.cells.insert(at[-1] + 1 if at else len(nb.cells), copy.deepcopy(source.cells[index]))
+            _warn(f"{info['student']} {info['notebook']}.ipynb had no test cell for {exercise_id} (deleted, or not "
+                  "the released notebook): the source's was put back, with the judge's verdict")
+
     def __call__(self, nb, resources):
         """Each test cell's outputs become the stored verdict on the handed-in copy, and its points; every other
         code cell's outputs go."""
@@ -380,19 +383,16 @@ class CourseJudge:
         _, changed = self._handed_in_copy(path, info["student"])
         exercises = self._verdicts[path]["exercises"]
         self.strip(nb, info["student"], info["notebook"])
+        self.restore_tests(nb, info)
         for index, exercise_id in _tests(nb).items():
             cell, verdict = nb.cells[index], exercises.get(exercise_id)
             if verdict is None:
-                raise RuntimeError(
-                    f"course judge: the course has no exercise {exercise_id!r} (it grades "
-                    f"{', '.join(exercises) or 'none'} here); export the nbgrader course again from this version"
-                )
+                raise RuntimeError(f"course judge: the course has no exercise {exercise_id!r} (it grades "
+                                   f"{', '.join(exercises) or 'none'} here); export the nbgrader course again")
             if float(verdict["max_points"]) != float(cell.metadata.nbgrader.get("points", -1)):
-                raise RuntimeError(
-                    f"course judge: {exercise_id} is worth {verdict['max_points']} points in the "
-                    f"course but {cell.metadata.nbgrader.get('points')} in nbgrader's gradebook; "
-                    f"export and generate the assignment again"
-                )
+                raise RuntimeError(f"course judge: {exercise_id} is worth {verdict['max_points']} points in the course "
+                                   f"but {cell.metadata.nbgrader.get('points')} in nbgrader's gradebook; export and "
+                                   "generate the assignment again")
             report = _report(exercise_id, verdict)
             cell.outputs = [
                 new_output("stream", name="stdout", text=f"WARNING: {CHANGED}\n{report}" if changed else report),
