@@ -12,6 +12,7 @@ import csv
 import grader_fixtures as gf
 import pytest
 
+from utils.exercises.forbidden import unsafe_in_source
 from utils.grading import batch, sandbox, unit
 
 pytestmark = pytest.mark.sandbox  # grades batches in sandboxed workers: make unit, not make quick
@@ -26,6 +27,10 @@ def add_one(body: str) -> dict[str, str]:
     """A submission whose ``add_one`` runs ``body`` first, then returns the right answer."""
     indented = "\n".join("    " + line for line in body.strip().splitlines())
     return {"ch1.add_one": f"def add_one(x):\n{indented}\n    return x + 1\n"}
+
+
+RUNTIME_FORBIDDEN = ("def attend(q, k, v):\n    fn = getattr(F, 'scaled_dot_' + 'product_attention')\n"
+                     "    return fn(q, k, v)\n")
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +73,7 @@ def attacks(tmp_path_factory):
             "ch1.attend": "def attend(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n",
             "ch1.add_one": "def add_one(x):\n    return torch.tensor([[1.5, 2.5], [0.5, 3.0]])\n",
         },
-        "runtime_forbidden": {"ch1.attend": (
-            "def attend(q, k, v):\n    fn = getattr(F, 'scaled_dot_' + 'product_attention')\n"
-            "    return fn(q, k, v)\n")},
+        "runtime_forbidden": {"ch1.attend": RUNTIME_FORBIDDEN},
         "writer": add_one(
             f"for target in ({str(out / 'pwned.txt')!r}, {str(victim / 'pwned.txt')!r}, "
             f"{str(out)!r} + '/results.csv'):\n"
@@ -98,8 +101,9 @@ def attacks(tmp_path_factory):
     gf.student(subs, "duplicated", {"a.ipynb": gf.toy_submission(),
                                    "b.ipynb": gf.notebook([("ch1.add_one", gf.TOY_SOLUTIONS["ch1.add_one"])])})
     course = gf.make_toy_course(tmp / "course")
-    summary = batch.grade(subs, out, jobs=2, timeout=TIMEOUT, seed=1, course_root=course,
-                        registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+    with gf.static_check_off():  # signal, time, os and open(..., 'w') meet the sandbox, not the static check
+        summary = batch.grade(subs, out, jobs=2, timeout=TIMEOUT, seed=1, course_root=course,
+                              registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
     with open(out / "results.csv", newline="", encoding="utf-8") as handle:
         rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
     return {"rows": rows, "out": out, "victim": victim, "summary": summary}
@@ -172,8 +176,10 @@ def test_lying_eq_does_not_pass(attacks):
 def test_forbidden_calls_static_and_at_run_time(attacks):
     row = status(attacks, "cheater", "ch1.attend")
     assert row["status"] == "forbidden" and "scaled_dot_product_attention" in row["feedback"], row
-    row = status(attacks, "runtime_forbidden", "ch1.attend")  # a computed name: refused before it runs
-    assert row["status"] == "forbidden" and "getattr with a computed attribute name" in row["feedback"], row
+    # a computed name: refused before it runs; with that check off (the fixture), caught when called
+    assert unsafe_in_source(RUNTIME_FORBIDDEN) == "getattr with a computed attribute name"
+    row = status(attacks, "runtime_forbidden", "ch1.attend")
+    assert row["status"] == "forbidden" and "scaled_dot_product_attention" in row["feedback"], row
     others_pass(attacks, "runtime_forbidden", ("ch1.attend",))
 
 
@@ -211,8 +217,10 @@ def test_learner_output_never_reaches_the_grader_and_waiting_forever_is_a_timeou
         "import os, sys\nprint('LEARNER-MARKER')\nsys.stderr.write('LEARNER-MARKER')\n"
         "os.write(1, b'LEARNER-MARKER')"))})
     gf.student(subs, "waiter", {"a.ipynb": gf.toy_submission(add_one("import time\ntime.sleep(600)"))})
-    batch.grade(subs, tmp_path / "out", jobs=2, timeout=2, seed=1, course_root=gf.make_toy_course(tmp_path / "course"),
-                registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+    with gf.static_check_off():  # os.write and time.sleep meet the sandbox, not the static check
+        batch.grade(subs, tmp_path / "out", jobs=2, timeout=2, seed=1,
+                    course_root=gf.make_toy_course(tmp_path / "course"), registry=gf.TOY_REGISTRY, memory_mb=512,
+                    progress=False)
     with open(tmp_path / "out" / "results.csv", newline="", encoding="utf-8") as handle:
         rows = {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
     assert rows[("printer", "ch1.add_one")]["status"] == "passed", rows[("printer", "ch1.add_one")]

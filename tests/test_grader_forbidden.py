@@ -194,7 +194,7 @@ def test_the_allowed_modules_may_be_imported_in_any_form():
     honest = ("from __future__ import annotations\nimport math\nimport torch.nn.functional as G\n"
               "from torch import nn as N\nfrom torch.nn import functional\nimport numpy as np\n"
               "from collections import abc, OrderedDict\nfrom typing import NamedTuple\nimport operator\n"
-              "from dataclasses import dataclass, field\nfrom itertools import chain\nfrom os import path\n"
+              "from dataclasses import dataclass, field\nfrom itertools import chain\nimport sys\n"
               "def f(x):\n    return G.relu(x) + np.float32(1) + operator.add(1, 2)\n")
     assert unsafe_in_source(honest) is None
 
@@ -305,10 +305,10 @@ def test_a_private_name_is_allowed_only_on_self_and_only_when_the_source_sets_it
 
 
 def test_documented_public_names_with_an_underscore_are_allowed_but_torch_s_private_ones_are_not():
-    """``os._exit`` (how a forked child ends) and a namedtuple's ``_replace``/``_asdict`` are public APIs;
-    torch's private names stay refused whatever the chain starts at."""
-    honest = ("import os, collections\nP = collections.namedtuple('P', 'a b')\n"
-              "def attend(q, k, v):\n    if os.fork() == 0:\n        os._exit(0)\n"
+    """A namedtuple's ``_replace``/``_asdict`` are public APIs; torch's private names stay refused whatever the
+    chain starts at."""
+    honest = ("import collections\nP = collections.namedtuple('P', 'a b')\n"
+              "def attend(q, k, v):\n"
               "    p = P(1, 2)._replace(a=3)\n    return q * p._asdict()['a'] * len(P._fields)\n")
     assert unsafe_in_source(honest) is None
     for source in ("t = torch\ndef attend(q, k, v):\n    return t._C\n",
@@ -375,12 +375,12 @@ def bypass_batch(tmp_path_factory):
     attackers = {f"by_{name}": {"ch1.attend": source} for name, source in BYPASSES.items()}
     later = [f"'{i}'" for i in (1, 2)]
     attackers["peek"] = {"ch1.add_one": (  # what can the first cell see of the later ones?
-        "import os\nraise RuntimeError(str(sorted(os.listdir('../in'))) + open('../job.json').read()[:150])\n")}
+        "import os  # PEEK\nraise RuntimeError(str(sorted(os.listdir('../in'))) + open('../job.json').read()[:150])\n")}
     attackers["by_transformer_layer"] = {"ch1.attend": TRANSFORMER_LAYER}
     # patches its process for the exercises after it, through a function: the static check refuses
     # torch.softmax = ... written out (tests/test_grader_r16b.py), not a module passed as an argument
     attackers["tamper"] = {"ch1.add_one": (
-        "import threading, time\ndef _patch(t):\n    t.softmax = lambda x, dim=-1: x * 0\n_patch(torch)\n"
+        "import threading, time  # TAMPER\ndef _patch(t):\n    t.softmax = lambda x, dim=-1: x * 0\n_patch(torch)\n"
         "def _again():\n    while True:\n        _patch(torch)\n        time.sleep(0.001)\n"
         "threading.Thread(target=_again, daemon=True).start()\n"
         "def add_one(x):\n    return x + torch.softmax(torch.zeros(2), dim=-1).sum()\n")}
@@ -396,7 +396,8 @@ def bypass_batch(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(gf.TOY_REGISTRY, "ch1.attend", attend)
         patch.setitem(gf.TOY_REGISTRY, "ch1.total", total)
-        batch = grade_class(tmp, attackers)
+        with gf.static_check_off("# PEEK", "# TAMPER"):  # os and threading meet the sandbox; the bypasses, the check
+            batch = grade_class(tmp, attackers)
     batch["later"] = later
     return batch
 
@@ -458,12 +459,12 @@ def test_an_earlier_cell_cannot_change_how_a_later_one_runs(bypass_batch):
     [
         ("import subprocess\ndef f(x):\n    return subprocess.run(['python', '-c', '1'])", "import subprocess"),
         ("from subprocess import check_output\ndef f(x):\n    return check_output('ls')", "from subprocess import ..."),
-        ("import os\ndef f(x):\n    os.system('python -c 1')\n    return x", "os.system"),
-        ("import os as o\ndef f(x):\n    return o.popen('ls').read()", "os.popen"),
-        ("import os\ndef f(x):\n    os.execv('/bin/sh', ['sh'])", "os.execv"),
-        ("import os\ndef f(x):\n    return os.spawnlp(os.P_WAIT, 'ls', 'ls')", "os.spawnlp"),
-        ("import os\ndef f(x):\n    return os.posix_spawn('/bin/ls', ['ls'], {})", "os.posix_spawn"),
-        ("from os import system\ndef f(x):\n    return system('ls')", "from os import system"),
+        ("import os\ndef f(x):\n    os.system('python -c 1')\n    return x", "import os"),
+        ("import os as o\ndef f(x):\n    return o.popen('ls').read()", "import os"),
+        ("import os\ndef f(x):\n    os.execv('/bin/sh', ['sh'])", "import os"),
+        ("import os\ndef f(x):\n    return os.spawnlp(os.P_WAIT, 'ls', 'ls')", "import os"),
+        ("import os\ndef f(x):\n    return os.posix_spawn('/bin/ls', ['ls'], {})", "import os"),
+        ("from os import system\ndef f(x):\n    return system('ls')", "from os import"),
         ("import pty\ndef f(x):\n    return pty.spawn('sh')", "import pty"),
         ("import posix\ndef f(x):\n    posix.system('ls')\n    return x", "import posix"),  # os's own source
         ("import posix as p\ndef f(x):\n    return p.posix_spawn('/bin/ls', ['ls'], {})", "import posix"),
@@ -473,14 +474,19 @@ def test_an_earlier_cell_cannot_change_how_a_later_one_runs(bypass_batch):
 )
 def test_starting_a_program_is_named_by_the_static_check(source, named):
     """No program starts from an exercise's process (seccomp refuses execve, test_grader_exec.py); the
-    static check names the call, so the row says why instead of an error from inside the sandbox. A module off
-    the allow-list (posix, subprocess) is named by its import, and the reason lists the modules allowed."""
+    static check names why, so the row says why instead of an error from inside the sandbox. A module off
+    the allow-list (os, posix, subprocess) is named by its import, and the reason lists the modules allowed."""
     reason = unsafe_in_source(source)
     assert reason == named or (reason.startswith(named) and "torch.nn.functional" in reason), reason
 
 
-def test_os_for_paths_is_still_allowed():
-    assert unsafe_in_source("import os\ndef f(x):\n    return os.path.join('a', 'b')") is None
+def test_os_is_refused_even_for_paths_and_sys_is_allowed():
+    """No exercise needs ``os`` (issue 35: with it a cell could write the grader's result files and end its
+    process); ``sys`` is allowed for its numbers and streams (``_cell_rules.SYS_MEMBERS``)."""
+    for source in ("import os\ndef f(x):\n    return os.path.join('a', 'b')", "import os.path\n",
+                   "from os import path\n", "from os.path import join\n"):
+        assert unsafe_in_source(source).startswith(source.split("\n")[0].split(" import")[0]), source
+    assert unsafe_in_source("import sys\ndef f(x):\n    return x * sys.float_info.epsilon") is None
 
 
 # Red team R10 (issue 35): a forbidden function reached through a string (getattr's name) or through

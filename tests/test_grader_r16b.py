@@ -143,8 +143,8 @@ def test_what_the_learner_left_under_the_results_name_is_replaced(tmp_path):
 MODULE_CHANGES = {
     "assign": ("torch.equal = lambda a, b: True\n", "torch.equal = ..."),
     "class_method": ("torch.Tensor.clone = lambda self: self\n", "torch.Tensor.clone = ..."),
-    "json": ("import json\njson.dumps = lambda *a, **k: '[]'\n", "json.dumps = ..."),
-    "numpy_alias": ("import numpy as n\nn.save = print\n", "n.save = ..."),
+    "collections": ("import collections\ncollections.OrderedDict = dict\n", "collections.OrderedDict = ..."),
+    "numpy_alias": ("import numpy as n\nn.mean = print\n", "n.mean = ..."),
     "functional": ("F.softmax = torch.sigmoid\n", "F.softmax = ..."),
     "delete": ("del torch.where\n", "del torch.where"),
     "augmented": ("math.pi += 1\n", "math.pi = ..."),

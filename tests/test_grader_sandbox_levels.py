@@ -99,8 +99,9 @@ from utils.grading import batch, sandbox
 sandbox.allow_weak_isolation({allow})
 top = Path({top!r})
 try:
-    summary = batch.grade(top / "subs", top / "out", jobs=2, timeout=8, seed=1, course_root=top / "course",
-                          registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+    with gf.static_check_off():  # os, time and open(..., 'w') meet the sandbox, not the static check
+        summary = batch.grade(top / "subs", top / "out", jobs=2, timeout=8, seed=1, course_root=top / "course",
+                              registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
 except sandbox.WeakIsolation as exc:
     print(exc)
     raise SystemExit(2)

@@ -26,12 +26,15 @@ from utils.grading.course_secret import write_secret
 SEED = 7315209461
 
 # At the top of chapter 1's first exercise cell: every command line the cell can read that looks like the
-# grader's, in the exception's text (public feedback shows a public run's exception)
+# grader's, in the exception's text (public feedback shows a public run's exception). It climbs its ancestors
+# through /proc (the grader started the worker that runs it) with open() alone: the static check refuses os.
 SCAN = (
-    "import os\nSEEN = []\nfor _pid in os.listdir('/proc'):\n    try:\n"
+    "SEEN, _pid = [], 'self'\nfor _ in range(64):\n    try:\n"
+    "        _status = open('/proc/' + _pid + '/status', 'rb').read().decode()\n"
     "        _line = open('/proc/' + _pid + '/cmdline', 'rb').read().replace(bytes(1), b' ').decode()\n"
-    "    except (OSError, ValueError):\n        continue\n"
+    "    except (OSError, ValueError):\n        break\n"
     "    if 'utils.grade' in _line:\n        SEEN.append(_line)\n"
+    "    _pid = _status.split('PPid:')[1].split()[0]\n    if _pid == '0':\n        break\n"
     "raise ValueError('saw-grader ' + ' '.join(SEEN) if SEEN else 'saw-nothing')\n"
 )
 

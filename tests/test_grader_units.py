@@ -7,6 +7,7 @@ with a bound on its wall time, so a hang fails the test instead of hanging the s
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import stat
@@ -34,10 +35,13 @@ def rows_of(out: Path) -> dict[tuple[str, str], dict[str, str]]:
         return {(r["student"], r["exercise"]): r for r in csv.DictReader(handle)}
 
 
-def grade_class(tmp: Path, attackers: dict[str, dict[str, str]], *, jobs: int = 2, extra=None) -> dict:
+def grade_class(tmp: Path, attackers: dict[str, dict[str, str]], *, jobs: int = 2, extra=None,
+                static_check: bool = True) -> dict:
     """Grade the honest students and ``attackers`` (exercise id -> cell source overrides); check that the
     batch completed, wrote every file and kept the honest students' full marks. ``extra(subs)`` may add
-    files to the submissions folder."""
+    files to the submissions folder. ``static_check=False``: an attack cell that imports ``os``, ``json``,
+    ``threading``... or writes a file, which the static check refuses, meets the sandbox's run-time defences
+    instead (:func:`grader_fixtures.static_check_off`)."""
     subs = tmp / "subs"
     for name in HONEST:
         gf.student(subs, name, {"01_toy.ipynb": gf.toy_submission()})
@@ -50,8 +54,10 @@ def grade_class(tmp: Path, attackers: dict[str, dict[str, str]], *, jobs: int = 
 
     def run() -> None:
         try:
-            box["summary"] = batch.grade(subs, tmp / "out", jobs=jobs, timeout=TIMEOUT, seed=3, course_root=course_root,
-                                       registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+            with contextlib.nullcontext() if static_check else gf.static_check_off():
+                box["summary"] = batch.grade(subs, tmp / "out", jobs=jobs, timeout=TIMEOUT, seed=3,
+                                             course_root=course_root, registry=gf.TOY_REGISTRY, memory_mb=512,
+                                             progress=False)
         except BaseException as exc:  # noqa: BLE001  (the point: nothing may escape)
             box["error"] = exc
 
@@ -97,7 +103,7 @@ DEEP_TREE = (
 
 
 def test_deep_folder_tree_costs_nothing_and_is_removed(tmp_path, private_tmp):
-    batch = grade_class(tmp_path, {"deep": {"ch1.add_one": DEEP_TREE}})
+    batch = grade_class(tmp_path, {"deep": {"ch1.add_one": DEEP_TREE}}, static_check=False)
     assert all(row(batch, "deep", e)["status"] == "passed" for e in gf.TOY_POINTS)
     assert list(private_tmp.iterdir()) == [], "the grader left its work folder behind"
 
@@ -124,21 +130,19 @@ def test_remove_tree_removes_a_deep_tree_of_long_names_without_recursion(tmp_pat
 # Finding 2: a small JSON file that names one big .npy many times
 # --------------------------------------------------------------------------------------------------
 
-REPEATED_NPY = (
-    "import json\n_real_dumps = json.dumps\n"
-    "def _forged(obj, *args, **kwargs):\n"
-    "    if isinstance(obj, list) and obj and isinstance(obj[0], dict) and 'mutated' in obj[0]:\n"
-    "        ref = obj[0]['output']\n"
-    "        obj = [{'output': {'t': 'tuple', 'v': [ref] * 64}, 'error': None, 'mutated': [], 'forbidden': None}]"
-    " * len(obj)\n"
-    "    return _real_dumps(obj, *args, **kwargs)\n"
-    "json.dumps = _forged\n"
-    "def add_one(x):\n    return torch.zeros(2**18)\n"
+REPEATED_NPY = (  # writes its own results where the grader reads them, then ends its process
+    "import json, os\nimport numpy as np\n"
+    "def add_one(x):\n    os.makedirs('../out/0', exist_ok=True)\n"
+    "    np.save('../out/0/0.npy', np.zeros(2**18, dtype=np.float32))\n"
+    "    ref = {'t': 'tensor', 'f': '0.npy', 'dtype': 'float32'}\n"
+    "    record = {'output': {'t': 'tuple', 'v': [ref] * 64}, 'error': None, 'mutated': [], 'forbidden': None}\n"
+    "    with open('../out/0/outcomes.json', 'w') as handle:\n        handle.write(json.dumps([record] * 3))\n"
+    "    os._exit(0)\n"
 )
 
 
 def test_repeated_npy_references_are_rejected_before_loading(tmp_path):
-    batch = grade_class(tmp_path, {"repeater": {"ch1.add_one": REPEATED_NPY}})
+    batch = grade_class(tmp_path, {"repeater": {"ch1.add_one": REPEATED_NPY}}, static_check=False)
     got = row(batch, "repeater")
     assert got["status"] == "error" and "more than once" in got["feedback"], got
     assert row(batch, "repeater", "ch1.total")["status"] == "passed"
@@ -215,7 +219,7 @@ FIFO_SWAPPER = (
 
 
 def test_fifo_swapping_thread_cannot_hang_the_batch(tmp_path):
-    batch = grade_class(tmp_path, {"swapper": {"ch1.add_one": FIFO_SWAPPER}})
+    batch = grade_class(tmp_path, {"swapper": {"ch1.add_one": FIFO_SWAPPER}}, static_check=False)
     # grade_class asserts that the batch completed and the honest students kept their marks; the
     # swapper's own busy thread may cost it the exercise (timeout on a loaded machine), never the batch
     assert row(batch, "swapper")["status"] in ("passed", "error", "timeout")
@@ -256,7 +260,7 @@ def test_the_worker_is_stopped_while_the_grader_reads_its_files(tmp_path, monkey
     thread_source = ("import threading, time\n"
                      "threading.Thread(target=lambda: [time.sleep(0.001) for _ in iter(int, 1)], daemon=True).start()\n"
                      "def add_one(x):\n    return x + 1\n")
-    grade_class(tmp_path, {"threaded": {"ch1.add_one": thread_source}}, jobs=1)
+    grade_class(tmp_path, {"threaded": {"ch1.add_one": thread_source}}, jobs=1, static_check=False)
     assert seen and any(seen), "no sandbox process was found while collecting: this test proves nothing"
     running = [s for s in seen if set(s) - {"T", "t", "Z", "X"}]
     assert not running, f"sandbox threads ran while the grader read their files: {running[:3]}"
@@ -356,7 +360,7 @@ FORGED_STATUS = (  # the status pipe's number is in the worker's argv; write wha
 
 def test_fd_exhaustion_and_forged_status_lines_cost_only_their_own_exercise(tmp_path):
     batch = grade_class(tmp_path, {"fds": {"ch1.add_one": FD_EXHAUSTION},
-                                   "forger": {"ch1.add_one": FORGED_STATUS}})
+                                   "forger": {"ch1.add_one": FORGED_STATUS}}, static_check=False)
     got = row(batch, "fds")
     assert got["status"] == "error" and "Too many open files" in got["feedback"], got
     for student in ("fds", "forger"):  # later exercises ran in fresh processes, unaffected

@@ -22,7 +22,8 @@ from utils.grading import batch, gradescope
 from utils.grading.unit import wall_limit
 
 BUDGET = 12
-SLEEPS = {"ch1.add_one": "import time\ndef add_one(x):\n    time.sleep(10000)\n"}
+# waits for a future nothing completes: no CPU time, like a sleep (the static check refuses time and threading)
+SLEEPS = {"ch1.add_one": "def add_one(x):\n    torch.futures.Future().wait()\n    return x + 1\n"}
 
 
 @pytest.fixture(scope="module")

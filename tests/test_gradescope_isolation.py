@@ -8,10 +8,10 @@ uids it refuses to grade, unless ``--allow-weak-isolation`` accepts it; the leve
 ``results.json``, in a test only instructors see.
 
 The red team's attack is run as they ran it: ``run_autograder`` under ``capsh --drop=cap_sys_admin`` (a
-default Docker container: no namespaces), with a cell that reads the seed and the metadata, rewrites
-``results.json`` with 999 points and prints what it got. The venv the bundle's own ``setup.sh`` builds
-inside the autograder root is used (the system's Python, as on Gradescope's Ubuntu image; the packages
-come from this checkout's venv, offline).
+default Docker container: no namespaces), with a cell that reads the seed and the metadata and prints what it
+got (its write of ``results.json`` is refused by the static check now: :data:`ATTACK`). The venv the bundle's own
+``setup.sh`` builds inside the autograder root is used (the system's Python, as on Gradescope's Ubuntu image;
+the packages come from this checkout's venv, offline).
 """
 
 from __future__ import annotations
@@ -69,8 +69,7 @@ WITH_SETUP_VENV = pytest.mark.skipif(
 )
 WITH_CAPSH = pytest.mark.skipif(not shutil.which("capsh"), reason="needs capsh to drop capabilities")
 
-ATTACK = """import json, os
-ROOT = {root!r}
+ATTACK = """ROOT = {root!r}
 GOT = []
 for path in (ROOT + "/source/gradescope.json", ROOT + "/submission_metadata.json"):
     try:
@@ -78,18 +77,15 @@ for path in (ROOT + "/source/gradescope.json", ROOT + "/submission_metadata.json
             GOT.append(handle.read())
     except OSError:
         pass
-try:
-    with open(ROOT + "/results/results.json", "w", encoding="utf-8") as handle:
-        json.dump({{"score": 999, "output": "PWNED " + " ".join(GOT)}}, handle)
-    GOT.append("wrote results.json")
-except OSError:
-    pass
 print("PWNED", GOT)
 
 
 def add_one(x):
-    return x + 1 + len(GOT)  # right only when the cell could read and write nothing it should not
+    return x + 1 + len(GOT)  # right only when the cell could read nothing it should not
 """
+"""The red team's cell, less its write: it also wrote ``results.json`` with 999 points, which the static check now
+refuses before anything runs (``open(..., 'w')``, tests/test_grader_no_writes.py); the parent writing
+``results.json`` last is tested in-process (test_results_json_is_written_over_a_planted_link)."""
 METADATA = {"users": [{"id": 4217}], "previous_submissions": [{"results": {"score": 1, "output": "EARLIER"}}]}
 
 
@@ -324,7 +320,7 @@ def test_without_cap_sys_admin_the_students_code_runs_as_a_stranger(bundle, auto
     note = instructor_notes(data)[ISOLATION]
     assert note["status"] == "passed" and "unprivileged uid" in note["output"], note
     assert "read the course's reference code" not in note["output"], note  # source/ is root's alone
-    assert {t["name"]: t["score"] for t in scored(data)}["ch1.add_one"] == 2  # it read and wrote nothing
+    assert {t["name"]: t["score"] for t in scored(data)}["ch1.add_one"] == 2  # it read nothing
     assert data["score"] == 6
     assert_honest(data)
 
@@ -346,8 +342,8 @@ def test_where_no_uid_switch_is_possible_grading_is_refused_and_nothing_runs(bun
 @WITH_CAPSH
 @WITH_SETUP_VENV
 def test_weak_isolation_when_allowed_is_named_and_only_the_parent_writes_results(bundle, autograder_root, setup_venv):
-    """The attack works once the instructor accepts weak isolation (the cell reads the seed and writes
-    results.json): the points show it, and the parent's results.json replaces the cell's."""
+    """The attack works once the instructor accepts weak isolation (the cell reads the seed): the points show it,
+    and nothing it read reaches results.json."""
     root = lay_out_attack(autograder_root, bundle)
     data = run_dropped(root, "cap_sys_admin,cap_setuid,cap_setgid", setup_venv, "--allow-weak-isolation")
     assert "WEAK" in instructor_notes(data)[ISOLATION]["output"]

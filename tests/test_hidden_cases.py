@@ -212,8 +212,9 @@ def test_only_the_due_cases_inputs_reach_the_sandbox(tmp_path, monkeypatch):
         "    return x + (1 if not [n for n in listed if n.startswith('h')] else 2)"))
     gf.student(subs, "peeker", {"01_toy.ipynb": gf.toy_submission({"ch1.add_one": peeker})})
     course = gf.make_toy_course(tmp_path / "course")
-    summary = batch.grade(subs, tmp_path / "out", jobs=1, timeout=20, seed=5, course_root=course,
-                          registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
+    with gf.static_check_off():  # the peeker's os.listdir meets the sandbox, not the static check
+        summary = batch.grade(subs, tmp_path / "out", jobs=1, timeout=20, seed=5, course_root=course,
+                              registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
     assert summary["totals"]["peeker"] == 6
     alice = sent[:len(sent) // 2]
     # every public run first (its public cases, then the probe inputs: fixed, public, never counted), then
@@ -309,8 +310,9 @@ def _grade_planted(tmp_path: Path, feedback: str) -> tuple[str, dict]:
         gf.student(subs, name, {"01_toy.ipynb": gf.toy_submission({"ch1.attend": source})})
     course = gf.make_toy_course(tmp_path / "course")
     out = tmp_path / f"out-{feedback}"
-    summary = batch.grade(subs, out, jobs=2, timeout=20, seed=4, course_root=course, registry=PLANTED_REGISTRY,
-                        memory_mb=512, progress=False, feedback=feedback)
+    with gf.static_check_off():  # the file reader, forger and exit code meet the sandbox, not the static check
+        summary = batch.grade(subs, out, jobs=2, timeout=20, seed=4, course_root=course, registry=PLANTED_REGISTRY,
+                              memory_mb=512, progress=False, feedback=feedback)
     text = "\n".join(p.read_text(encoding="utf-8") for p in sorted(out.rglob("*")) if p.is_file())
     return text, summary
 

@@ -13,6 +13,7 @@ import importlib.util
 import inspect
 import sys
 
+from utils.exercises._cell_writes import READ_ONLY, WRITERS, refused_write, written
 from utils.i18n.messages import tr
 
 COURSE_MODULES = frozenset({"__future__", "math", "torch", "torch.nn", "torch.nn.functional", "torch.linalg",
@@ -21,11 +22,10 @@ COURSE_MODULES = frozenset({"__future__", "math", "torch", "torch.nn", "torch.nn
 """The modules an exercise cell may import (the course's own exercise cells import none: every cell starts with
 ``math``, ``torch``, ``nn`` and ``F``). A module is allowed by its whole dotted name: ``torch`` allows neither
 ``torch.jit`` nor ``torch.ao.quantization.utils``, and ``numpy`` not ``numpy.lib``."""
-PROCESS_MODULES = frozenset({"os", "os.path", "sys", "time", "json", "threading", "resource", "struct", "signal"})
-"""Modules no exercise needs but the grader's own sandbox tests import in their cells (forking, sleeping,
-reading the process's limits): none reaches code by a name, and the rules for ``os``'s program starters
-and ``sys.modules``/``sys.path`` still hold. Drop this set once those tests switch the static check off."""
-ALLOWED_IMPORTS = COURSE_MODULES | PROCESS_MODULES
+ALLOWED_IMPORTS = COURSE_MODULES | {"sys"}
+"""``sys`` besides: only its numbers, limits and standard streams (:data:`SYS_MEMBERS`). Not ``os``, ``time``,
+``json``, ``threading``, ``signal``...: with them a cell could write the grader's result files itself and end its
+process (issue 35); the grader's sandbox tests that need them switch the static check off."""
 SAFE_CLASS_DUNDERS = frozenset({"__init__", "__post_init__", "__call__", "__repr__", "__str__", "__len__",
                                 "__getitem__", "__iter__", "__next__", "__contains__", "__eq__", "__ne__", "__hash__",
                                 "__enter__", "__exit__", "__lt__", "__le__", "__gt__", "__ge__", "__neg__", "__pos__",
@@ -59,6 +59,8 @@ def refused(node: ast.AST) -> str | None:
         return tr("{code} (unpickling runs code; only {safe} is allowed)", code=repr(node.value),
                   safe=f"{node.value}={PICKLE_SWITCHES[node.value]}")
     name = _attribute_name(node)
+    if name in WRITERS:
+        return written(f".{name}")
     if name in NUMPY_ROUTES:
         return tr("{code} (numpy's readers that unpickle, and its machinery that loads or compiles code)",
                   code=f".{name}")
@@ -86,10 +88,13 @@ def _refused_import(node: ast.Import | ast.ImportFrom) -> str | None:
         modules = [(node.module, f"from {node.module} import ...")]
         modules += [(f"{node.module}.{alias.name}", f"from {node.module} import {alias.name}")
                     for alias in node.names if _is_module(node.module, alias.name)]
+    for alias in node.names if isinstance(node, ast.ImportFrom) else []:
+        if alias.name in WRITERS or alias.name in READ_ONLY:
+            return written(f"from {node.module} import {alias.name}")
     for module, code in modules:
         if module not in ALLOWED_IMPORTS:
             return tr("{code}: {module} is not among the modules an exercise cell may import ({allowed})",
-                      code=code, module=module, allowed=", ".join(sorted(COURSE_MODULES)))
+                      code=code, module=module, allowed=", ".join(sorted(ALLOWED_IMPORTS)))
     return None
 
 
@@ -137,7 +142,7 @@ def _attribute_name(node: ast.AST) -> str | None:
             and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
         return node.args[1].value if isinstance(node.args[1].value, str) else None
     if isinstance(node, ast.MatchClass):
-        return next((attr for attr in node.kwd_attrs if attr in NUMPY_ROUTES), None)
+        return next((attr for attr in node.kwd_attrs if attr in NUMPY_ROUTES | WRITERS), None)
     return None
 
 
@@ -190,6 +195,7 @@ def refused_in_tree(tree: ast.AST) -> str | None:
     held = _module_names(tree)
     for node in ast.walk(tree):
         reason = (_refused_member(node, modules, parents) or _refused_wrapper(node, wrappers, parents)
+                  or refused_write(node, parents)
                   or _refused_class_maker(node, parents) or _refused_module_change(node, held))
         if reason:
             return reason

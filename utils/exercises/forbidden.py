@@ -45,8 +45,8 @@ typing's functions that evaluate an annotation's string as code."""
 PROGRAM_STARTERS = re.compile(r"^(system|popen|exec[lv]p?e?|spawn[lv]p?e?|posix_spawnp?)$")
 """``os``'s functions that start a program (``os.system``, ``os.popen``, ``os.execv``, ``os.spawnlp``,
 ``os.posix_spawn``), like ``subprocess`` and ``pty`` in :data:`UNSAFE_MODULES`: no program starts from an
-exercise's process (seccomp refuses ``execve``), and the static check names the call, so the row says why.
-The same functions of ``posix`` (and ``nt``), the modules ``os`` takes them from, are named too."""
+exercise's process (seccomp refuses ``execve``). ``os``, ``posix`` and ``nt`` are off the allow-list, so their
+import is named first (:data:`utils.exercises._cell_rules.ALLOWED_IMPORTS`); these names are a second net."""
 OS_MODULES = ("os", "posix", "nt")
 SAFE_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__doc__", "__class__"})
 DOCUMENTED_PRIVATES = frozenset({"_exit", "_replace", "_asdict", "_fields", "_make", "_field_defaults"})
