@@ -39,7 +39,8 @@ REPO = gf.REPO
 NBGRADER_VENV = REPO / ".cache" / "nbgrader-venv"
 NBGRADER_SPEC = "nbgrader>=0.9,<0.10"
 CHAPTER = "01_queries_keys_values"
-STUDENTS = ("alice", "carol", "mallory", "dave", "erin")
+GRADE_ID = "ch1-project_qkv-tests"
+STUDENTS = ("alice", "carol", "mallory", "dave", "erin", "frank", "hank", "ivan")
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +198,10 @@ PARTIAL = """def attention_scores(q, k):
 def _students(course: Path, released: Path, marker: Path) -> None:
     """alice: the solutions; carol: one part of attention_scores wrong; mallory: the released notebook,
     unsolved, with ATTACK after the setup cell; dave: alice's notebook without project_qkv's test cell; erin: the
-    course's solutions/ notebook as it is, no nbgrader metadata (W12: both scored 0 there, silently)."""
+    course's solutions/ notebook as it is, no nbgrader metadata (W12: both scored 0 there, silently); W14's:
+    frank: alice's with a test cell duplicated (it stopped the whole run); hank: alice's, and an older
+    scratch.ipynb left unsolved (the judge graded the copy whose name sorts last); ivan: dave's saved as
+    nbformat 4.4, without cell ids (the test cell put back carried one: "Notebook JSON is invalid")."""
     source = nbformat.read(str(course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
     carol = copy.deepcopy(source)
     next(
@@ -207,13 +211,27 @@ def _students(course: Path, released: Path, marker: Path) -> None:
     setup = next(i for i, c in enumerate(mallory.cells) if SETUP_TAG in c.metadata.get("tags", []))
     mallory.cells[setup + 1 : setup + 1] = [nbformat.v4.new_code_cell(ATTACK.format(marker=str(marker)))]
     dave = copy.deepcopy(source)
-    dave.cells = [c for c in dave.cells if (nbgrader_meta(c) or {}).get("grade_id") != "ch1-project_qkv-tests"]
+    dave.cells = [c for c in dave.cells if (nbgrader_meta(c) or {}).get("grade_id") != GRADE_ID]
     assert len(dave.cells) == len(source.cells) - 1
     erin = nbformat.read(str(REPO / "solutions" / f"{CHAPTER}.ipynb"), as_version=4)
-    for student, nb in (("alice", source), ("carol", carol), ("mallory", mallory), ("dave", dave), ("erin", erin)):
+    frank = copy.deepcopy(source)
+    test = next(i for i, c in enumerate(frank.cells) if (nbgrader_meta(c) or {}).get("grade_id") == GRADE_ID)
+    pasted = copy.deepcopy(frank.cells[test])
+    pasted["id"] = "pasted-copy"  # as Jupyter pastes a cell: a new id, the same nbgrader metadata
+    frank.cells.insert(test + 1, pasted)
+    ivan = copy.deepcopy(dave)
+    ivan.nbformat_minor = 4
+    for cell in ivan.cells:
+        cell.pop("id", None)
+    pairs = (("alice", source), ("carol", carol), ("mallory", mallory), ("dave", dave), ("erin", erin),
+             ("frank", frank), ("hank", source), ("ivan", ivan))
+    for student, nb in pairs:
         target = course / "submitted" / student / CHAPTER / f"{CHAPTER}.ipynb"
         target.parent.mkdir(parents=True)
-        nbformat.write(nb, str(target))
+        nbformat.write(nb, str(target), version=4)
+    scratch = course / "submitted" / "hank" / CHAPTER / "scratch.ipynb"
+    nbformat.write(nbformat.read(str(released), as_version=4), str(scratch))
+    os.utime(scratch, (1_700_000_000, 1_700_000_000))  # older than the notebook graded
 
 
 @pytest.mark.slow
@@ -264,7 +282,9 @@ def test_real_nbgrader_round_trip(tmp_path):
     }
     restored = re.findall(rf"course judge: (\w+) {CHAPTER}\.ipynb had no test cell for (ch1\.\w+)", log)
     assert sorted(restored) == [("dave", "ch1.project_qkv"), ("erin", "ch1.attention_scores"),
-                                ("erin", "ch1.project_qkv")], restored
+                                ("erin", "ch1.project_qkv"), ("ivan", "ch1.project_qkv")], restored
+    assert log.count("course judge: frank: a copy of the locked cell ch1-project_qkv-tests was removed") == 1
+    assert "Notebook JSON is invalid" not in log and "DuplicateCellId" not in log, log[-3000:]
     attack = next(c for c in autograded["mallory"].cells if c.source.startswith("import shutil, sqlite3"))
     assert attack.outputs == []
     for student, nb in autograded.items():  # every test cell shows the judge's verdict, and its points
@@ -283,7 +303,8 @@ def test_real_nbgrader_round_trip(tmp_path):
     assert {s: float(r["max_score"]) for s, r in rows.items()} == dict.fromkeys(STUDENTS, maximum)
     scores = {s: float(r["score"]) for s, r in rows.items()}
     assert scores == {"alice": maximum, "carol": maximum - 1, "mallory": 0,  # partial credit; the attack gains nothing
-                      "dave": maximum, "erin": maximum}  # a test cell put back holds the verdict
+                      "dave": maximum, "erin": maximum, "ivan": maximum,  # a test cell put back holds the verdict
+                      "frank": maximum, "hank": maximum}  # a pasted copy goes; the newest copy is graded
 
     # The course's grader on nbgrader's submitted/ folder, with the course's seed, gives the same points.
     out = tmp_path / "grades"
@@ -313,7 +334,7 @@ def test_real_nbgrader_round_trip(tmp_path):
 
     # The seed is nowhere a student can see: not the released notebook, not the feedback (mallory printed it).
     shown = [released, *course.glob("feedback/*/*/*"), *course.glob("autograded/*/*/*")]
-    assert len(shown) == 11 and not any(seed in p.read_text(encoding="utf-8") for p in shown)
+    assert len(shown) >= 1 + 2 * len(STUDENTS) and not any(seed in p.read_text(encoding="utf-8") for p in shown)
     feedback = next(course.glob(f"feedback/mallory/{CHAPTER}/*.html")).read_text(encoding="utf-8")
     assert feedback.count("patched the kernel") == 1 and "graded by the course's grader" in feedback  # source only
     assert oct(os.stat(secret).st_mode & 0o777) == "0o600"

@@ -6,20 +6,14 @@ submission in a kernel, as the instructor: its code could patch the check, forge
 edit ``gradebook.db``, or leave the secret for ``generate_feedback`` to hand back (W11). So :func:`install`
 takes ``Execute`` out of autograde: **no submission's code runs outside the course's sandbox**. The judge:
 
-* :meth:`CourseJudge.preflight`, in ``Execute``'s place. The first one of an autograde invocation checks
-  that the course's Python and the grading secret are there, that the secret is the one the assignment was
-  exported with (``secret_fingerprints.json``), and reads every submitted notebook that this autograde will
-  grade (``submitted/<student>/<assignment>/*.ipynb``). It grades them all at once, in one fresh process of
-  the course's Python (``python -I -c`` :data:`BOOTSTRAP`: the sandboxed runner of ``python -m utils.grade``),
-  which first compares the course package's files with the digests the export recorded (``judge_code.json``,
-  0600, next to the secret) and refuses, naming the files, when they differ; it compiles the package from
-  those checked sources, never from ``__pycache__``. The verdicts stay in nbgrader's process;
-* :meth:`CourseJudge.__call__`, before ``SaveAutoGrades``: each test cell's outputs become the stored verdict
-  (the feedback, and the points as the cell's value, which nbgrader reads as partial credit), and every
-  other code cell's outputs are removed (nbgrader's ``ClearOutput`` already did; an output that showed the
-  grading secret would be named in nbgrader's log); a test cell the notebook lacks is put back from
-  ``source/`` (:meth:`CourseJudge.restore_tests`). A submission whose file changed since it was read gets
-  the handed-in copy's grade, a warning in the log and in each test cell, and its bytes back.
+* :meth:`CourseJudge.drop_copies`, before nbgrader's sanitizing: a copy of a locked cell (its ``grade_id``) goes;
+* :meth:`CourseJudge.preflight`, in ``Execute``'s place: the first one checks the course's Python, the secret
+  (the one the assignment was exported with: ``secret_fingerprints.json``) and grades every notebook this
+  autograde converts at once, in one fresh process of the course's Python (``python -I -c`` :data:`BOOTSTRAP`:
+  the sandboxed runner of ``python -m utils.grade``, from sources checked against ``judge_code.json``);
+* :meth:`CourseJudge.__call__`, before ``SaveAutoGrades``: each test cell (put back from ``source/`` if
+  missing) gets the stored verdict as its output and its points as its value; other outputs go; a file
+  changed since it was read gets its handed-in bytes back, and a warning.
 
 When the judge cannot run, the step raises: nbgrader fails that submission and records no grade for it.
 """
@@ -192,16 +186,12 @@ class CourseJudge:
     def check_ready(self) -> None:
         """Raise ``RuntimeError`` naming what is missing: the course's Python or the grading secret."""
         if not (os.path.isfile(self.python) and os.access(self.python, os.X_OK)):
-            raise RuntimeError(
-                f"course judge: the course's Python {self.python} is missing; set COURSE_PYTHON in "
-                f"{self.course_dir}/nbgrader_config.py to a Python with the course installed"
-            )
+            raise RuntimeError(f"course judge: the course's Python {self.python} is missing; set COURSE_PYTHON in "
+                               f"{self.course_dir}/nbgrader_config.py to a Python with the course installed")
         if not os.path.isfile(self.secret):
-            raise RuntimeError(
-                f"course judge: the course's grading secret {self.secret} is missing, so no "
-                "hidden case can be drawn and nothing was graded; restore your copy of it, or "
-                "export again with `python -m utils.build --nbgrader DIR --seed SEED`"
-            )
+            raise RuntimeError(f"course judge: the course's grading secret {self.secret} is missing, so no hidden case "
+                               "can be drawn and nothing was graded; restore your copy of it, or export again with "
+                               "`python -m utils.build --nbgrader DIR --seed SEED`")
 
     def secret_text(self) -> str:
         """The secret's value as written in its file (its one line that is not a comment)."""
@@ -226,13 +216,11 @@ class CourseJudge:
         if self._fingerprint is None:
             self._fingerprint = fingerprint(text)
         if recorded != self._fingerprint:
-            raise RuntimeError(
-                f"course judge: {assignment} was exported with the grading secret whose fingerprint is "
-                f"{recorded}, but {self.secret} has fingerprint {self._fingerprint}: its students would get "
-                "other hidden cases than when it was exported, and nothing was graded. Put that secret back "
-                f"in {self.secret}, or export {assignment} again with this one (`python -m utils.build "
-                f"--nbgrader DIR --force`), generate it again and autograde all its students"
-            )
+            raise RuntimeError(f"course judge: {assignment} was exported with the grading secret whose fingerprint is "
+                               f"{recorded}, but {self.secret} has fingerprint {self._fingerprint}: its students would "
+                               "get other hidden cases than when it was exported, and nothing was graded. Put that "
+                               f"secret back in {self.secret}, or export {assignment} again with this one (`python -m "
+                               "utils.build --nbgrader DIR --force`), generate it again and autograde all its students")
 
     def _judge_all(self, assignment: str) -> None:
         """Read every submission this autograde converts and grade them all in one process of the course's
@@ -248,16 +236,15 @@ class CourseJudge:
                 self._verdicts[path] = {"error": str(exc)}
                 continue
             self._handed_in[path], paths[path] = data, student
-            encoded = base64.b64encode(data).decode("ascii")
-            notebooks.append({"student": student, "name": os.path.basename(path), "data": encoded})
+            notebooks.append({"student": student, "name": os.path.basename(path), "data": base64.b64encode(data).decode(
+                "ascii"), "mtime_ns": os.stat(path, follow_symlinks=False).st_mtime_ns})  # which copy is newest
         try:
             with open(os.path.join(self.course_dir, JUDGE_CODE_NAME), encoding="utf-8") as handle:
                 code = json.load(handle)
         except (OSError, ValueError) as exc:
-            raise RuntimeError(
-                f"course judge: cannot read {JUDGE_CODE_NAME} in {self.course_dir} ({exc}), the digests of the "
-                "judge's code recorded at export; nothing was graded. Export again (python -m utils.build --nbgrader)"
-            ) from None
+            raise RuntimeError(f"course judge: cannot read {JUDGE_CODE_NAME} in {self.course_dir} ({exc}), the digests "
+                               "of the judge's code recorded at export; nothing was graded. Export again (python -m "
+                               "utils.build --nbgrader)") from None
         payload = json.dumps({"code": code, "secret": self.secret, "notebooks": notebooks}).encode("utf-8")
         try:
             done = subprocess.run(
@@ -271,14 +258,12 @@ class CourseJudge:
         if done.returncode == 3:
             found = json.loads(done.stdout)
             moved = "" if found["package"] == code["package"] else f"; the package is now {found['package']}"
-            raise RuntimeError(
-                f"course judge: the course's judge code differs from what the export recorded in "
-                f"{JUDGE_CODE_NAME}: {', '.join(found['changed'][:20]) or 'none'} (in {code['package']}{moved}); "
-                "something that ran as you (a kernel of an older export's autograde) may have rewritten it, and "
-                "nothing was graded. Compare "
-                "those files with the course's repository (git status, git diff), restore them and autograde "
-                "again; if you changed them yourself, export again (`python -m utils.build --nbgrader DIR`)"
-            )
+            raise RuntimeError(f"course judge: the course's judge code differs from what the export recorded in "
+                               f"{JUDGE_CODE_NAME}: {', '.join(found['changed'][:20]) or 'none'} (in {code['package']}"
+                               f"{moved}); something that ran as you may have rewritten it, and nothing was graded. "
+                               "Compare those files with the course's repository (git status, git diff), restore them "
+                               "and autograde again; if you changed them, export again (`python -m utils.build "
+                               "--nbgrader DIR`)")
         if done.returncode != 0:
             raise RuntimeError(f"course judge: grading failed (exit status {done.returncode}): {stderr[-2000:]}")
         result = json.loads(done.stdout.decode("utf-8"))["students"]
@@ -301,10 +286,8 @@ class CourseJudge:
         path = self.submitted(resources)
         verdict = self._verdicts.get(path)
         if verdict is None:
-            raise RuntimeError(
-                f"course judge: {path} was not in submitted/ when this autograde began (something wrote it "
-                "meanwhile); nothing was graded for it: check it, then autograde this student again"
-            )
+            raise RuntimeError(f"course judge: {path} was not in submitted/ when this autograde began (something wrote "
+                               "it meanwhile); nothing was graded for it: check it, then autograde this student again")
         if "error" in verdict:
             raise RuntimeError(f"course judge: {path} cannot be graded: {verdict['error']}")
         return nb, resources
@@ -340,10 +323,8 @@ class CourseJudge:
         """The bytes the preflight read, and whether the file changed since (then they are put back, logged)."""
         data = self._handed_in.get(path)
         if data is None:
-            raise RuntimeError(
-                f"course judge: {path} was not read by the judge's preflight; nbgrader_config.py must call "
-                "install(), which puts the preflight in the place of nbgrader's Execute"
-            )
+            raise RuntimeError(f"course judge: {path} was not read by the judge's preflight; nbgrader_config.py must "
+                               "call install(), which puts the preflight in the place of nbgrader's Execute")
         try:
             now = _read_submission(path)
         except (OSError, RuntimeError):
@@ -357,6 +338,20 @@ class CourseJudge:
         os.replace(temporary, path)
         return data, True
 
+    def drop_copies(self, nb, resources):
+        """Before nbgrader's sanitizing: a later cell whose nbgrader ``grade_id`` an earlier one has (a locked cell
+        the student copied) made nbgrader stop the whole autograde run, every student after ungraded (W14)."""
+        seen, kept = set(), []
+        for cell in nb.cells:
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+            if grade_id in seen:
+                _warn(f"{resources['nbgrader']['student']}: a copy of the locked cell {grade_id} was removed")
+                continue
+            seen |= {grade_id} - {None}
+            kept.append(cell)
+        nb.cells = kept
+        return nb, resources
+
     def restore_tests(self, nb, info) -> None:
         """Put back from ``source/``, after its exercise's cell, each test cell the notebook lacks (deleted, or not
         the released notebook: chapters/, Colab): else nbgrader records no points for what the judge graded (W12)."""
@@ -368,7 +363,11 @@ class CourseJudge:
         for index, exercise_id in sorted((i, e) for i, e in _tests(source).items() if e not in have):
             at = [i for i, c in enumerate(nb.cells)
                   if c.get("metadata", {}).get("course", {}).get("exercise") == exercise_id]
-            nb.cells.insert(at[-1] + 1 if at else len(nb.cells), copy.deepcopy(source.cells[index]))
+            cell = copy.deepcopy(source.cells[index])
+            cell.pop("id", None)  # a notebook before format 4.5 has no ids; a newer one gets a fresh one
+            if (nb.get("nbformat"), nb.get("nbformat_minor", 0)) >= (4, 5):
+                cell["id"] = f"{exercise_id.replace('.', '-')}-restored"
+            nb.cells.insert(at[-1] + 1 if at else len(nb.cells), cell)
             _warn(f"{info['student']} {info['notebook']}.ipynb had no test cell for {exercise_id} (deleted, or not "
                   "the released notebook): the source's was put back, with the judge's verdict")
 
@@ -406,15 +405,16 @@ class CourseJudge:
 
 
 def install(c, *, python: str, course_dir: str, secret: str, timeout: float = 3600.0) -> CourseJudge:
-    """Set nbgrader's ``Autograde.autograde_preprocessors`` in config ``c``: the judge's preflight takes the
-    place of nbgrader's ``Execute`` (no kernel runs a submission: see the module docstring), and its verdicts
-    go into the test cells before ``SaveAutoGrades``."""
+    """Set nbgrader's autograde steps in config ``c``: the judge's preflight in ``Execute``'s place (no kernel runs
+    a submission), its verdicts before ``SaveAutoGrades``, and ``drop_copies`` before sanitizing."""
     from nbgrader.converters import Autograde
     from nbgrader.preprocessors import Execute, SaveAutoGrades
 
     judge = CourseJudge(python, course_dir, secret, timeout)
-    steps = list(Autograde.class_traits()["autograde_preprocessors"].default())
+    traits = Autograde.class_traits()
+    steps = list(traits["autograde_preprocessors"].default())
     steps[steps.index(Execute)] = judge.preflight
     steps.insert(steps.index(SaveAutoGrades), judge)
-    c.Autograde.autograde_preprocessors = steps
+    c.Autograde.autograde_preprocessors, c.Autograde.sanitize_preprocessors = steps, [
+        judge.drop_copies, *traits["sanitize_preprocessors"].default()]
     return judge

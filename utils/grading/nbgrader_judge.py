@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -102,8 +103,11 @@ def _row(row) -> dict[str, Any]:
     }
 
 
-def _grade(notebooks: dict[str, dict[str, bytes]], seed: int, course_root: Path | None) -> dict[str, Any]:
-    """Grade ``{student folder: {notebook file name: bytes}}`` in one run of the grader; return its summary."""
+def _grade(notebooks: dict[str, dict[str, bytes]], seed: int, course_root: Path | None,
+           times: dict[str, dict[str, int]] | None = None) -> dict[str, Any]:
+    """Grade ``{student folder: {notebook file name: bytes}}`` in one run of the grader; return its summary.
+    ``times``: ``{student folder: {file name: modification time, ns}}`` of the files handed in, so that of two
+    copies of a chapter the newest is graded, as ``python -m utils.grade`` on those files grades it (W14)."""
     from utils.grading import batch
 
     with tempfile.TemporaryDirectory(prefix="nbgrader-judge-") as work:
@@ -112,6 +116,9 @@ def _grade(notebooks: dict[str, dict[str, bytes]], seed: int, course_root: Path 
             (submissions / folder).mkdir(parents=True)
             for name, data in files.items():
                 (submissions / folder / name).write_bytes(data)
+                mtime = (times or {}).get(folder, {}).get(name)
+                if mtime is not None:
+                    os.utime(submissions / folder / name, ns=(mtime, mtime))
         try:
             with contextlib.redirect_stdout(sys.stderr):  # stdout carries the JSON only
                 summary = batch.grade(
@@ -167,9 +174,9 @@ def judge_submission(
 def batch_main(payload: dict[str, Any], course_root: Path | None = None) -> int:
     """Grade the nbgrader hook's batch, every submission of an autograde run at once (see
     :mod:`utils.builder.nbgrader_hook`): ``payload`` is ``{"secret": PATH, "notebooks": [{"student": ID,
-    "name": FILE.ipynb, "data": BASE64}, ...]}``. Print ``{"isolation": ..., "students": {ID: {"exercises":
-    {EXERCISE: row as above}}}}``, or ``{"error": REASON}`` for a student who cannot be graded; exit status 2
-    when nothing can be (the secret)."""
+    "name": FILE.ipynb, "data": BASE64, "mtime_ns": ITS FILE TIME}, ...]}``. Print ``{"isolation": ...,
+    "students": {ID: {"exercises": {EXERCISE: row as above}}}}``, or ``{"error": REASON}`` for a student who
+    cannot be graded; exit status 2 when nothing can be (the secret)."""
     import base64
 
     from utils.grading.course import MAX_NOTEBOOK_BYTES
@@ -181,6 +188,7 @@ def batch_main(payload: dict[str, Any], course_root: Path | None = None) -> int:
         return 2
     students: dict[str, dict[str, Any]] = {}
     notebooks: dict[str, dict[str, bytes]] = {}
+    times: dict[str, dict[str, int]] = {}
     for entry in payload["notebooks"]:
         student = str(entry["student"])
         try:
@@ -192,10 +200,12 @@ def batch_main(payload: dict[str, Any], course_root: Path | None = None) -> int:
             students[student] = {"error": str(exc)}
             continue
         notebooks.setdefault(folder, {})[name] = data
+        if isinstance(entry.get("mtime_ns"), int) and entry["mtime_ns"] >= 0:
+            times.setdefault(folder, {})[name] = entry["mtime_ns"]
     isolation = ""
     if notebooks:
         try:
-            summary = _grade(notebooks, seed, course_root)
+            summary = _grade(notebooks, seed, course_root, times)
         except JudgeError as exc:
             print(f"nbgrader judge: {exc}", file=sys.stderr)
             return 2
