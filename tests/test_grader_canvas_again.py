@@ -83,6 +83,18 @@ def test_again_later_updates_resubmissions_and_late_work_and_keeps_hand_edits_on
     assert [(who, held) for who, _c, held, _g in sheet.changed] == [("Davis, Dave", "4.00"), ("Kim, Carl", "1.50")]
 
 
+def test_late_work_after_a_zero_is_updated_even_when_a_run_in_between_wrote_no_row_for_the_student(tmp_path):
+    """W13: run 1 gives Ann a 0 (--zero-missing); run 2 writes no row for her (her cell holds the 0, she sent
+    nothing); she hands in late before run 3: her 0 is still the grader's own, so run 3 updates it."""
+    one_run(tmp_path, {}, {"bob": 5}, zero_missing=True)
+    book = {("11", "501"): "5", ("12", "501"): "0", ("13", "501"): "0", ("14", "501"): "0", ("15", "501"): "0"}
+    sheet, after = one_run(tmp_path, book, {"bob": 5}, zero_missing=True, keep_existing=True)
+    assert changes(book, after) == {} and "Lee, Ann" not in sheet.text  # no row for her this time
+    sheet, after = one_run(tmp_path, after, {"bob": 5, "ann": 3}, zero_missing=True, keep_existing=True)
+    assert changes(book, after) == {"13": "3"}, sheet.text
+    assert sheet.updated == [("Lee, Ann", "01_toy (501)", "0", "3")] and sheet.changed == []
+
+
 def test_without_keep_existing_the_previous_file_changes_nothing_and_numbers_compare_as_numbers(tmp_path):
     """Without --keep-existing canvas.csv is what it was (this run's grades). With it, a roster 4.00 where the
     previous canvas.csv gave 4 is the same grade, so it is updated; Ann's EX (excused by hand) is kept; a

@@ -13,10 +13,12 @@ any other cell keeps the roster's value, as before.
 ``canvas.csv`` also carries cells that are not the grader's grade (the roster's value kept under
 ``--keep-existing``, or copied where the student handed in none of a column's exercises), and an
 instructor may edit it before importing. So every canvas run also writes ``canvas.graded.csv``
-(:func:`graded_text`): one line per cell that holds this run's own grade (or ``--zero-missing``'s 0). Only
-a previous cell that this record confirms is the grader's counts; a hand edit kept on one run is kept on
-every later one. (A ``canvas.csv`` without the record, from an older grader, counts as it is.) The record's
-header names no Canvas identity column, so importing it by mistake matches no student.
+(:func:`graded_text`): one line per cell that holds this run's own grade (or ``--zero-missing``'s 0), and
+per cell of an earlier record that the roster still holds as given (a student this run writes no row for
+keeps the record: W13's late work after a ``--zero-missing`` 0, one run later). Only a previous cell that
+this record confirms is the grader's counts; a hand edit kept on one run is kept on every later one. (A
+``canvas.csv`` without the record, from an older grader, counts as it is.) The record's header names no
+Canvas identity column, so importing it by mistake matches no student.
 
 A previous file that cannot be read is reported and ignored (:func:`read_previous` returns why): nothing
 is updated then, which is what ``--keep-existing`` did before.
@@ -106,6 +108,12 @@ def read_previous(out_dir: str | Path) -> tuple[Previous | None, str]:
             previous.by_id[user] = cells
         if student:
             previous.by_name[student] = None if student in previous.by_name else cells
+    rows = (set(previous.by_id), set(previous.by_name))
+    for (user, student, column), grades in (given or {}).items():  # a student canvas.csv wrote no row for
+        if user and user not in rows[0]:  # (nothing graded that run) keeps what the record carried on
+            previous.by_id.setdefault(user, {})[column] = grades[-1]
+        elif not user and student and student not in rows[1]:
+            previous.by_name.setdefault(student, {})[column] = grades[-1]
     return previous, ""
 
 
