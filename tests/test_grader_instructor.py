@@ -61,6 +61,17 @@ def test_a_chapter_no_submission_holds_exits_2_and_writes_nothing(tmp_path, regi
     assert not (tmp_path / "out").exists()
 
 
+def test_a_canvas_zip_given_as_the_submissions_says_to_unzip_it_and_writes_nothing(tmp_path, registry, capsys):
+    """W13 passed Canvas's submissions.zip itself: "it is not a folder" said nothing of what to do."""
+    two_chapter_course(tmp_path / "course")
+    download = tmp_path / "submissions.zip"
+    download.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip
+    code = cli.main([str(download), "--course", str(tmp_path / "course"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"unzip -q {download} -d DIR" in err and "grade DIR" in err, err
+    assert not (tmp_path / "out").exists()
+
+
 CHAPTERS = [CourseExercise("ch1.add_one", 2, "01_toy.ipynb", 1), CourseExercise("ch1.attend", 3, "01_toy.ipynb", 1),
             CourseExercise("ch2.total", 1, "02_more.ipynb", 2)]
 

@@ -166,10 +166,12 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
         check_out(out_dir)
     if allow_weak_isolation is not None:
         sandbox.allow_weak_isolation(allow_weak_isolation)
-    sandbox.isolation()  # a weak sandbox is refused here, before any submission is read
     submissions = Path(submissions_dir)
     if not submissions.is_dir():
-        raise NoSubmissions(f"no student folders found in {submissions}: it is not a folder")
+        unzip = (f": a zip file (a Canvas download?); unzip it into an empty folder of its own, `mkdir DIR && unzip "
+                 f"-q {submissions} -d DIR`, and grade DIR" if submissions.suffix.lower() == ".zip" else "")
+        raise NoSubmissions(f"no student folders found in {submissions}: it is not a folder{unzip}")
+    sandbox.isolation()  # a weak sandbox is refused here, before any submission is read
     found = intake.collect(submissions, layout, read=False)  # each student's notebooks are read in their unit
     _report_intake(found, layout)
     if not found.students:
