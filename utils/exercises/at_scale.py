@@ -14,7 +14,7 @@ import random
 import torch
 
 from utils.exercises.common import Case
-from utils.exercises.definition import TORCH_ATTENTION, Exercise, Mistake
+from utils.exercises.definition import TORCH_ATTENTION, TORCH_AUTODIFF, Exercise, Mistake
 from utils.exercises.edges import at_scale as edges
 from utils.exercises.mistakes import at_scale as wrong
 from utils.exercises.mistakes import at_scale_cache as wrong_cache
@@ -213,8 +213,7 @@ BLOCK_GRAD = Exercise(
                 "value.T on a tensor of more than 2 dims reverses all of them: swap only the last two, "
                 "value.transpose(-2, -1) or value.mT, so that dP = dO Vᵀ is (..., L, Dv) @ (..., Dv, B)"),
     ),
-    forbidden=("torch.autograd.grad", "torch.autograd.backward", "torch.func.vjp",
-               "utils.tiled_backward.tiled_attention_backward"),
+    forbidden=(*TORCH_AUTODIFF, "utils.tiled_backward.tiled_attention_backward"),
     hint="dP = dO Vᵀ for this block's keys; Δ = rowsum(dO ⊙ O), one number per query row, kept as (..., L, 1) "
          "so that it broadcasts along the keys; then dS = P ⊙ (dP − Δ)",
 )

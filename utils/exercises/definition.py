@@ -83,6 +83,48 @@ TORCH_ATTENTION = (
 the grader runs, it raises), and blocking it at run time would import its module, about a second of CPU
 time, in every exercise's process."""
 
+TORCH_AUTODIFF = (
+    "torch.autograd.grad",
+    "torch.autograd.backward",  # tensor.backward() calls it: blocked at run time, read as the tensor's own statically
+    "torch.autograd.forward_ad.make_dual",  # forward mode; torch.func's jvp and jacfwd call it too
+    "torch.autograd.forward_ad.unpack_dual",
+    "torch.autograd.forward_ad.dual_level",
+    "torch.autograd.functional.jacobian",
+    "torch.autograd.functional.jvp",
+    "torch.autograd.functional.vjp",
+    "torch.autograd.functional.hvp",
+    "torch.autograd.functional.vhp",
+    "torch.autograd.functional.hessian",
+    "torch.func.grad",
+    "torch.func.grad_and_value",
+    "torch.func.vjp",
+    "torch.func.jvp",
+    "torch.func.jacrev",
+    "torch.func.jacfwd",
+    "torch.func.hessian",
+    "torch.func.linearize",
+)
+"""torch's automatic differentiation, reverse and forward mode (red team R17: ``torch.func.jacfwd`` and
+``forward_ad.make_dual`` computed chapter 6's block gradient), forbidden in every exercise whose task is a
+gradient. ``torch.func.functional_call`` is left out: it calls a module with other parameters and computes no
+gradient. ``grad`` and ``backward`` are refused by the static check only on a chain that resolves to torch (a
+class's own ``backward`` method, a namedtuple's ``grad`` field are fair); the run time blocks every route."""
+
+TORCH_NORMS = (
+    "torch.nn.functional.layer_norm", "torch.layer_norm", "torch.nn.LayerNorm",
+    "torch.nn.functional.group_norm", "torch.group_norm", "torch.nn.GroupNorm",
+    "torch.nn.functional.instance_norm", "torch.instance_norm",
+    "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d", "torch.nn.InstanceNorm3d",
+    "torch.nn.LazyInstanceNorm1d", "torch.nn.LazyInstanceNorm2d", "torch.nn.LazyInstanceNorm3d",
+    "torch.nn.functional.batch_norm", "torch.batch_norm",
+    "torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d", "torch.nn.SyncBatchNorm",
+    "torch.nn.LazyBatchNorm1d", "torch.nn.LazyBatchNorm2d", "torch.nn.LazyBatchNorm3d",
+    "torch.nn.functional.local_response_norm", "torch.nn.LocalResponseNorm",
+)
+"""torch's normalisation layers other than RMSNorm, forbidden in ``ch7.rms_norm`` (red team R17:
+``F.layer_norm`` on ``cat([x, -x])`` has mean zero, so it divides by the root mean square). Computing a norm stays
+allowed (``F.normalize``, ``torch.linalg.vector_norm``, ``torch.norm``): that is part of implementing RMSNorm."""
+
 POINT_STEP = Fraction(1, 100)
 """Part points are exact multiples of a hundredth (kept as :class:`~fractions.Fraction`), so that a
 total is exact and prints as a short decimal."""

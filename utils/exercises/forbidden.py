@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from utils.exercises._cell_rules import LOADER_ATTRIBUTES, NUMPY_ROUTES, own_attributes, refused, refused_in_tree
+from utils.exercises._forbidden_scopes import AMBIGUOUS, assigned_aliases, field_names, resolves_to_torch, unbound_reads
 from utils.exercises.common import resolve
 from utils.i18n.messages import tr
 
@@ -84,9 +85,10 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
     for name in forbidden:
         by_attr.setdefault(name.rpartition(".")[2], []).append(name)
     packages = {name for name in forbidden if "." not in name}
-    strings = {name.rpartition(".")[2] for name in forbidden if "." in name}
-    aliases = _aliases(tree)
+    strings = {name.rpartition(".")[2] for name in forbidden if "." in name} - AMBIGUOUS
+    aliases = assigned_aliases(tree, _aliases(tree))
     own, _reason = own_attributes(tree, _sensitive(by_attr))  # unsafe_in_source refuses what _reason names
+    unbound = {id(read) for package in packages for read in unbound_reads(tree, package)}  # not the cell's own
     for node in ast.walk(tree):
         named = _named_by_string(node, strings, by_attr, aliases)
         if named:
@@ -94,7 +96,8 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
         if isinstance(node, ast.Attribute) and node.attr in by_attr and id(node) not in own:
             chain = _attribute_chain(node)
             reached = ".".join([aliases.get(chain[0], chain[0]), *chain[1:]]) if chain else ""
-            return _named(by_attr[node.attr], reached)
+            if node.attr not in AMBIGUOUS or resolves_to_torch(reached):  # r.grad, Blk(w).backward: the cell's
+                return _named(by_attr[node.attr], reached)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] in packages:
@@ -104,14 +107,17 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
             if module.split(".")[0] in packages:
                 return module
             for alias in node.names:
-                if alias.name in by_attr:
+                if alias.name in by_attr and (alias.name not in AMBIGUOUS or resolves_to_torch(module)):
                     return _named(by_attr[alias.name], f"{module}.{alias.name}")
-        if isinstance(node, ast.Name) and node.id in packages:
+        if isinstance(node, ast.Name) and node.id in packages and id(node) in unbound:
             return node.id
         if isinstance(node, ast.MatchClass):  # case object(rms_norm=r) reads the attribute by its name
             for attr in node.kwd_attrs:
                 if attr in by_attr:
                     return _named(by_attr[attr], attr)
+    for field in field_names(tree):  # a dataclass field logsumexp: dataclasses.astuple reads it by its name
+        if field in strings:
+            return _named(by_attr[field], field)
     return None
 
 
@@ -119,15 +125,16 @@ def _named_by_string(node: ast.AST, strings: set[str], by_attr: Mapping[str, lis
                      aliases: Mapping[str, str]) -> str | None:
     """The forbidden name a string constant spells (``getattr(torch.special, "logsumexp")``, a dict key that
     becomes a keyword or an attribute), or None. A string can become an attribute's name, so one equal to a
-    forbidden name's last part counts as that name: named by what getattr's first argument reaches, when
-    it is getattr's (or hasattr's) name."""
+    forbidden name's last part counts as that name (named by what getattr's first argument reaches, when it
+    is getattr's name); one any object may have (:data:`AMBIGUOUS`) only as getattr's name on torch's chain."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr") \
-            and len(node.args) > 1 and _constant(node.args[1]) in strings:
+            and len(node.args) > 1 and _constant(node.args[1]) in by_attr:
         owner = node.args[0]
         chain = [owner.id] if isinstance(owner, ast.Name) else _attribute_chain(owner) \
             if isinstance(owner, ast.Attribute) else []
         reached = ".".join([aliases.get(chain[0], chain[0]), *chain[1:], node.args[1].value]) if chain else ""
-        return _named(by_attr[node.args[1].value], reached or node.args[1].value)
+        if node.args[1].value in strings or resolves_to_torch(reached):  # getattr(torch.autograd, "grad")
+            return _named(by_attr[node.args[1].value], reached or node.args[1].value)
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in strings:
         return _named(by_attr[node.value], node.value)
     return None
@@ -351,11 +358,15 @@ def forbidden_in_function(fn: Callable[..., Any], forbidden: Sequence[str]) -> s
 
 
 def _unsafe_in_own_source(fn: Callable[..., Any]) -> str | None:
+    source = _own_source(fn)
+    return None if source is None else unsafe_in_source(source)
+
+
+def _own_source(fn: Callable[..., Any]) -> str | None:
     try:
-        source = inspect.getsource(fn)
+        return inspect.getsource(fn)
     except (OSError, TypeError):
         return None
-    return unsafe_in_source(source)
 
 
 def forbidden_in_globals(fn: Callable[..., Any], forbidden: Sequence[str]) -> str | None:
@@ -405,10 +416,5 @@ def _cell_filled(cell: Any) -> bool:
 
 
 def _forbidden_in_own_source(fn: Callable[..., Any], forbidden: Sequence[str]) -> str | None:
-    if not forbidden:
-        return None
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
-        return None
-    return forbidden_in_source(source, forbidden)
+    source = _own_source(fn) if forbidden else None
+    return None if source is None else forbidden_in_source(source, forbidden)

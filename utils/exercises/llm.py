@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from utils._checks import check_positive_int, check_tensor, fmt_shape
-from utils.exercises.definition import TORCH_ATTENTION, Exercise, Mistake
+from utils.exercises.definition import TORCH_ATTENTION, TORCH_NORMS, Exercise, Mistake
 from utils.exercises.edges import llm as edges
 from utils.exercises.mistakes import llm as wrong
 from utils.exercises.probing.llm import RMS_PROBES, ROPE_PROBES
@@ -117,7 +117,7 @@ RMS_NORM = Exercise(
                 f"eps = 0.1, among others); add the `eps` you receive to the mean square, inside the root {_RMSNORM}"),
     ),
     forbidden=("utils", "utils.llm.blocks.rms_norm", "torch.nn.functional.rms_norm", "torch.rms_norm",
-               "torch.nn.RMSNorm"),
+               "torch.nn.RMSNorm", *TORCH_NORMS),
     hint="each vector (the last dim) is divided by its root mean square sqrt(mean(x²) + eps), eps inside the root, "
          "then multiplied by weight feature by feature; no mean is subtracted",
 )

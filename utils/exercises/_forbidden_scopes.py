@@ -1,0 +1,160 @@
+"""What :func:`utils.exercises.forbidden.forbidden_in_source` needs to tell a forbidden name from a cell's own
+(red team R17): where a bare name such as ``utils`` may still reach the package, which attribute names are too
+common to refuse on any object, and which field names a cell declares.
+
+Trusted side; parses text only.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+
+AMBIGUOUS = frozenset({"grad", "backward"})
+"""Last parts of forbidden names (``torch.autograd.grad``, ``torch.autograd.backward``) that any object may have
+as its own (a class's ``backward`` method, a namedtuple's ``grad`` field, a tensor's ``.grad``): refused only on
+a chain that resolves to torch (``torch.autograd.grad``, ``ag.grad`` after ``import torch.autograd as ag`` or
+``ag = torch.autograd``, ``torch.Tensor.backward``). ``loss.backward()`` passes the static check and is
+blocked at run time: the method calls ``torch.autograd.backward``, which :func:`utils.exercises.runner.forbid`
+patches out."""
+FIELD_MAKERS = frozenset({"namedtuple", "NamedTuple", "make_dataclass", "TypedDict"})
+"""Calls whose keyword arguments or string of names declare fields (``NamedTuple("T", logsumexp=int)``,
+``namedtuple("T", "a logsumexp")``)."""
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+def resolves_to_torch(reached: str) -> bool:
+    """Whether a dotted chain, its first name resolved (``torch.autograd.grad``), starts at torch."""
+    return reached == "torch" or reached.startswith("torch.")
+
+
+def assigned_aliases(tree: ast.AST, aliases: Mapping[str, str]) -> dict[str, str]:
+    """``{"ag": "torch.autograd"}`` for ``ag = torch.autograd``: a name assigned a chain that starts at a module."""
+    found = dict(aliases)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            chain = _chain(node.value)
+            if chain and chain[0] in aliases:
+                found[node.targets[0].id] = ".".join([aliases[chain[0]], *chain[1:]])
+    return found
+
+
+def _chain(node: ast.AST) -> list[str]:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return [node.id, *reversed(parts)] if isinstance(node, ast.Name) else []
+
+
+def field_names(tree: ast.AST) -> list[str]:
+    """The field names a cell declares: a class body's annotated names (a dataclass's or NamedTuple's fields:
+    ``dataclasses.astuple`` reads each by its name, on a tensor subclass a tensor's method), the keywords and the
+    names in a string given to :data:`FIELD_MAKERS` (``"a logsumexp"``, ``"a, logsumexp"``)."""
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            names += [item.target.id for item in node.body
+                      if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)]
+        if isinstance(node, ast.Call) and _called_name(node.func) in FIELD_MAKERS:
+            names += [keyword.arg for keyword in node.keywords if keyword.arg]
+            for arg in node.args[1:2]:
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    names += arg.value.replace(",", " ").split()
+    return names
+
+
+def _called_name(func: ast.AST) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
+def unbound_reads(tree: ast.Module, name: str) -> list[ast.Name]:
+    """The reads of ``name`` that may reach a module-level ``name`` the cell did not bind (the course's package,
+    imported by an earlier cell). A read is the cell's own where its function, lambda or comprehension binds
+    the name (an argument, an assignment, a ``for``/``with``/comprehension target: Python then never reads the
+    global, whatever runs), or an enclosing function does; at the top level, where an unconditional top-level
+    assignment of the name comes first. An import binding the name does not count (``import utils`` is the
+    package), nor does a ``global`` statement, a class body, or a binding that is conditional at the top level."""
+    scope_of: dict[int, ast.AST] = {}
+    parent: dict[int, ast.AST | None] = {id(tree): None}
+    bound: dict[int, set[str]] = {id(tree): set()}
+    declared_global: dict[int, set[str]] = {}
+    reads: list[ast.Name] = []
+
+    def visit(node: ast.AST, scope: ast.AST) -> None:
+        if isinstance(node, (*_FUNCTIONS, ast.ClassDef, *_COMPREHENSIONS)):
+            _enter(node, scope)
+            return
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load) and node.id == name:
+                reads.append(node)
+                scope_of[id(node)] = scope
+            elif not isinstance(node.ctx, ast.Load):
+                bound[id(scope)].add(node.id)
+        if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):  # binds outside a comprehension
+            outer = scope
+            while isinstance(outer, _COMPREHENSIONS):
+                outer = parent[id(outer)]
+            bound[id(outer)].add(node.target.id)
+            visit(node.value, scope)
+            return
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared_global.setdefault(id(scope), set()).update(node.names)
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            bound[id(scope)].add(node.name)
+        for child in ast.iter_child_nodes(node):
+            visit(child, scope)
+
+    def _enter(node: ast.AST, scope: ast.AST) -> None:
+        parent[id(node)] = scope
+        bound[id(node)] = set()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound[id(scope)].add(node.name)
+            for outer in [*node.decorator_list, *getattr(node, "bases", []), *getattr(node, "keywords", [])]:
+                visit(outer, scope)
+        if isinstance(node, _FUNCTIONS):
+            args = node.args
+            for default in [*args.defaults, *[d for d in args.kw_defaults if d is not None]]:
+                visit(default, scope)
+            every = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+            bound[id(node)].update(arg.arg for arg in every if arg is not None)
+            for body in node.body if isinstance(node.body, list) else [node.body]:
+                visit(body, node)
+        elif isinstance(node, ast.ClassDef):
+            for body in node.body:
+                visit(body, node)
+        else:  # a comprehension: its first iterable is read in the enclosing scope
+            for index, generator in enumerate(node.generators):
+                visit(generator.iter, scope if index == 0 else node)
+                visit(generator.target, node)
+                for condition in generator.ifs:
+                    visit(condition, node)
+            for part in (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,):
+                visit(part, node)
+
+    for statement in tree.body:
+        visit(statement, tree)
+    first_top_assignment = min((s.lineno for s in tree.body if _assigns(s, name)), default=None)
+    unbound = []
+    for read in reads:
+        scope: ast.AST | None = scope_of[id(read)]
+        own = False
+        while scope is not None and scope is not tree:
+            if name in declared_global.get(id(scope), set()):
+                break
+            if not isinstance(scope, ast.ClassDef) and name in bound[id(scope)]:
+                own = True
+                break
+            scope = parent[id(scope)]
+        if not own and not (first_top_assignment is not None and first_top_assignment < read.lineno):
+            unbound.append(read)
+    return unbound
+
+
+def _assigns(statement: ast.stmt, name: str) -> bool:
+    """Whether a top-level statement is an unconditional assignment of ``name`` (``utils = ...``)."""
+    if isinstance(statement, ast.Assign):
+        return any(isinstance(target, ast.Name) and target.id == name for target in statement.targets)
+    return isinstance(statement, ast.AnnAssign) and statement.value is not None and \
+        isinstance(statement.target, ast.Name) and statement.target.id == name
