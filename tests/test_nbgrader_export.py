@@ -40,7 +40,7 @@ NBGRADER_VENV = REPO / ".cache" / "nbgrader-venv"
 NBGRADER_SPEC = "nbgrader>=0.9,<0.10"
 CHAPTER = "01_queries_keys_values"
 GRADE_ID = "ch1-project_qkv-tests"
-STUDENTS = ("alice", "carol", "mallory", "dave", "erin", "frank", "hank", "ivan")
+STUDENTS = ("alice", "carol", "mallory", "dave", "erin", "frank", "gina", "hank", "ivan")
 
 
 @pytest.fixture(scope="module")
@@ -232,6 +232,12 @@ def _students(course: Path, released: Path, marker: Path) -> None:
     scratch = course / "submitted" / "hank" / CHAPTER / "scratch.ipynb"
     nbformat.write(nbformat.read(str(released), as_version=4), str(scratch))
     os.utime(scratch, (1_700_000_000, 1_700_000_000))  # older than the notebook graded
+    # gina (W16): the assignment's notebook left unsolved, her work in a newer scratch.ipynb: graded from it
+    gina = course / "submitted" / "gina" / CHAPTER
+    gina.mkdir(parents=True)
+    nbformat.write(nbformat.read(str(released), as_version=4), str(gina / f"{CHAPTER}.ipynb"))
+    os.utime(gina / f"{CHAPTER}.ipynb", (1_700_000_000, 1_700_000_000))
+    nbformat.write(source, str(gina / "scratch.ipynb"))
 
 
 @pytest.mark.slow
@@ -285,6 +291,10 @@ def test_real_nbgrader_round_trip(tmp_path):
                                 ("erin", "ch1.project_qkv"), ("ivan", "ch1.project_qkv")], restored
     assert log.count("course judge: frank: a copy of the locked cell ch1-project_qkv-tests was removed") == 1
     assert "Notebook JSON is invalid" not in log and "DuplicateCellId" not in log, log[-3000:]
+    for student, nb in autograded.items():  # the notebook shown was not the one graded: its test cells say so
+        notes = [o.text for c in nb.cells for o in c.get("outputs", []) if o.get("text", "").startswith("NOTE: ")]
+        assert len(notes) == (2 if student == "gina" else 0), (student, notes)
+        assert all("scratch.ipynb holds it too and was modified later" in note for note in notes), notes
     attack = next(c for c in autograded["mallory"].cells if c.source.startswith("import shutil, sqlite3"))
     assert attack.outputs == []
     for student, nb in autograded.items():  # every test cell shows the judge's verdict, and its points
@@ -304,7 +314,7 @@ def test_real_nbgrader_round_trip(tmp_path):
     scores = {s: float(r["score"]) for s, r in rows.items()}
     assert scores == {"alice": maximum, "carol": maximum - 1, "mallory": 0,  # partial credit; the attack gains nothing
                       "dave": maximum, "erin": maximum, "ivan": maximum,  # a test cell put back holds the verdict
-                      "frank": maximum, "hank": maximum}  # a pasted copy goes; the newest copy is graded
+                      "frank": maximum, "hank": maximum, "gina": maximum}  # a pasted copy goes; the newest copy
 
     # The course's grader on nbgrader's submitted/ folder, with the course's seed, gives the same points.
     out = tmp_path / "grades"

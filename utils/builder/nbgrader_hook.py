@@ -392,14 +392,12 @@ class CourseJudge:
                 raise RuntimeError(f"course judge: {exercise_id} is worth {verdict['max_points']} points in the course "
                                    f"but {cell.metadata.nbgrader.get('points')} in nbgrader's gradebook; export and "
                                    "generate the assignment again")
-            report = _report(exercise_id, verdict)
+            report = "".join(f"NOTE: {why}\n" for name, why in self._verdicts[path].get("not_graded", [])
+                             if name == os.path.basename(path) and exercise_id in why) + _report(exercise_id, verdict)
             cell.outputs = [
                 new_output("stream", name="stdout", text=f"WARNING: {CHANGED}\n{report}" if changed else report),
-                new_output(
-                    "execute_result",
-                    data={"text/plain": verdict["points"]},
-                    execution_count=cell.get("execution_count"),
-                ),
+                new_output("execute_result", data={"text/plain": verdict["points"]}, execution_count=cell.get(
+                    "execution_count")),
             ]
         return nb, resources
 

@@ -213,6 +213,9 @@ def batch_main(payload: dict[str, Any], course_root: Path | None = None) -> int:
         for row in summary["rows"]:
             if row.student in notebooks:
                 students.setdefault(row.student, {"exercises": {}})["exercises"][row.exercise] = _row(row)
+        for item in summary.get("unplaced", []):  # a copy not graded: its test cells say so (W16)
+            if item.student in notebooks and "exercises" in students.get(item.student, {}):
+                students[item.student].setdefault("not_graded", []).append([Path(item.path).name, item.reason])
     print(json.dumps({"isolation": isolation, "students": students}, ensure_ascii=False))
     return 0
 
