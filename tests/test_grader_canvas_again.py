@@ -165,6 +165,24 @@ def test_each_student_left_out_is_listed_once_in_the_right_list(tmp_path, capsys
 
 
 @pytest.mark.sandbox
+def test_a_roster_saved_before_the_previous_canvas_csv_is_warned_about(tmp_path, capsys):
+    """W15 graded with the export from before the last import: its canvas.csv undid that import's grades."""
+    import os
+
+    one_run(tmp_path, {}, {"bob": 1})
+    roster = tmp_path / "gradebook.csv"
+    written = (tmp_path / "out" / "canvas.csv").stat().st_mtime
+    capsys.readouterr()
+    os.utime(roster, (written + 5, written + 5))  # exported again after the import: no warning
+    batch.read_previous(tmp_path / "out", True, roster)
+    assert "WARNING" not in capsys.readouterr().err
+    os.utime(roster, (written - 60, written - 60))  # the export from before it
+    batch.read_previous(tmp_path / "out", True, roster)
+    err = capsys.readouterr().err
+    assert f"WARNING: the roster {roster} was saved before the previous canvas.csv" in err, err
+    assert "Export the gradebook again" in err
+
+
 def test_again_later_through_the_command_line(tmp_path, registry, capsys):  # noqa: F811
     """README's "Again later": run 1, a hand edit in Canvas is kept and a resubmission updated by run 2."""
     two_chapter_course(tmp_path / "course")

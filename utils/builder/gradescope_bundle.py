@@ -241,7 +241,8 @@ def _keep_if_seed_changes(out_zip: Path, seed: int) -> None:
 
 def _exists(out_zip: Path) -> str:
     return (f"{out_zip} exists, and it holds the seed its students' hidden cases were drawn with: pass --overwrite "
-            f"to replace it (its seed is lost unless you pass it again, in a --seed-file), or choose another name")
+            f"to replace it (with the same --seed-file its seed is kept; with another one the old zip is kept as "
+            f"{out_zip.stem}.previous.zip), or choose another name")
 
 
 def _write_zip(handle, root: Path, config: dict, notebooks: dict[str, str]) -> None:

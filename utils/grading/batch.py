@@ -194,7 +194,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     if lms_format == "canvas":  # an unusable roster stops us before grading, and before anything is written
         layout, _left_out, _new = lms.canvas_columns(the_plan.exercises, columns, the_roster)
         _refuse_points(lms.points_mismatches(layout, the_roster), the_roster)
-        previous = read_previous(out_dir, keep_existing)  # what was imported last time, read before it is replaced
+        previous = read_previous(out_dir, keep_existing, roster)  # what was imported last time, before it is replaced
     settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
                                hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())),
                                feedback=feedback, wall=None if wall is None else float(wall), deadline=deadline,
@@ -342,10 +342,15 @@ def write_canvas(out_dir: str | Path, sheet: lms.CanvasSheet, previous: lms_prev
     report.atomic_write(Path(out_dir) / lms_previous.GRADED, lms_previous.graded_text(sheet.given))
 
 
-def read_previous(out_dir: str | Path, keep_existing: bool) -> lms_previous.Previous | None:
+def read_previous(out_dir: str | Path, keep_existing: bool, roster: str | Path | None = None
+                  ) -> lms_previous.Previous | None:
     """The previous run's ``canvas.csv`` in ``out_dir`` (:mod:`~utils.grading.lms_previous`), or None; one
-    that cannot be read is named on stderr and ignored."""
+    that cannot be read is named on stderr and ignored; a ``roster`` saved before it is warned about (W15)."""
     previous, why = lms_previous.read_previous(out_dir)
+    if previous is not None and roster is not None and Path(roster).stat().st_mtime < previous.path.stat().st_mtime:
+        _say(f"grader: canvas.csv: WARNING: the roster {roster} was saved before the previous canvas.csv was written, "
+             f"so it may be an export from before your last import: importing this canvas.csv would then undo the "
+             f"grades that import set. Export the gradebook again (Grades > Export) and run again")
     if why:
         _say(f"grader: canvas.csv: the previous run's canvas.csv is IGNORED: {why}; so --keep-existing updates no "
              f"grade this time (each cell that differs keeps the roster's value and is listed)" if keep_existing
