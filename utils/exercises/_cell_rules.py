@@ -14,6 +14,7 @@ import inspect
 import sys
 
 from utils.exercises._cell_writes import READ_ONLY, WRITERS, refused_write, written
+from utils.exercises._submodules import refused_reach
 from utils.i18n.messages import tr
 
 COURSE_MODULES = frozenset({"__future__", "math", "torch", "torch.nn", "torch.nn.functional", "torch.linalg",
@@ -199,7 +200,7 @@ def refused_in_tree(tree: ast.AST) -> str | None:
                   or _refused_class_maker(node, parents) or _refused_module_change(node, held))
         if reason:
             return reason
-    return None
+    return refused_reach(tree, ALLOWED_IMPORTS)
 
 
 PREAMBLE_NAMES = frozenset({"torch", "nn", "F", "math"})

@@ -158,3 +158,87 @@ def _assigns(statement: ast.stmt, name: str) -> bool:
         return any(isinstance(target, ast.Name) and target.id == name for target in statement.targets)
     return isinstance(statement, ast.AnnAssign) and statement.value is not None and \
         isinstance(statement.target, ast.Name) and statement.target.id == name
+
+
+def own_method_reads(tree: ast.AST) -> set[int]:
+    """The attribute nodes (by ``id``) that provably read a method of the cell's own class (red team R18's F2:
+    ``_Online().logsumexp(b)`` where the cell's class ``_Online`` defines ``logsumexp`` from ``exp`` and ``sum``).
+    The class has no base but ``object``, no decorator or keyword, and defines the method by a plain ``def``;
+    its name is bound only by its class statement and read only as ``C(...)``, so no method is ever called
+    unbound with torch for ``self``; no attribute of that name is ever set. The receiver is ``C(...)``, a name
+    every binding of which is ``name = C(...)``, or the first argument of one of ``C``'s methods, not bound
+    again. Torch's own ``Tensor.logsumexp`` is still patched out at run time."""
+    nodes = list(ast.walk(tree))
+    stored = {node.attr for node in nodes if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)}
+    parents = {id(child): node for node in nodes for child in ast.iter_child_nodes(node)}
+    defines: dict[str, set[str]] = {}  # class name -> its methods
+    selves: dict[str, set[int]] = {}  # class name -> the reads of its methods' first arguments
+    classes = [node for node in nodes if isinstance(node, ast.ClassDef)]
+    for cls in classes:
+        if cls.keywords or cls.decorator_list or any(not (isinstance(b, ast.Name) and b.id == "object")
+                                                     for b in cls.bases):
+            continue
+        if sum(1 for other in classes if other.name == cls.name) > 1 or any(
+                isinstance(node, ast.Name) and node.id == cls.name and (not isinstance(node.ctx, ast.Load) or not (
+                    isinstance(parents.get(id(node)), ast.Call) and parents[id(node)].func is node))
+                for node in nodes) or any(_rebinds(node, cls.name) for node in nodes):
+            continue
+        methods = [item for item in cls.body if isinstance(item, ast.FunctionDef) and not item.decorator_list]
+        others = {n.id for item in cls.body if not isinstance(item, ast.FunctionDef) for n in ast.walk(item)
+                  if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        others |= {item.name for item in cls.body if isinstance(item, ast.FunctionDef) and item.decorator_list}
+        defines[cls.name] = {item.name for item in methods} - others
+        selves[cls.name] = {id(inner) for item in methods if item.args.args for inner in ast.walk(item)
+                            if isinstance(inner, ast.Name) and inner.id == item.args.args[0].arg and sum(
+            1 for other in ast.walk(item) if isinstance(other, ast.arg) and other.arg == item.args.args[0].arg) == 1
+            and not any(_rebinds_name(other, item.args.args[0].arg) for other in ast.walk(item))}
+    found: set[int] = set()
+    for name, methods in defines.items():
+        instances = _only_calls_of(nodes, name)
+        for node in nodes:
+            if not (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr in methods
+                    and node.attr not in stored):
+                continue
+            receiver = node.value
+            if (isinstance(receiver, ast.Call) and isinstance(receiver.func, ast.Name) and receiver.func.id == name) \
+                    or (isinstance(receiver, ast.Name) and receiver.id in instances) \
+                    or id(receiver) in selves[name]:
+                found.add(id(node))
+    return found
+
+
+def _rebinds(node: ast.AST, name: str) -> bool:
+    """A binding of ``name`` other than a class statement (a function, an import, ``global``...)."""
+    if isinstance(node, ast.ClassDef):
+        return False
+    return _rebinds_name(node, name)
+
+
+def _rebinds_name(node: ast.AST, name: str) -> bool:
+    """Whether ``node`` binds ``name`` (not as an argument: :func:`own_method_reads` counts those itself)."""
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return name in node.names
+    if isinstance(node, ast.alias):
+        return (node.asname or node.name.split(".")[0]) == name
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler, ast.MatchAs,
+                         ast.MatchStar)):
+        return node.name == name
+    return isinstance(node, ast.MatchMapping) and node.rest == name
+
+
+def _only_calls_of(nodes: list[ast.AST], class_name: str) -> set[str]:
+    """Names every binding of which is ``name = C(...)`` (a single target), none an argument or other binding."""
+    good: set[str] = set()
+    bad: set[str] = set()
+    assigned = {id(node.targets[0]) for node in nodes if isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name) and node.value.func.id == class_name}
+    for node in nodes:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            (good if id(node) in assigned else bad).add(node.id)
+        elif isinstance(node, ast.arg):
+            bad.add(node.arg)
+    bad.update(name for node in nodes if not isinstance(node, ast.Name) for name in good if _rebinds_name(node, name))
+    return good - bad

@@ -18,6 +18,7 @@ from typing import Any
 
 from utils.exercises._cell_rules import LOADER_ATTRIBUTES, NUMPY_ROUTES, own_attributes, refused, refused_in_tree
 from utils.exercises._forbidden_scopes import AMBIGUOUS, assigned_aliases, field_names, resolves_to_torch, unbound_reads
+from utils.exercises._forbidden_scopes import own_method_reads as own_methods
 from utils.exercises.common import resolve
 from utils.i18n.messages import tr
 
@@ -50,11 +51,10 @@ exercise's process (seccomp refuses ``execve``). ``os``, ``posix`` and ``nt`` ar
 import is named first (:data:`utils.exercises._cell_rules.ALLOWED_IMPORTS`); these names are a second net."""
 OS_MODULES = ("os", "posix", "nt")
 SAFE_DUNDERS = frozenset({"__init__", "__call__", "__name__", "__doc__", "__class__"})
-DOCUMENTED_PRIVATES = frozenset({"_exit", "_replace", "_asdict", "_fields", "_make", "_field_defaults"})
-"""Public APIs whose names start with ``_`` (``os._exit``, a namedtuple's ``_replace``...): allowed as
-attributes where no torch module or tensor has that name."""
 """The only dunder attributes an exercise cell may touch (``super().__init__()``; ``x.__class__`` only where
 :func:`utils.exercises._cell_rules.refused_in_tree` allows it)."""
+DOCUMENTED_PRIVATES = frozenset({"_exit", "_replace", "_asdict", "_fields", "_make", "_field_defaults"})
+"""Public names starting with ``_`` (``os._exit``, a namedtuple's ``_replace``): allowed unless torch has one."""
 _TORCH_MODULES = ("torch",)
 UNSAFE_TORCH = frozenset({"jit", "hub", "load", "package", "library", "compile", "fx", "export", "overrides",
                           "utils", "serialization", "multiprocessing", "sys", "os", "_dynamo", "cuda"})
@@ -87,7 +87,7 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
     packages = {name for name in forbidden if "." not in name}
     strings = {name.rpartition(".")[2] for name in forbidden if "." in name} - AMBIGUOUS
     aliases = assigned_aliases(tree, _aliases(tree))
-    own, _reason = own_attributes(tree, _sensitive(by_attr))  # unsafe_in_source refuses what _reason names
+    own = own_attributes(tree, _sensitive(by_attr))[0] | own_methods(tree)  # unsafe_in_source: own_attributes' reason
     unbound = {id(read) for package in packages for read in unbound_reads(tree, package)}  # not the cell's own
     for node in ast.walk(tree):
         named = _named_by_string(node, strings, by_attr, aliases)

@@ -1,0 +1,116 @@
+"""What an exercise cell may reach through an allowed module's attributes (red team R18, issue 35): a submodule
+only if it is allowed too, and none of the few attributes that run text as code or walk torch's autograd graph.
+
+``np.testing.measure("import os ...")`` compiles and runs a string in the caller's globals: ``numpy.testing`` is
+never imported by the cell, only reached as an attribute of the allowed ``numpy``. So an attribute chain rooted at
+a name bound to a module (the preamble's ``torch``, ``nn``, ``F``, ``math``, any import, ``t = torch``) is resolved
+to dotted names, and each prefix that names a module must be allowed. Trusted side: parses text, and finds whether
+a dotted name is a module with :func:`importlib.util.find_spec`, only below a module that is allowed (so that
+finding it imports nothing a cell could not import itself).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import inspect
+import sys
+
+from utils.exercises._forbidden_scopes import assigned_aliases
+from utils.i18n.messages import tr
+
+HARMLESS_SUBMODULES = frozenset({"numpy.linalg", "numpy.random", "numpy.fft", "torch.cuda", "torch.nn.init",
+                                 "torch.nn.parameter", "torch.nn.modules", "torch.autograd", "torch.random",
+                                 "torch.types", "torch.func", "torch.autograd.functional", "torch.autograd.forward_ad",
+                                 "torch.distributions"})
+"""Submodules a fair cell may reach as attributes besides the importable ones
+(:data:`utils.exercises._cell_rules.COURSE_MODULES`): ``np.linalg.norm``, ``np.random.default_rng``,
+``nn.init.xavier_uniform_``, ``nn.Parameter``'s module, ``torch.autograd.Function``, ``torch.func.vmap``,
+``torch.distributions.Categorical``... (an exercise that forbids autodiff lists torch.func's and autograd's
+functions by name). ``torch.cuda`` is still refused where it is not called by :mod:`utils.exercises.forbidden`.
+``torch.nn.modules`` and ``torch.distributions`` allow their own modules (``nn.modules.linear``). Not
+``numpy.testing`` (``measure`` and ``rundocs`` run text as code), ``torch.testing``, ``torch.classes``
+(``load_library``), ``torch.backends``, ``torch.autograd.graph``..."""
+RUNS_CODE = frozenset({"measure", "rundocs", "load_library"})
+"""Attributes refused on any object: numpy.testing's functions that compile and run a string, and
+``torch.classes.load_library`` (a second net where the chain's root is not known to be a module)."""
+AUTOGRAD_GRAPH = frozenset({"grad_fn", "next_functions", "register_hook", "register_prehook",
+                            "register_full_backward_hook", "register_full_backward_pre_hook",
+                            "register_backward_hook", "saved_tensors", "saved_variables", "retains_grad"})
+"""Attributes that walk or hook torch's autograd graph: calling each node of ``y.grad_fn`` and its
+``next_functions`` computes a gradient with torch's derivative code (red team R18's G1 in chapter 6's block
+gradient). A private ``_saved_self`` is refused as a private name; so is each of these names on any object."""
+_HARMLESS_BELOW = ("torch.nn.modules.", "torch.distributions.")
+_PREAMBLE = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "math": "math"}
+
+
+def refused_reach(tree: ast.AST, allowed: frozenset[str]) -> str | None:
+    """Why a node of the cell's syntax tree ``tree`` reaches what no cell may, or None. ``allowed``: the modules a
+    cell may import."""
+    modules = assigned_aliases(tree, _module_aliases(tree))
+    for node in ast.walk(tree):
+        chain = _chain(node) if isinstance(node, ast.Attribute) else []
+        if not chain or chain[0] not in modules:
+            continue
+        dotted = modules[chain[0]]
+        for part in chain[1:]:
+            if dotted not in allowed | HARMLESS_SUBMODULES and not dotted.startswith(_HARMLESS_BELOW):
+                break  # the chain left the modules: what it reaches from an allowed one was checked below
+            dotted = f"{dotted}.{part}"
+            if _is_module(dotted) and dotted not in allowed | HARMLESS_SUBMODULES \
+                    and not dotted.startswith(_HARMLESS_BELOW):
+                return tr("{code}: {module} is a module an exercise cell may not use (only {allowed})",
+                          code=ast.unparse(node)[:60], module=dotted,
+                          allowed=", ".join(sorted(allowed | HARMLESS_SUBMODULES)))
+    for node in ast.walk(tree):  # after the modules, so that np.testing.measure names numpy.testing
+        name = node.attr if isinstance(node, ast.Attribute) else None
+        if name in RUNS_CODE:
+            return tr("{code} (runs text as code or loads a shared library)", code=f".{name}")
+        if name in AUTOGRAD_GRAPH:
+            return tr("{code} (walks or hooks torch's autograd graph, which computes gradients with torch's "
+                      "derivative code)", code=f".{name}")
+    return None
+
+
+def _module_aliases(tree: ast.AST) -> dict[str, str]:
+    """Each name bound to a module in ``tree`` (and the preamble's), mapped to the module's dotted name."""
+    found = dict(_PREAMBLE)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else \
+                    alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return found
+
+
+def _chain(node: ast.Attribute) -> list[str]:
+    parts: list[str] = []
+    current: ast.AST = node
+    while isinstance(current, ast.Attribute):
+        parts.append(current.attr)
+        current = current.value
+    if isinstance(current, ast.Call) and isinstance(current.func, ast.Name) and current.func.id == "getattr" \
+            and len(current.args) > 1 and isinstance(current.args[0], ast.Name) \
+            and isinstance(current.args[1], ast.Constant) and isinstance(current.args[1].value, str):
+        parts.append(current.args[1].value)  # getattr(np, "testing").measure
+        current = current.args[0]
+    return [current.id, *reversed(parts)] if isinstance(current, ast.Name) else []
+
+
+def _is_module(dotted: str) -> bool:
+    """Whether ``dotted`` names a module (``numpy.testing``; ``torch.classes``, a module object without a spec),
+    its parent being allowed. Never imports ``dotted`` itself: a loaded parent's ``__dict__`` is read, not its
+    attributes (torch's module ``__getattr__`` imports lazily)."""
+    parent, _, name = dotted.rpartition(".")
+    loaded = sys.modules.get(parent)
+    if loaded is not None and inspect.ismodule(getattr(loaded, "__dict__", {}).get(name)):
+        return True
+    if dotted in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(dotted) is not None
+    except (ImportError, ValueError, AttributeError):
+        return False
