@@ -114,12 +114,7 @@ test quick unit doctest nbval nbval-solutions nbval-chapters binder-test browser
 # computes it, and the chapter's runs under nbval and in chapters/zh read it. Emptied when make test starts.
 test: export COURSE_REFERENCE_CACHE = $(CURDIR)/build/test-cache/reference
 
-# The unit stage and Binder's (fresh venvs, every chapter) run at the same time: the unit stage alone left
-# about a third of the two cores idle (graders' sandboxes starting, hanging students timed out), and
-# Binder's pip installs and notebooks fill those gaps. Then the rest, one stage after the other.
-test: test-prereqs fresh-test-cache setup-dev lint
-	$(MAKE) --no-print-directory -j2 --output-sync=line unit binder-test BINDER_NBVAL="--nbval-lax chapters/zh"
-	$(MAKE) --no-print-directory doctest nbval-solutions browser html
+test: test-prereqs fresh-test-cache setup-dev lint unit doctest nbval-solutions binder-test browser html
 	@echo "make test: all green"
 
 fresh-test-cache:
@@ -161,11 +156,10 @@ nbval-chapters: setup-dev
 
 # Binder's environment built from binder/ as Binder would (Docker cannot run here), and Colab simulated:
 # each builds a fresh venv (pip: local wheels and cache), one per worker. Under `make test` this session
-# also runs chapters/zh/ top to bottom (nbval-chapters' check; `make test` passes BINDER_NBVAL), on the
-# worker Colab's shorter test frees, while the other still runs the English chapters in Binder's
-# environment (the same verdict as nbval-lax, no error outside a cell tagged raises-exception, in the
-# stricter environment): no chapter runs twice.
-BINDER_NBVAL ?=
+# also runs chapters/zh/ top to bottom (nbval-chapters' check), on the worker Colab's shorter test frees,
+# while the other still runs the English chapters in Binder's environment (the same verdict as nbval-lax,
+# no error outside a cell tagged raises-exception, in the stricter environment): no chapter runs twice.
+BINDER_NBVAL ?= $(if $(filter test,$(MAKECMDGOALS)),--nbval-lax chapters/zh,)
 binder-test: setup-dev
 	$(PYTEST) -q -p no:cacheprovider -n $(JOBS) --dist loadfile tests/test_binder_env.py tests/test_colab_sim.py $(BINDER_NBVAL)
 

@@ -73,11 +73,3 @@ def test_every_test_stage_runs_torch_on_one_thread_per_process():
     lab = subprocess.run(["make", "-n", "-p", "--no-print-directory", "lab"], cwd=REPO, capture_output=True,
                          text=True, timeout=120, check=True).stdout
     assert "lab: OMP_NUM_THREADS" not in lab  # a learner's kernels keep torch's default
-
-
-def test_make_test_runs_the_unit_and_binder_stages_at_the_same_time():
-    """The unit stage alone left about a third of the two cores idle; Binder's installs and notebooks fill it."""
-    out = subprocess.run(["make", "-n", "--no-print-directory", "test"], cwd=REPO, capture_output=True, text=True,
-                         timeout=120, check=True).stdout
-    [together] = [shlex.split(line) for line in out.splitlines() if "binder-test" in line and "make" in line]
-    assert "-j2" in together and {"unit", "binder-test"} <= set(together), together
