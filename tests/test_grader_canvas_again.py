@@ -138,12 +138,12 @@ def test_a_cell_the_instructor_edited_in_canvas_csv_before_importing_is_no_grade
 def test_a_previous_file_that_cannot_be_read_is_named_and_ignored(tmp_path, capsys, name, data, why):
     one_run(tmp_path, {}, {"bob": 1})
     (tmp_path / "out" / name).write_bytes(data)
-    previous = batch.read_previous(tmp_path / "out", keep_existing=True)
+    previous = batch.previous_canvas(tmp_path / "out", keep_existing=True)
     err = capsys.readouterr().err
     assert previous is None and f"{tmp_path / 'out' / name} {why}" in err, err
     assert "previous run's canvas.csv is IGNORED" in err and "--keep-existing updates no grade" in err, err
     (tmp_path / "out" / "canvas.csv").unlink()
-    assert batch.read_previous(tmp_path / "out", keep_existing=True) is None and capsys.readouterr().err == ""
+    assert batch.previous_canvas(tmp_path / "out", keep_existing=True) is None and capsys.readouterr().err == ""
 
 
 def test_each_student_left_out_is_listed_once_in_the_right_list(tmp_path, capsys):
@@ -174,10 +174,10 @@ def test_a_roster_saved_before_the_previous_canvas_csv_is_warned_about(tmp_path,
     written = (tmp_path / "out" / "canvas.csv").stat().st_mtime
     capsys.readouterr()
     os.utime(roster, (written + 5, written + 5))  # exported again after the import: no warning
-    batch.read_previous(tmp_path / "out", True, roster)
+    batch.previous_canvas(tmp_path / "out", True, roster)
     assert "WARNING" not in capsys.readouterr().err
     os.utime(roster, (written - 60, written - 60))  # the export from before it
-    batch.read_previous(tmp_path / "out", True, roster)
+    batch.previous_canvas(tmp_path / "out", True, roster)
     err = capsys.readouterr().err
     assert f"WARNING: the roster {roster} was saved before the previous canvas.csv" in err, err
     assert "Export the gradebook again" in err

@@ -30,7 +30,6 @@ UID = isolation.UID_BASE - 11  # an unprivileged uid that no sandbox and no othe
 # The learner's project_qkv is right, but gives a wrong answer if it can read the instructor's secret seed
 # or a classmate's notebook: both belong to the user the grader runs as.
 SNOOP = """
-import os
 SEEN = []
 for path in ({seed!r}, {classmate!r}):
     try:

@@ -203,7 +203,7 @@ def refused_in_tree(tree: ast.AST) -> str | None:
     return refused_reach(tree, ALLOWED_IMPORTS)
 
 
-PREAMBLE_NAMES = frozenset({"torch", "nn", "F", "math"})
+_PREAMBLE_NAMES = frozenset({"torch", "nn", "F", "math"})
 """The modules every exercise cell starts with (:data:`utils.exercises.runner.PREAMBLE`)."""
 
 
@@ -217,7 +217,7 @@ def _root(node: ast.AST) -> str | None:
 def _module_names(tree: ast.AST) -> set[str]:
     """The names bound to a module or to something reached from one: the preamble's, every import's, and a name
     assigned one of those or an attribute chain from one (``t = torch``, ``T = torch.Tensor``)."""
-    names = set(PREAMBLE_NAMES)
+    names = set(_PREAMBLE_NAMES)
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update(alias.asname or alias.name.split(".")[0] for alias in node.names)

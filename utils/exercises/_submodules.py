@@ -22,10 +22,11 @@ from utils.i18n.messages import tr
 HARMLESS_SUBMODULES = frozenset({"numpy.linalg", "numpy.random", "numpy.fft", "torch.cuda", "torch.nn.init",
                                  "torch.nn.parameter", "torch.nn.modules", "torch.autograd", "torch.random",
                                  "torch.types", "torch.func", "torch.autograd.functional", "torch.autograd.forward_ad",
-                                 "torch.distributions"})
+                                 "torch.distributions", "torch.futures"})
 """Submodules a fair cell may reach as attributes besides the importable ones
 (:data:`utils.exercises._cell_rules.COURSE_MODULES`): ``np.linalg.norm``, ``np.random.default_rng``,
 ``nn.init.xavier_uniform_``, ``nn.Parameter``'s module, ``torch.autograd.Function``, ``torch.func.vmap``,
+``torch.futures.Future`` (no code runs from a string there),
 ``torch.distributions.Categorical``... (an exercise that forbids autodiff lists torch.func's and autograd's
 functions by name). ``torch.cuda`` is still refused where it is not called by :mod:`utils.exercises.forbidden`.
 ``torch.nn.modules`` and ``torch.distributions`` allow their own modules (``nn.modules.linear``). Not

@@ -25,7 +25,7 @@ from utils.i18n.messages import using_language
 from utils.paths import REPO_ROOT as COURSE_ROOT
 
 __all__ = ["EARLIER_RUN", "MAX_LISTED", "NoExercises", "NoSubmissions", "NothingToGrade", "OutputExists",
-           "check_out", "default_course", "default_jobs", "grade", "read_previous", "unplaced_rows", "write_canvas"]
+           "check_out", "default_course", "default_jobs", "grade", "previous_canvas", "unplaced_rows", "write_canvas"]
 
 MAX_LISTED = 20
 """Unplaced entries printed one by one on stderr; every one is in ``results.csv``."""
@@ -194,7 +194,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     if lms_format == "canvas":  # an unusable roster stops us before grading, and before anything is written
         layout, _left_out, _new = lms.canvas_columns(the_plan.exercises, columns, the_roster)
         _refuse_points(lms.points_mismatches(layout, the_roster), the_roster)
-        previous = read_previous(out_dir, keep_existing, roster)  # what was imported last time, before it is replaced
+        previous = previous_canvas(out_dir, keep_existing, roster)  # what was imported last time, before it is replaced
     settings = engine.Settings(timeout=float(timeout), seed=int(seed), memory_mb=int(memory_mb),
                                hidden=(str(submissions.resolve()), str(Path(out_dir).resolve())),
                                feedback=feedback, wall=None if wall is None else float(wall), deadline=deadline,
@@ -342,7 +342,7 @@ def write_canvas(out_dir: str | Path, sheet: lms.CanvasSheet, previous: lms_prev
     report.atomic_write(Path(out_dir) / lms_previous.GRADED, lms_previous.graded_text(sheet.given))
 
 
-def read_previous(out_dir: str | Path, keep_existing: bool, roster: str | Path | None = None
+def previous_canvas(out_dir: str | Path, keep_existing: bool, roster: str | Path | None = None
                   ) -> lms_previous.Previous | None:
     """The previous run's ``canvas.csv`` in ``out_dir`` (:mod:`~utils.grading.lms_previous`), or None; one
     that cannot be read is named on stderr and ignored; a ``roster`` saved before it is warned about (W15)."""
