@@ -29,6 +29,9 @@ does not reveal it): the judge refuses to autograde an assignment with another s
 would give an assignment another secret (the file moved away, or another ``--seed``) is refused unless
 ``--force``. ``DIR/judge_code.json`` (0600) records the course package's files as ``COURSE_PYTHON``
 imports them (their digests): autograde refuses to grade, naming the files, when they differ.
+``DIR/source_digests.json`` records the digest of each source notebook as written: ``source/`` is
+generated, so an export that would replace a notebook edited since (or not written by an export) is
+refused, naming it, unless ``--force``, which first keeps the edited file as ``NAME.ipynb.edited``.
 Run nbgrader (0.9) in DIR (students' kernels, for their Validate button, need the course package)::
 
     nbgrader generate_assignment 02_scaled_dot_product_attention
@@ -54,6 +57,7 @@ from utils.builder.chapter import KERNELSPEC, chapter_path
 from utils.builder.config import load_config
 from utils.builder.course import notebook_text
 from utils.builder.nbgrader_hook import BOOTSTRAP, FINGERPRINTS_NAME, JUDGE_CODE_NAME, fingerprint
+from utils.builder.nbgrader_sources import edited_sources, record_source_digests
 from utils.builder.stamps import SETUP_TAG, stamp
 from utils.builder.strip import BEGIN, END, exercise_meta
 from utils.grading.course_secret import SECRET_NAME, SecretError, read_secret, write_secret
@@ -319,12 +323,14 @@ def export_nbgrader(
         root: the course repository. Default: :data:`utils.paths.REPO_ROOT`.
         seed: the secret seed, when ``out_dir`` has none yet. Default: drawn at random.
         chapters: only these notebook stems (e.g. ``{"01_queries_keys_values"}``). Default: every chapter.
-        force: replace an ``nbgrader_config.py`` that differs from the export's, and export assignments
+        force: replace an ``nbgrader_config.py`` that differs from the export's, replace source notebooks
+            edited since the last export (keeping each as ``NAME.ipynb.edited``), and export assignments
             recorded with another secret. Default: raise :class:`BuildError` and leave them.
         python: the Python the judge runs (``COURSE_PYTHON``). Default: this one.
 
-    Returns the source notebooks, ``nbgrader_config.py``, ``nbgrader_hook.py`` and, when it was created,
-    ``grading_secret.txt`` (``secret_fingerprints.json`` and ``judge_code.json`` are written too).
+    Returns the source notebooks, ``nbgrader_config.py``, ``nbgrader_hook.py``, when it was created,
+    ``grading_secret.txt``, and the edited source notebooks kept under ``force`` (``NAME.ipynb.edited``)
+    (``secret_fingerprints.json``, ``source_digests.json`` and ``judge_code.json`` are written too).
     """
     root, out_dir = Path(root), Path(out_dir)
     config = load_config(root / "pyproject.toml")
@@ -341,23 +347,28 @@ def export_nbgrader(
         for path in sorted((root / "solutions").glob(NOTEBOOK_GLOB))
         if chapters is None or path.stem in chapters
     ]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _check_same_secret(out_dir, [path.stem for path in solutions], seed, force)
-    created = _secret(out_dir, seed)  # before anything is written: a conflicting --seed changes nothing
-    written = []
+    texts = {}
     for path in solutions:
         rel = path.relative_to(root).as_posix()
         solution = read_source_notebook(path, rel)
         stamp(solution, config, chapter_path(rel))  # badges open the chapter, as in chapters/
         nb = nbgrader_notebook(solution, rel)
         nbformat.validate(nb)
-        target = out_dir / "source" / path.stem / path.name
+        texts[out_dir / "source" / path.stem / path.name] = notebook_text(nb)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _check_same_secret(out_dir, [path.stem for path in solutions], seed, force)
+    if not force:
+        edited_sources(out_dir, texts, force)  # refused before anything is written
+    created = _secret(out_dir, seed)  # before anything is written: a conflicting --seed changes nothing
+    kept = edited_sources(out_dir, texts, force) if force else []
+    for target, text in texts.items():
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(notebook_text(nb), encoding="utf-8")
-        written.append(target)
+        target.write_text(text, encoding="utf-8")
+    written = list(texts)
+    record_source_digests(out_dir, texts)
     config_path.write_text(config_text, encoding="utf-8")
     hook_path = out_dir / HOOK_NAME
     hook_path.write_text(_HOOK_SOURCE.read_text(encoding="utf-8"), encoding="utf-8")
     _record_fingerprints(out_dir, [path.stem for path in solutions])
     _record_judge_code(out_dir, python)
-    return [*written, config_path, hook_path, *([out_dir / SECRET_NAME] if created else [])]
+    return [*written, config_path, hook_path, *([out_dir / SECRET_NAME] if created else []), *kept]

@@ -1,0 +1,88 @@
+"""An nbgrader export never replaces an instructor's edit of ``source/`` without asking (W18's finding).
+
+``source/`` is generated from ``solutions/`` (utils/builder/nbgrader_sources.py): an export replaces a
+source notebook only when it is still as an export wrote it; one edited since, or not written by an
+export, is refused, naming it, before anything is written, and ``--force`` keeps it as
+``NAME.ipynb.edited`` first. A re-export of an unedited course, and one after the course changed, go ahead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from utils.builder.cli import main as build_main
+from utils.builder.nbgrader import export_nbgrader
+from utils.builder.nbgrader_sources import EDITED_SUFFIX, SOURCE_DIGESTS_NAME
+from utils.notebook_files import BuildError
+
+CHAPTER = "01_queries_keys_values"
+SOURCE = f"source/{CHAPTER}/{CHAPTER}.ipynb"
+
+
+def _edit(path, marker):
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    nb["cells"][0]["source"] = [marker]
+    path.write_text(json.dumps(nb), encoding="utf-8")
+    return path.read_text(encoding="utf-8")
+
+
+def test_an_unedited_source_is_exported_again_and_its_digest_recorded(tmp_path):
+    export_nbgrader(tmp_path, chapters={CHAPTER})
+    first = (tmp_path / SOURCE).read_text(encoding="utf-8")
+    assert SOURCE in json.loads((tmp_path / SOURCE_DIGESTS_NAME).read_text(encoding="utf-8"))
+    written = export_nbgrader(tmp_path, chapters={CHAPTER})
+    assert (tmp_path / SOURCE).read_text(encoding="utf-8") == first
+    assert not any(path.suffix == EDITED_SUFFIX for path in written)
+
+
+def test_a_changed_course_replaces_a_source_the_export_wrote(tmp_path):
+    export_nbgrader(tmp_path, chapters={CHAPTER})
+    source = tmp_path / SOURCE
+    old = _edit(source, "an older export's text")
+    digests = json.loads((tmp_path / SOURCE_DIGESTS_NAME).read_text(encoding="utf-8"))
+    digests[SOURCE] = hashlib.sha256(old.encode("utf-8")).hexdigest()  # as if an export wrote it
+    (tmp_path / SOURCE_DIGESTS_NAME).write_text(json.dumps(digests), encoding="utf-8")
+    export_nbgrader(tmp_path, chapters={CHAPTER})
+    assert "an older export's text" not in source.read_text(encoding="utf-8")
+    assert not source.with_name(source.name + EDITED_SUFFIX).exists()
+
+
+def test_an_edited_source_is_refused_by_name_and_kept_unless_forced(tmp_path):
+    export_nbgrader(tmp_path, chapters={CHAPTER})
+    source = tmp_path / SOURCE
+    edited = _edit(source, "my own introduction for this class")
+    config = tmp_path / "nbgrader_config.py"
+    config.unlink()  # nothing at all is written by a refused export
+    with pytest.raises(BuildError, match=rf"{SOURCE} was edited since the last export.*solutions/.*--force"):
+        export_nbgrader(tmp_path, chapters={CHAPTER})
+    assert source.read_text(encoding="utf-8") == edited and not config.exists()
+    written = export_nbgrader(tmp_path, chapters={CHAPTER}, force=True)
+    backup = source.with_name(source.name + EDITED_SUFFIX)
+    assert backup in written and backup.read_text(encoding="utf-8") == edited
+    assert "my own introduction" not in source.read_text(encoding="utf-8")
+    export_nbgrader(tmp_path, chapters={CHAPTER})  # now as the export wrote it: no refusal
+
+
+def test_a_source_not_written_by_an_export_is_refused(tmp_path):
+    source = tmp_path / SOURCE
+    source.parent.mkdir(parents=True)
+    source.write_text("{}", encoding="utf-8")
+    with pytest.raises(BuildError, match="not written by"):
+        export_nbgrader(tmp_path, chapters={CHAPTER})
+    assert source.read_text(encoding="utf-8") == "{}"
+
+
+def test_the_command_line_refuses_and_then_names_the_kept_copy(tmp_path, capsys):
+    assert build_main(["--nbgrader", str(tmp_path)]) == 0
+    source = tmp_path / SOURCE
+    edited = _edit(source, "edited by hand")
+    capsys.readouterr()
+    assert build_main(["--nbgrader", str(tmp_path)]) != 0
+    err = capsys.readouterr().err
+    assert SOURCE in err and "--force" in err and source.read_text(encoding="utf-8") == edited
+    assert build_main(["--nbgrader", str(tmp_path), "--force"]) == 0
+    out = capsys.readouterr().out
+    assert f"kept the edited {CHAPTER}.ipynb as {source}{EDITED_SUFFIX}" in out
