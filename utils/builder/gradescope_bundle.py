@@ -14,7 +14,8 @@ The zip holds, at its root (as Gradescope's autograder specification asks):
   ``$AUTOGRADER_ROOT/results/results.json`` (:mod:`utils.grading.gradescope`: the student's code runs as an
   unprivileged uid, or grading is refused). ``AUTOGRADER_ROOT`` moves ``/autograder`` and
   ``AUTOGRADER_PYTHON`` the interpreter (default ``$AUTOGRADER_ROOT/venv/bin/python``); the tests set
-  both.
+  both. Run before ``setup.sh`` (no venv), it says in one line that the autograder's environment is
+  missing, names the interpreter it looked for, and exits 1.
 - ``gradescope.json``: the grading settings (seed, timeout, budget, memory, hidden tests' visibility, language,
   chapters, whether weak isolation is accepted), drawn or given when the bundle is made. ``setup.sh``, and
   the runner again before each submission, make it readable by root only: the student's code, run as
@@ -94,6 +95,15 @@ RUN_AUTOGRADER = """#!/usr/bin/env bash
 set -uo pipefail
 ROOT="${AUTOGRADER_ROOT:-/autograder}"
 PY="${AUTOGRADER_PYTHON:-$ROOT/venv/bin/python}"
+if ! command -v "$PY" >/dev/null 2>&1; then  # one clear line, not bash's "No such file or directory"
+    if [ -n "${AUTOGRADER_PYTHON:-}" ]; then
+        echo "run_autograder: AUTOGRADER_PYTHON=$PY: that Python was not found" >&2
+    else
+        echo "run_autograder: the autograder's environment is missing: run setup.sh first" \\
+             "($PY does not exist; setup.sh makes $ROOT/venv)" >&2
+    fi
+    exit 1
+fi
 export PYTHONPATH="$ROOT/source/course${PYTHONPATH:+:$PYTHONPATH}"
 cd "$ROOT"
 exec "$PY" -m utils.grading.gradescope --root "$ROOT" "$@"
