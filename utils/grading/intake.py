@@ -14,7 +14,8 @@ Layouts (``--layout``):
   ``<name>_<user id>_<submission id>_<original name>`` (``<name>_LATE_<user id>_...`` when late); the
   files of one Canvas user are one student, named ``<name>`` (``<name>_<user id>`` when two users share
   a name). Notebooks and zips are read, each named by its download name, so two files that share an
-  original name stay two copies (:mod:`utils.grading.copies` says which is graded).
+  original name stay two copies (:mod:`utils.grading.copies` says which is graded). A download that is
+  not a notebook or zip is reported under its student, so its ``results.csv`` row has their ``student_id``.
 * ``flat``: one file per student, ``SUBMISSIONS/<student>.ipynb`` or ``<student>.zip``.
 * ``auto`` (the default) picks one from what the folder holds and says why (:attr:`Intake.reason`).
 
@@ -47,6 +48,7 @@ from utils.grading.report import plural
 LAYOUTS = ("auto", "folders", "canvas", "flat")
 UNPLACED = "unplaced"
 """The ``results.csv`` status of a file the grader did not grade (the reason is in ``feedback``)."""
+NOT_A_NOTEBOOK = "not a notebook (.ipynb) or zip; not graded"
 MAX_FOLDER_DEPTH = 6
 """Folders below a student's folder (or inside a zip) that are read."""
 MAX_ENTRIES = 2000
@@ -131,6 +133,7 @@ def collect(root: str | Path, layout: str = "auto", *, read: bool = True) -> Int
 
     canvas_users: dict[str, set[str]] = {}
     canvas_files: list[tuple[os.DirEntry, str, str]] = []  # (entry, user id, original name)
+    canvas_others: list[tuple[str, str, str]] = []  # Canvas downloads not graded: (file, name, user id)
     for entry in visible:
         is_dir, suffix = entry.is_dir(follow_symlinks=False), Path(entry.name).suffix.lower()
         if intake.layout == "folders" and is_dir:
@@ -143,11 +146,19 @@ def collect(root: str | Path, layout: str = "auto", *, read: bool = True) -> Int
                 Path(match["original"]).suffix.lower() in _READABLE:
             canvas_users.setdefault(match["name"], set()).add(match["user"])
             canvas_files.append((entry, match["user"], match["original"]))
+        elif intake.layout == "canvas" and not is_dir and entry.is_file(follow_symlinks=False) and \
+                (match := CANVAS_NAME.match(entry.name)):
+            canvas_others.append((entry.name, match["name"], match["user"]))  # whose it is: its name says
         else:
             intake.unplaced.append(Unplaced(entry.name, _why_not(entry, intake.layout, is_dir, suffix)))
+
+    def canvas_student(name: str, user: str) -> str:  # a name two Canvas users share gets the user id
+        return name if canvas_users.get(name, {user}) == {user} else f"{name}_{user}"
+
+    for file, name, user in canvas_others:
+        intake.unplaced.append(Unplaced(file, NOT_A_NOTEBOOK, canvas_student(name, user)))
     for entry, user, original in canvas_files:
-        name = CANVAS_NAME.match(entry.name)["name"]
-        name = name if len(canvas_users[name]) == 1 else f"{name}_{user}"
+        name = canvas_student(CANVAS_NAME.match(entry.name)["name"], user)
         intake.canvas_ids[name] = user
         if original.lower().endswith(".zip"):
             _defer_zip(Path(entry.path), entry.name, student(name))
@@ -245,7 +256,7 @@ def _read_folder(top: Path, label: str, submission: Submission, unplaced: list[U
             if why is None and suffix == ".zip":
                 _defer_zip(Path(entry.path), where, submission)
                 continue
-            unplaced.append(Unplaced(where, why or "not a notebook (.ipynb) or zip; not graded", submission.student))
+            unplaced.append(Unplaced(where, why or NOT_A_NOTEBOOK, submission.student))
 
 
 def _member_problem(info: zipfile.ZipInfo, name: str) -> str | None:
