@@ -1,13 +1,15 @@
 """What :func:`utils.exercises.forbidden.forbidden_in_source` needs to tell a forbidden name from a cell's own
 (red team R17): where a bare name such as ``utils`` may still reach the package, which attribute names are too
-common to refuse on any object, and which field names a cell declares.
+common to refuse on any object, which field names a cell declares, and which private names are its own class's
+(:func:`own_private_names`, moved here from :mod:`utils.exercises.forbidden` to keep that module short).
 
-Trusted side; parses text only.
+Trusted side; parses text only (:func:`torch_has` reads torch's loaded modules).
 """
 
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Mapping
 
 AMBIGUOUS = frozenset({"grad", "backward"})
@@ -242,3 +244,29 @@ def _only_calls_of(nodes: list[ast.AST], class_name: str) -> set[str]:
             bad.add(node.arg)
     bad.update(name for node in nodes if not isinstance(node, ast.Name) for name in good if _rebinds_name(node, name))
     return good - bad
+
+
+def own_private_names(tree: ast.AST) -> set[tuple[str, str]]:
+    """``("self", "_w")`` for each private name a class of the source sets on its methods' first argument
+    (``self._w = ...``) or defines in its body (``def _twice(self, x)``), less any name a loaded module of
+    torch's, or a tensor, has: a method called unbound (``A.get(torch)``) has torch for ``self``."""
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    methods = [item for cls in classes for item in cls.body
+               if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    selves = {m.args.args[0].arg for m in methods if m.args.args}
+    names = {m.name for m in methods} | {target.id for cls in classes for item in cls.body
+                                          if isinstance(item, (ast.Assign, ast.AnnAssign))
+                                          for target in getattr(item, "targets", [getattr(item, "target", None)])
+                                          if isinstance(target, ast.Name)}
+    names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+              and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id in selves}
+    names = {name for name in names if name.startswith("_") and not torch_has(name)}
+    return {(owner, name) for owner in selves for name in names}
+
+
+def torch_has(name: str) -> bool:
+    """Whether a tensor, or a module of torch's that is loaded, has an attribute ``name``."""
+    import torch  # the grader has torch; imported here so that the module itself stays light
+
+    modules = [module for key, module in list(sys.modules.items()) if key == "torch" or key.startswith("torch.")]
+    return hasattr(torch.Tensor, name) or any(name in getattr(module, "__dict__", {}) for module in modules)

@@ -9,6 +9,9 @@ the sandboxed worker may import it.
 from __future__ import annotations
 
 import importlib
+import re
+import types
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -234,3 +237,74 @@ def resolve(dotted: str) -> tuple[Any, str] | None:
     except ImportError:
         return None
     return (owner, attr) if hasattr(owner, attr) else None
+
+
+NAMESAKE_SPACES = ("torch", "torch.nn", "torch.nn.functional", "torch.special", "torch.Tensor", "torch.distributions")
+"""Where :func:`torch_namesakes` looks for torch's other names of a forbidden routine."""
+_NAMESAKES: dict[str, tuple[str, ...]] = {}
+
+
+def name_words(name: str) -> list[str]:
+    """The words of a name, its case, underscores and digits read as breaks: ``["log", "softmax", "with",
+    "loss"]`` for ``AdaptiveLogSoftmaxWithLoss``, ``["batch", "norm", "1d"]`` for ``BatchNorm1d``.
+
+    >>> name_words("_native_layer_norm"), name_words("RMSNorm"), name_words("logaddexp2")
+    (['native', 'layer', 'norm'], ['rms', 'norm'], ['logaddexp', '2'])
+    """
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=[A-Za-z])(?=[0-9])", "_", name)
+    return [word for word in spaced.lower().split("_") if word]
+
+
+def holds_in_order(words: list[str], parts: list[str]) -> bool:
+    """Whether ``parts`` holds every one of ``words`` in their order (other words between them allowed)."""
+    remaining = iter(parts)
+    return all(word in remaining for word in words)
+
+
+def torch_namesakes(dotted: str) -> tuple[str, ...]:
+    """torch's other callables, in :data:`NAMESAKE_SPACES`, that compute what the forbidden torch name ``dotted``
+    does under another name: those whose name holds its words in order (red team R19: ``torch.native_layer_norm``
+    and ``torch.native_batch_norm`` for ``layer_norm`` and ``batch_norm``, ``F.linear_cross_entropy`` and
+    ``nn.LinearCrossEntropyLoss`` for ``cross_entropy``, ``torch.distributions.SoftmaxTransform`` for
+    ``softmax``), private ones included (``torch._softmax``). Modules and other values are left out. Empty for a
+    name outside torch, and for torch.autograd's and torch.func's (:func:`differentiates`): a gradient's word is
+    in ``torch.no_grad``, ``requires_grad_``... A fair cell computes a norm with ``F.normalize`` or
+    ``torch.linalg.vector_norm``, whose words hold no forbidden name's. The static check refuses each namesake by
+    its name, the run time blocks it (:func:`utils.exercises.runner.forbid`)."""
+    root, _, last = dotted.rpartition(".")
+    if not root.startswith("torch") or differentiates(root):
+        return ()
+    if dotted not in _NAMESAKES:
+        words = name_words(last)
+        found = []
+        for space in NAMESAKE_SPACES:
+            owner = torch.Tensor if space == "torch.Tensor" else importlib.import_module(space)
+            names = {name for cls in owner.__mro__[:-1] for name in vars(cls)} if isinstance(owner, type) \
+                else set(vars(owner))
+            for name in sorted(names):
+                value = _static_value(owner, name)
+                if name.startswith("__") or f"{space}.{name}" == dotted or not callable(value) \
+                        or isinstance(value, types.ModuleType):
+                    continue
+                if holds_in_order(words, name_words(name)):
+                    found.append(f"{space}.{name}")
+        _NAMESAKES[dotted] = tuple(found)
+    return _NAMESAKES[dotted]
+
+
+def differentiates(root: str) -> bool:
+    """Whether the torch module ``root`` is torch.autograd, torch.func or torch._functorch, or one below them (the
+    grader's worker also lists ``torch._functorch.apis.grad``, which ``torch.func.grad`` is)."""
+    return any(part in ("autograd", "func", "_functorch") for part in root.split(".")[1:2])
+
+
+def with_namesakes(forbidden: Sequence[str]) -> list[str]:
+    """``forbidden`` followed by each name's :func:`torch_namesakes` that it does not list already."""
+    return list(dict.fromkeys([*forbidden, *(other for name in forbidden for other in torch_namesakes(name))]))
+
+
+def _static_value(owner: Any, name: str) -> Any:
+    """``owner``'s ``name`` as stored (a module's dict, a class's MRO): reading it runs no lazy import."""
+    if isinstance(owner, type):
+        return next((vars(cls)[name] for cls in owner.__mro__ if name in vars(cls)), None)
+    return vars(owner).get(name)

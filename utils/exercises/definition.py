@@ -123,7 +123,9 @@ TORCH_NORMS = (
 )
 """torch's normalisation layers other than RMSNorm, forbidden in ``ch7.rms_norm`` (red team R17:
 ``F.layer_norm`` on ``cat([x, -x])`` has mean zero, so it divides by the root mean square). Computing a norm stays
-allowed (``F.normalize``, ``torch.linalg.vector_norm``, ``torch.norm``): that is part of implementing RMSNorm."""
+allowed (``F.normalize``, ``torch.linalg.vector_norm``, ``torch.norm``): that is part of implementing RMSNorm.
+torch's other names for these (``torch.native_layer_norm``, ``torch.native_batch_norm``, ``torch.batch_norm_stats``:
+red team R19) are refused and blocked as their namesakes (:func:`utils.exercises.common.torch_namesakes`)."""
 
 POINT_STEP = Fraction(1, 100)
 """Part points are exact multiples of a hundredth (kept as :class:`~fractions.Fraction`), so that a

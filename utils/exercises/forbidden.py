@@ -11,15 +11,22 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-import sys
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from utils.exercises._cell_rules import LOADER_ATTRIBUTES, NUMPY_ROUTES, own_attributes, refused, refused_in_tree
-from utils.exercises._forbidden_scopes import AMBIGUOUS, assigned_aliases, field_names, resolves_to_torch, unbound_reads
+from utils.exercises._forbidden_scopes import (
+    AMBIGUOUS,
+    assigned_aliases,
+    field_names,
+    own_private_names,
+    resolves_to_torch,
+    torch_has,
+    unbound_reads,
+)
 from utils.exercises._forbidden_scopes import own_method_reads as own_methods
-from utils.exercises.common import resolve
+from utils.exercises.common import resolve, with_namesakes
 from utils.i18n.messages import tr
 
 _COURSE_PACKAGE = __name__.split(".")[0]  # "utils": the course's own code, trusted by the checks
@@ -63,7 +70,7 @@ from a string, ``torch.utils.cpp_extension``) or lists functions to pick by name
 UNSAFE_ANYWHERE = (UNSAFE_TORCH - {"cuda"}) | {"ops", "aten", "jiterator", "cpp_extension"}
 """torch's internals and machinery refused as an attribute whatever the chain starts at: a second name for
 torch (``t = torch``, a default argument, ``[torch][0]``, ``G.torch``) is not known to be torch. ``.cuda``
-is refused unless called (``x.cuda()``); a private ``._name`` unless :func:`_own_private` allows it."""
+is refused unless called (``x.cuda()``); a private ``._name`` unless :func:`.own_private_names` allows it."""
 _NAMES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "math": "math"}
 """What the names every exercise cell starts with stand for (:data:`utils.exercises.runner.PREAMBLE`)."""
 
@@ -81,6 +88,7 @@ def forbidden_in_source(source: str, forbidden: Sequence[str]) -> str | None:
         tree = ast.parse(textwrap.dedent(source))
     except SyntaxError:
         return None
+    forbidden = with_namesakes(forbidden)  # torch.native_layer_norm for F.layer_norm (red team R19)
     by_attr: dict[str, list[str]] = {}
     for name in forbidden:
         by_attr.setdefault(name.rpartition(".")[2], []).append(name)
@@ -198,7 +206,7 @@ def unsafe_in_source(source: str) -> str | None:
                     os_names[alias.asname or alias.name] = alias.name
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     own, own_reason = own_attributes(tree, _sensitive())
-    own_private = _own_private(tree)
+    own_private = own_private_names(tree)
     literal_getattr = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
                        and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) > 1}
     for node in ast.walk(tree):
@@ -215,7 +223,7 @@ def unsafe_in_source(source: str) -> str | None:
             return tr("{code} (torch's machinery that loads code or finds it by name)", code=".cuda")
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and node.attr not in SAFE_DUNDERS \
                 and not (isinstance(node.value, ast.Name) and (node.value.id, node.attr) in own_private) \
-                and not (node.attr in DOCUMENTED_PRIVATES and not _torch_has(node.attr)):
+                and not (node.attr in DOCUMENTED_PRIVATES and not torch_has(node.attr)):
             return tr("{code} (torch's internals)", code=f".{node.attr}")
     return refused_in_tree(tree) or own_reason
 
@@ -298,32 +306,6 @@ def _unsafe_node(node: ast.AST, torch_names: set[str], sys_names: set[str]) -> s
     return None
 
 
-def _own_private(tree: ast.AST) -> set[tuple[str, str]]:
-    """``("self", "_w")`` for each private name a class of the source sets on its methods' first argument
-    (``self._w = ...``) or defines in its body (``def _twice(self, x)``), less any name a loaded module of
-    torch's, or a tensor, has: a method called unbound (``A.get(torch)``) has torch for ``self``."""
-    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
-    methods = [item for cls in classes for item in cls.body
-               if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
-    selves = {m.args.args[0].arg for m in methods if m.args.args}
-    names = {m.name for m in methods} | {target.id for cls in classes for item in cls.body
-                                          if isinstance(item, (ast.Assign, ast.AnnAssign))
-                                          for target in getattr(item, "targets", [getattr(item, "target", None)])
-                                          if isinstance(target, ast.Name)}
-    names |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
-              and isinstance(node.ctx, ast.Store) and isinstance(node.value, ast.Name) and node.value.id in selves}
-    names = {name for name in names if name.startswith("_") and not _torch_has(name)}
-    return {(owner, name) for owner in selves for name in names}
-
-
-def _torch_has(name: str) -> bool:
-    """Whether a tensor, or a module of torch's that is loaded, has an attribute ``name``."""
-    import torch  # the grader has torch; imported here so that the module itself stays light
-
-    modules = [module for key, module in list(sys.modules.items()) if key == "torch" or key.startswith("torch.")]
-    return hasattr(torch.Tensor, name) or any(name in getattr(module, "__dict__", {}) for module in modules)
-
-
 def _torch_internal(module: str) -> bool:
     """``torch._C``, ``torch.ops.aten``, and a private module below a public one
     (``torch.nn.attention.experimental._paged_attention``)."""
@@ -380,6 +362,7 @@ def forbidden_in_globals(fn: Callable[..., Any], forbidden: Sequence[str]) -> st
     code = getattr(fn, "__code__", None)
     if code is None or not forbidden:
         return None
+    forbidden = with_namesakes(forbidden)
     targets: dict[int, str] = {}
     packages = {name for name in forbidden if "." not in name}
     own_module = getattr(fn, "__module__", None) or ""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import linecache
-import re
 import sys
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -23,11 +22,15 @@ from utils.exercises.common import (
     ERROR_MESSAGE_CHARS,
     Case,
     Outcome,
+    differentiates,
     exception_text,
     gradient_report,
+    holds_in_order,
+    name_words,
     one_line,
     plain_copy,
     resolve,
+    torch_namesakes,
 )
 
 PREAMBLE = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -42,7 +45,8 @@ _TRUSTED = {"tensor": torch.Tensor, "equal": torch.equal, "nan_to_num": torch.na
 """What the runner uses after the learner's code ran, bound when it is imported (before any cell runs): a cell
 that rebinds ``torch.equal`` or ``torch.Tensor.clone`` cannot hide that it changed its inputs (red team R16)."""
 _OP_NAMES = torch._C._dispatch_get_all_op_names  # noqa: SLF001
-_ATEN_PREFIXES = ("special", "linalg", "fft", "native", "fused", "masked", "safe")
+_ATEN_PREFIXES = ("special", "linalg", "fft", "native", "fused", "masked", "safe", "cudnn", "miopen", "quantized",
+                  "mkldnn")
 _ATEN_PACKETS: dict[str, list[str]] = {}
 
 
@@ -62,27 +66,37 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
     A class's method (``"torch.Tensor.logsumexp"``, so that ``block.logsumexp()`` is blocked too) is
     replaced on the class and, when the class only inherited it, removed again afterwards.
 
+    torch's other names for the same routine (:func:`~utils.exercises.common.torch_namesakes`:
+    ``torch.native_layer_norm`` for ``torch.nn.functional.layer_norm``) are replaced too, and a forbidden class's
+    instances made another way (``transform_to(constraints.simplex)`` is a ``SoftmaxTransform``) cannot be
+    called: each is named, when called, by the forbidden name it stands for.
+
     Yields the list of forbidden names called inside the block, so a call is noticed even when the
     caller swallows the :class:`ForbiddenCall` (``try: ... except Exception: ...``)."""
     saved = []
     called: list[str] = []
     try:
-        done: set[int] = set()
+        done: set[tuple[int, str]] = set()
         for dotted in names:
             for packet in _aten_packets(dotted):  # torch.ops.aten.logsumexp(.default), named nowhere in the cell
-                if id(packet) not in done:
-                    done.add(id(packet))
+                if (id(packet), "_op") not in done:
+                    done.add((id(packet), "_op"))
                     saved.append((packet, "_op", packet._op, True))  # noqa: SLF001
                     packet._op = _blocker(dotted, called)  # noqa: SLF001
-            # A bare package ("utils") cannot be patched out at run time (resolve gives None); the
-            # static check (forbidden_in_source) catches any use of it in the learner's source.
-            resolved = resolve(dotted) or _class_member(dotted)
-            if resolved is None:
+        # Each listed name first, under its own name; then its namesakes. A bare package ("utils") cannot be
+        # patched out at run time (resolve gives None); the static check (forbidden_in_source) catches any use of
+        # it in the learner's source.
+        for dotted, name in [(listed, listed) for listed in names] + [
+                (listed, other) for listed in names for other in torch_namesakes(listed)]:
+            resolved = resolve(name) or _class_member(name)
+            if resolved is None or (id(resolved[0]), resolved[1]) in done:
                 continue
-            owner, attr = resolved
-
-            saved.append((owner, attr, getattr(owner, attr), attr in vars(owner)))
-            setattr(owner, attr, _blocker(dotted, called))
+            value = getattr(*resolved)
+            for target, key in (resolved, *([(value, "__call__")] if _calls_instances(value) else [])):
+                if (id(target), key) not in done:
+                    done.add((id(target), key))
+                    saved.append((target, key, getattr(target, key), key in vars(target)))
+                    setattr(target, key, _blocker(dotted, called))
         yield called
     finally:
         for owner, attr, original, own in reversed(saved):
@@ -100,6 +114,13 @@ def _blocker(name: str, called: list[str]) -> Callable[..., Any]:
     return _blocked
 
 
+def _calls_instances(value: Any) -> bool:
+    """Whether ``value`` is a class of torch's whose instances are called (an ``nn.Module``, a distributions
+    ``Transform``): its ``__call__`` is blocked too."""
+    return isinstance(value, type) and value.__module__.startswith("torch") and any(
+        "__call__" in vars(cls) for cls in value.__mro__[:-1])
+
+
 def _aten_packets(dotted: str) -> list[Any]:
     """torch's operators (``torch.ops.aten.<op>`` and each overload, ``.default`` ...) that compute what the
     forbidden torch name ``dotted`` does: those whose name, less leading underscores and a prefix such as
@@ -107,16 +128,16 @@ def _aten_packets(dotted: str) -> list[Any]:
     (``_scaled_dot_product_flash_attention_for_cpu`` for ``scaled_dot_product_attention``). Reached only by
     a computed name, which the static check refuses: this is the run-time half (red team R16)."""
     root, _, last = dotted.rpartition(".")
-    if not root.startswith("torch") or root.startswith(("torch.autograd", "torch.func")):
+    if not root.startswith("torch") or differentiates(root):
         return []
     if last not in _ATEN_PACKETS:
-        words = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", last).lower().split("_")
+        words = name_words(last)
         found = []
         for full in _OP_NAMES():
             namespace, _, rest = full.partition("::")
-            parts = rest.split(".")[0].strip("_").split("_")
+            parts = name_words(rest.split(".")[0]) or [""]
             parts = parts[1:] if parts[0] in _ATEN_PREFIXES and len(parts) > 1 else parts
-            if namespace == "aten" and parts[0] == words[0] and _in_order(words, parts):
+            if namespace == "aten" and parts[0] == words[0] and holds_in_order(words, parts):
                 found.append(rest.split(".")[0])
         packets = []
         for name in sorted(set(found)):
@@ -125,11 +146,6 @@ def _aten_packets(dotted: str) -> list[Any]:
                 packets += [packet, *(getattr(packet, overload) for overload in packet.overloads())]
         _ATEN_PACKETS[last] = packets
     return _ATEN_PACKETS[last]
-
-
-def _in_order(words: list[str], parts: list[str]) -> bool:
-    remaining = iter(parts)
-    return all(word in remaining for word in words)
 
 
 def _class_member(dotted: str) -> tuple[type, str] | None:

@@ -1,0 +1,148 @@
+"""Red team R19 (issue 35): torch's other names for a forbidden routine (``torch.native_layer_norm`` on
+``cat([x, -x])`` for RMSNorm, ``torch.native_batch_norm``, ``F.linear_cross_entropy``,
+``torch.distributions.SoftmaxTransform``) got full marks; a fair cell that picks its device with
+``torch.cuda.is_available()`` was refused.
+
+Each route is refused by the static check, naming what it reaches, and blocked at run time; the fair idioms
+(``F.normalize``, ``torch.linalg.vector_norm``, ``torch.rsqrt``, the device idiom) pass. One small sandboxed
+batch grades each route and each fair cell as the red team did.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import grader_fixtures as gf
+import pytest
+import torch
+from test_grader_units import grade_class, row
+
+from utils.exercises import get
+from utils.exercises.common import torch_namesakes
+from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
+from utils.exercises.runner import load_function, run_cases
+
+RMS = "ch7.rms_norm"
+ONLINE = "ch6.online_softmax_update"
+_RMS_HEAD = "def rms_norm(x, weight, eps=1e-6):\n"
+
+
+def _verdict(exercise: str, source: str) -> str | None:
+    return unsafe_in_source(source) or forbidden_in_source(source, get(exercise).forbidden)
+
+
+def _rms_case() -> dict:
+    return {"x": torch.randn(3, 8, dtype=torch.float64), "weight": torch.randn(8, dtype=torch.float64), "eps": 1e-6}
+
+
+# --------------------------------------------------------------------------------------------------
+# 1. torch's other normalisation routines in ch7.rms_norm (R1, R2)
+# --------------------------------------------------------------------------------------------------
+
+R1 = (_RMS_HEAD + "    d = x.shape[-1]\n"
+      "    y = torch.native_layer_norm(torch.cat([x, -x], dim=-1), [2 * d], None, None, eps)[0]\n"
+      "    return y[..., :d] * weight\n")
+R2 = (_RMS_HEAD + "    d = x.shape[-1]\n    z = torch.cat([x, -x], dim=-1).reshape(1, -1, 2 * d)\n"
+      "    y = torch.native_batch_norm(z, None, None, None, None, True, 0.0, eps)[0]\n"
+      "    return y.reshape(*x.shape[:-1], 2 * d)[..., :d] * weight\n")
+NORM_NAMESAKES = ("native_layer_norm", "native_batch_norm", "native_group_norm", "batch_norm_elemt",
+                  "batch_norm_stats", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",
+                  "batch_norm_update_stats", "cudnn_batch_norm", "miopen_batch_norm", "quantized_batch_norm")
+
+
+@pytest.mark.parametrize("name", NORM_NAMESAKES)
+def test_torch_s_other_normalisation_routines_are_refused_in_rms_norm_and_named(name):
+    assert _verdict(RMS, _RMS_HEAD + f"    return torch.{name}(x)\n") == f"torch.{name}"
+
+
+@pytest.mark.parametrize("source", [R1, R2], ids=["r1_native_layer_norm", "r2_native_batch_norm"])
+def test_r1_and_r2_are_refused_by_the_static_check_and_blocked_at_run_time(source):
+    assert _verdict(RMS, source) in ("torch.native_layer_norm", "torch.native_batch_norm")
+    forbidden = get(RMS).forbidden
+    fn = load_function(source, "rms_norm", forbidden)
+    outcome = run_cases(fn, [_rms_case()], forbidden)[0]
+    assert outcome.forbidden in forbidden and outcome.output is None, outcome
+    x = torch.randn(2, 4)  # and torch's own is back afterwards
+    assert torch.allclose(torch.native_layer_norm(x, [4], None, None, 1e-5)[0], torch.layer_norm(x, [4]))
+
+
+FAIR_RMS = {
+    "normalize": "    return F.normalize(x, dim=-1) * math.sqrt(x.shape[-1]) * weight if eps == 0 else "
+                 "x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight\n",
+    "vector_norm": "    n = torch.linalg.vector_norm(x, dim=-1, keepdim=True)\n"
+                   "    return x / torch.sqrt(n * n / x.shape[-1] + eps) * weight\n",
+    "torch_norm": "    n = torch.norm(x, dim=-1, keepdim=True)\n"
+                  "    return x / torch.sqrt(n * n / x.shape[-1] + eps) * weight\n",
+    "tensor_norm": "    n = x.norm(dim=-1, keepdim=True)\n"
+                   "    return x / torch.sqrt(n * n / x.shape[-1] + eps) * weight\n",
+    "rsqrt": "    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FAIR_RMS))
+def test_computing_a_norm_by_hand_stays_allowed_statically_and_at_run_time(name):
+    source, forbidden = _RMS_HEAD + FAIR_RMS[name], get(RMS).forbidden
+    assert _verdict(RMS, source) is None
+    case = _rms_case()
+    outcome = run_cases(load_function(source, "rms_norm", forbidden), [case], forbidden)[0]
+    assert outcome.forbidden is None and outcome.error is None, outcome
+    assert torch.allclose(outcome.output, get(RMS).reference(**case))
+
+
+def test_the_namesakes_of_a_norm_leave_the_fair_norms_out():
+    found = {name.rpartition(".")[2] for forbidden in get(RMS).forbidden for name in torch_namesakes(forbidden)}
+    assert {"native_layer_norm", "native_batch_norm", "native_group_norm"} <= found
+    assert not found & {"normalize", "vector_norm", "norm", "rsqrt", "mean", "pow", "sqrt", "matrix_norm"}
+
+
+def test_a_gradient_s_names_have_no_namesakes():
+    """``grad`` is in ``torch.no_grad`` and ``requires_grad_``: torch.autograd's and torch.func's names (and
+    ``torch._functorch``'s, which the grader's worker adds as their aliases) get none."""
+    for name in (*get("ch6.block_score_grad").forbidden, "torch._functorch.apis.grad"):
+        assert torch_namesakes(name) == (), name
+
+
+# --------------------------------------------------------------------------------------------------
+# One small sandboxed batch (the toy course's total, with chapter 6's and 7's forbidden lists)
+# --------------------------------------------------------------------------------------------------
+
+_TOTAL_HEAD = "def total(x):\n    t = x.double()\n"
+BATCH_ROUTES = {  # student -> (the cell, what its feedback names)
+    "r1_native_layer_norm": (_TOTAL_HEAD + "    y = torch.native_layer_norm(torch.stack([t, -t]), [t.numel()], None, "
+                             "None, 1e-5)[0]\n    return float(t.sum() + 0 * y.sum())\n", "torch.native_layer_norm"),
+    "r2_native_batch_norm": (_TOTAL_HEAD + "    y = torch.native_batch_norm(t[None, :, None], None, None, None, None, "
+                             "True, 0.0, 1e-5)[0]\n    return float(t.sum() + 0 * y.sum())\n",
+                             "torch.native_batch_norm"),
+    "r1_run_time": ("# RUN TIME ONLY\n" + _TOTAL_HEAD + "    y = torch.native_layer_norm(torch.stack([t, -t]), "
+                    "[t.numel()], None, None, 1e-5)[0]\n    return float(t.sum() + 0 * y.sum())\n", "layer_norm"),
+}
+BATCH_FAIR = {
+    "f_norms": _TOTAL_HEAD + "    n = torch.linalg.vector_norm(t) + F.normalize(t, dim=0).sum()\n"
+                             "    n = n + torch.rsqrt(t * t + 1).sum()\n    return float(t.sum() + 0 * n)\n",
+}
+
+
+@pytest.fixture(scope="module")
+def r19_batch(tmp_path_factory):
+    forbidden = tuple(dict.fromkeys(get(ONLINE).forbidden + get(RMS).forbidden))
+    total = dataclasses.replace(gf.TOTAL, forbidden=forbidden)
+    students = {name: {"ch1.total": source} for name, (source, _) in BATCH_ROUTES.items()}
+    students.update({name: {"ch1.total": source} for name, source in BATCH_FAIR.items()})
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(gf.TOY_REGISTRY, "ch1.total", total)
+        with gf.static_check_off("# RUN TIME ONLY"):  # that cell meets the sandbox's run-time block alone
+            return grade_class(tmp_path_factory.mktemp("r19"), students)
+
+
+@pytest.mark.sandbox
+def test_each_r19_route_gets_no_points_and_says_why(r19_batch):
+    for name, (_, said) in BATCH_ROUTES.items():
+        got = row(r19_batch, name, "ch1.total")
+        assert got["status"] == "forbidden" and got["points"] == "0" and said in got["feedback"], (name, got)
+
+
+@pytest.mark.sandbox
+def test_each_fair_r19_cell_gets_full_marks(r19_batch):
+    for name in BATCH_FAIR:
+        got = row(r19_batch, name, "ch1.total")
+        assert got["status"] == "passed" and got["points"] == got["max_points"], (name, got)
