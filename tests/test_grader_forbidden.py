@@ -16,6 +16,7 @@ import nbformat
 import pytest
 import torch
 import torch.nn.functional as F
+from test_grader_r19 import R19_ROUTES
 from test_grader_units import grade_class, row
 
 from utils.exercises import get
@@ -540,6 +541,8 @@ R10_ROUTES = {
                       "def rms_norm(x, weight, eps=1e-6):\n    return _K.f(x, (x.shape[-1],), weight, eps)\n",
                       "torch.rms_norm"),
 }
+
+R10_ROUTES.update(R19_ROUTES)  # red team R19: torch's other names for a norm or a softmax (tests/test_grader_r19.py)
 
 
 @pytest.mark.parametrize("name", sorted(R10_ROUTES))

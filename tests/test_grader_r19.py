@@ -103,6 +103,66 @@ def test_a_gradient_s_names_have_no_namesakes():
 
 
 # --------------------------------------------------------------------------------------------------
+# 2. chapter 6's online softmax update by linear_cross_entropy (S3, S5)
+# --------------------------------------------------------------------------------------------------
+
+_OSU_HEAD = ("def online_softmax_update(running_max, running_sum, block):\n"
+             "    new_max = torch.maximum(running_max, block.amax(dim=-1))\n"
+             "    shift = torch.where(new_max == float('-inf'), 0.0, new_max)\n"
+             "    bm = block.amax(dim=-1)\n    base = torch.where(bm == float('-inf'), torch.zeros_like(bm), bm)\n"
+             "    safe = torch.where(block == float('-inf'), base[..., None] - 200, block).float()\n")
+_OSU_TAIL = ("    fresh = torch.where(bm == float('-inf'), torch.zeros_like(lse), torch.exp(lse - shift))\n"
+             "    return new_max, running_sum * torch.exp(running_max - shift) + fresh\n")
+_LSE_BY_LOSS = ("    lse = (loss.reshape(block.shape[:-1]) + safe[..., 0]).to(block.dtype)\n")
+_FLAT = ("    flat = safe.reshape(-1, block.shape[-1])\n"
+         "    eye, first = torch.eye(block.shape[-1]), torch.zeros(flat.shape[0], dtype=torch.int64)\n")
+_BY_PROBABILITY = ("    j = safe.argmax(dim=-1, keepdim=True)\n"
+                   "    lse = (safe.gather(-1, j) - torch.log(p.gather(-1, j))).squeeze(-1).to(block.dtype)\n")
+SOFTMAX_ROUTES = {  # name -> (the lines that compute lse, or p for _BY_PROBABILITY; the name the check gives)
+    "s3_linear_cross_entropy": (_FLAT + "    loss = F.linear_cross_entropy(flat, eye, first, reduction='none', "
+                                "options=nn.LinearCrossEntropyOptions())\n" + _LSE_BY_LOSS,
+                                "torch.nn.functional.linear_cross_entropy"),
+    "s5_linear_cross_entropy_loss": (_FLAT + "    m = nn.LinearCrossEntropyLoss(len(eye), len(eye), reduction='none')\n"
+                                     "    with torch.no_grad():\n        m.linear.weight.copy_(eye)\n"
+                                     "    loss = m(flat, first)\n" + _LSE_BY_LOSS, "torch.nn.LinearCrossEntropyLoss"),
+    "nn_log_softmax": ("    p = nn.LogSoftmax(dim=-1)(safe).exp()\n" + _BY_PROBABILITY, "torch.nn.LogSoftmax"),
+    "adaptive_log_softmax": ("    p = nn.AdaptiveLogSoftmaxWithLoss\n" + _BY_PROBABILITY,
+                             "torch.nn.AdaptiveLogSoftmaxWithLoss"),
+}
+
+
+def _osu_case() -> dict:
+    block = torch.randn(3, 4, 5)
+    block[0, 0] = float("-inf")
+    return {"running_max": torch.randn(3, 4), "running_sum": torch.rand(3, 4) + 0.5, "block": block}
+
+
+@pytest.mark.parametrize("name", sorted(SOFTMAX_ROUTES))
+def test_a_softmax_under_another_name_is_refused_and_named(name):
+    lines, named = SOFTMAX_ROUTES[name]
+    assert _verdict(ONLINE, _OSU_HEAD + lines + _OSU_TAIL) == named
+
+
+@pytest.mark.parametrize("name", ["s3_linear_cross_entropy", "s5_linear_cross_entropy_loss"])
+def test_a_softmax_under_another_name_is_blocked_at_run_time(name):
+    source, forbidden = _OSU_HEAD + SOFTMAX_ROUTES[name][0] + _OSU_TAIL, get(ONLINE).forbidden
+    case = _osu_case()
+    right = get(ONLINE).reference(**case)
+    fn = load_function(source, "online_softmax_update", ())
+    unblocked = run_cases(fn, [case])[0].output  # the route does compute the answer
+    assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(unblocked, right)), name
+    outcome = run_cases(load_function(source, "online_softmax_update", forbidden), [case], forbidden)[0]
+    assert outcome.forbidden in forbidden and outcome.output is None, outcome
+
+
+R19_ROUTES = {  # also in tests/test_grader_forbidden.py's list: (exercise, source, the name the check gives)
+    "r19_native_layer_norm": (RMS, R1, "torch.native_layer_norm"),
+    "r19_native_batch_norm": (RMS, R2, "torch.native_batch_norm"),
+    **{f"r19_{name}": (ONLINE, _OSU_HEAD + lines + _OSU_TAIL, named)
+       for name, (lines, named) in SOFTMAX_ROUTES.items()},
+}
+
+# --------------------------------------------------------------------------------------------------
 # One small sandboxed batch (the toy course's total, with chapter 6's and 7's forbidden lists)
 # --------------------------------------------------------------------------------------------------
 
@@ -113,6 +173,10 @@ BATCH_ROUTES = {  # student -> (the cell, what its feedback names)
     "r2_native_batch_norm": (_TOTAL_HEAD + "    y = torch.native_batch_norm(t[None, :, None], None, None, None, None, "
                              "True, 0.0, 1e-5)[0]\n    return float(t.sum() + 0 * y.sum())\n",
                              "torch.native_batch_norm"),
+    "s3_linear_cross_entropy": (_TOTAL_HEAD + "    loss = F.linear_cross_entropy(t[None].float(), "
+                                "torch.eye(t.numel()), torch.zeros(1, dtype=torch.int64), "
+                                "options=nn.LinearCrossEntropyOptions())\n"
+                                "    return float(t.sum() + 0 * loss)\n", "torch.nn.functional.linear_cross_entropy"),
     "r1_run_time": ("# RUN TIME ONLY\n" + _TOTAL_HEAD + "    y = torch.native_layer_norm(torch.stack([t, -t]), "
                     "[t.numel()], None, None, 1e-5)[0]\n    return float(t.sum() + 0 * y.sum())\n", "layer_norm"),
 }
