@@ -18,9 +18,9 @@ import torch
 from test_grader_units import grade_class, row
 
 from utils.exercises import get
-from utils.exercises.common import torch_namesakes
+from utils.exercises.common import torch_namesakes, with_namesakes
 from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
-from utils.exercises.runner import load_function, run_cases
+from utils.exercises.runner import ForbiddenCall, forbid, load_function, run_cases
 
 RMS = "ch7.rms_norm"
 ONLINE = "ch6.online_softmax_update"
@@ -103,7 +103,7 @@ def test_a_gradient_s_names_have_no_namesakes():
 
 
 # --------------------------------------------------------------------------------------------------
-# 2. chapter 6's online softmax update by linear_cross_entropy (S3, S5)
+# 2, 3. chapter 6's online softmax update by linear_cross_entropy (S3, S5) and SoftmaxTransform (S4)
 # --------------------------------------------------------------------------------------------------
 
 _OSU_HEAD = ("def online_softmax_update(running_max, running_sum, block):\n"
@@ -125,6 +125,10 @@ SOFTMAX_ROUTES = {  # name -> (the lines that compute lse, or p for _BY_PROBABIL
     "s5_linear_cross_entropy_loss": (_FLAT + "    m = nn.LinearCrossEntropyLoss(len(eye), len(eye), reduction='none')\n"
                                      "    with torch.no_grad():\n        m.linear.weight.copy_(eye)\n"
                                      "    loss = m(flat, first)\n" + _LSE_BY_LOSS, "torch.nn.LinearCrossEntropyLoss"),
+    "s4_softmax_transform": ("    p = torch.distributions.SoftmaxTransform()(safe)\n" + _BY_PROBABILITY,
+                             "torch.distributions.SoftmaxTransform"),
+    "s4_transforms_module": ("    p = torch.distributions.transforms.SoftmaxTransform()(safe)\n" + _BY_PROBABILITY,
+                             "torch.distributions.SoftmaxTransform"),
     "nn_log_softmax": ("    p = nn.LogSoftmax(dim=-1)(safe).exp()\n" + _BY_PROBABILITY, "torch.nn.LogSoftmax"),
     "adaptive_log_softmax": ("    p = nn.AdaptiveLogSoftmaxWithLoss\n" + _BY_PROBABILITY,
                              "torch.nn.AdaptiveLogSoftmaxWithLoss"),
@@ -143,7 +147,8 @@ def test_a_softmax_under_another_name_is_refused_and_named(name):
     assert _verdict(ONLINE, _OSU_HEAD + lines + _OSU_TAIL) == named
 
 
-@pytest.mark.parametrize("name", ["s3_linear_cross_entropy", "s5_linear_cross_entropy_loss"])
+@pytest.mark.parametrize("name", ["s3_linear_cross_entropy", "s5_linear_cross_entropy_loss", "s4_softmax_transform",
+                                  "s4_transforms_module"])
 def test_a_softmax_under_another_name_is_blocked_at_run_time(name):
     source, forbidden = _OSU_HEAD + SOFTMAX_ROUTES[name][0] + _OSU_TAIL, get(ONLINE).forbidden
     case = _osu_case()
@@ -153,6 +158,41 @@ def test_a_softmax_under_another_name_is_blocked_at_run_time(name):
     assert all(torch.allclose(a, b, atol=1e-4) for a, b in zip(unblocked, right)), name
     outcome = run_cases(load_function(source, "online_softmax_update", forbidden), [case], forbidden)[0]
     assert outcome.forbidden in forbidden and outcome.output is None, outcome
+
+
+def test_a_softmax_transform_made_without_its_name_is_blocked_at_run_time():
+    """``transform_to(constraints.simplex)`` is a ``SoftmaxTransform``, named nowhere in the cell: its instances
+    cannot be called while the exercise runs (their class's ``__call__`` is blocked), and can again afterwards."""
+    source = ("def online_softmax_update(running_max, running_sum, block):\n"
+              "    d = torch.distributions\n    p = d.transform_to(d.constraints.simplex)(block)\n"
+              "    return running_max, p.sum(-1)\n")
+    forbidden = get(ONLINE).forbidden
+    assert _verdict(ONLINE, source) is None  # only the run time sees it
+    outcome = run_cases(load_function(source, "online_softmax_update", forbidden), [_osu_case()], forbidden)[0]
+    assert outcome.forbidden in forbidden and outcome.output is None, outcome  # named as F.softmax, it stands for
+    assert "__call__" not in vars(torch.distributions.SoftmaxTransform)  # restored: inherited, not copied
+    x = torch.randn(2, 3)
+    assert torch.allclose(torch.distributions.transform_to(torch.distributions.constraints.simplex)(x),
+                          torch.softmax(x, -1))
+
+
+def test_distributions_helpers_that_normalise_by_a_softmax_are_blocked_and_stick_breaking_is_not():
+    """``logits_to_probs`` calls ``F.softmax`` and ``Categorical`` ``Tensor.logsumexp`` (blocked as those);
+    ``StickBreakingTransform`` (``biject_to(simplex)``) maps onto the simplex by products of sigmoids, no softmax:
+    allowed."""
+    block, forbidden = torch.randn(3, 5), get(ONLINE).forbidden
+    from torch.distributions import utils as distribution_utils
+
+    with forbid(forbidden) as called:
+        for route in (lambda: distribution_utils.logits_to_probs(block),
+                      lambda: torch.distributions.Categorical(logits=block).logits):
+            with pytest.raises(ForbiddenCall):
+                route()
+        stick = torch.distributions.StickBreakingTransform()(block)
+    assert called == ["torch.nn.functional.softmax", "torch.Tensor.logsumexp"], called
+    assert torch.allclose(stick.sum(-1), torch.ones(3))
+    assert not {"torch.distributions.StickBreakingTransform", "torch.distributions.transforms.StickBreakingTransform"} \
+        & set(with_namesakes(forbidden))
 
 
 R19_ROUTES = {  # also in tests/test_grader_forbidden.py's list: (exercise, source, the name the check gives)
@@ -177,6 +217,10 @@ BATCH_ROUTES = {  # student -> (the cell, what its feedback names)
                                 "torch.eye(t.numel()), torch.zeros(1, dtype=torch.int64), "
                                 "options=nn.LinearCrossEntropyOptions())\n"
                                 "    return float(t.sum() + 0 * loss)\n", "torch.nn.functional.linear_cross_entropy"),
+    "s4_softmax_transform": (_TOTAL_HEAD + "    p = torch.distributions.SoftmaxTransform()(t)\n"
+                             "    return float(t.sum() + 0 * p.sum())\n", "torch.distributions.SoftmaxTransform"),
+    "s4_transform_to": (_TOTAL_HEAD + "    d = torch.distributions\n    p = d.transform_to(d.constraints.simplex)(t)\n"
+                        "    return float(t.sum() + 0 * p.sum())\n", "softmax"),  # the run time's (named nowhere)
     "r1_run_time": ("# RUN TIME ONLY\n" + _TOTAL_HEAD + "    y = torch.native_layer_norm(torch.stack([t, -t]), "
                     "[t.numel()], None, None, 1e-5)[0]\n    return float(t.sum() + 0 * y.sum())\n", "layer_norm"),
 }

@@ -122,7 +122,8 @@ ONLINE = Exercise(
                "torch.Tensor.logaddexp", "torch.Tensor.logaddexp2", "torch.logaddexp", "torch.logaddexp2",
                "numpy.logaddexp", "numpy.logaddexp2",
                # and torch's attention routines, whose softmax gives the sum too (red team R16: 1 / w - 1 for the
-               # weight w of an extra key scored 0)
+               # weight w of an extra key scored 0); torch's other names for all these (nn.LogSoftmax,
+               # distributions.SoftmaxTransform, F.linear_cross_entropy: red team R19) are common.torch_namesakes
                *TORCH_ATTENTION),
     hint="the new max is the elementwise larger of the old max and each row's block max; the old sum was "
          "measured relative to the old max, so rescale it before adding the block's terms, which are measured "
