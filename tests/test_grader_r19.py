@@ -203,6 +203,59 @@ R19_ROUTES = {  # also in tests/test_grader_forbidden.py's list: (exercise, sour
 }
 
 # --------------------------------------------------------------------------------------------------
+# 4. A fair cell refused: the device idiom (f8) and a torch.testing self-check (f9)
+# --------------------------------------------------------------------------------------------------
+
+F8 = ('DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n\n' + _RMS_HEAD
+      + "    return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight\n")
+HARMLESS_CUDA_USES = ("is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
+                      "synchronize", "memory_allocated", "max_memory_allocated")
+
+
+def test_f8_the_device_idiom_passes_both_checks_and_runs():
+    assert _verdict(RMS, F8) is None
+    case, forbidden = _rms_case(), get(RMS).forbidden
+    outcome = run_cases(load_function(F8, "rms_norm", forbidden), [case], forbidden)[0]
+    assert outcome.forbidden is None and torch.allclose(outcome.output, get(RMS).reference(**case))
+
+
+@pytest.mark.parametrize("member", HARMLESS_CUDA_USES)
+def test_each_harmless_torch_cuda_member_is_allowed(member):
+    for source in (f"def f(x):\n    return torch.cuda.{member}()\n",
+                   f"import torch as T\ndef f(x):\n    return x if T.cuda.{member} else None\n"):
+        assert unsafe_in_source(source) is None, source
+
+
+@pytest.mark.parametrize("source", [
+    "def f(x):\n    return torch.cuda.jiterator._create_jit_fn('template <typename T> T f(T x) { return x; }')\n",
+    "def f(x):\n    return torch.cuda.jiterator\n",
+    "c = torch.cuda\ndef f(x):\n    return c.is_available()\n",
+    "def f(x):\n    return torch.cuda\n",
+    "def f(x):\n    return torch.cuda.set_device(0)\n",
+    "def f(x):\n    return torch.cuda.memory.memory_allocated()\n",
+    "def f(x):\n    return torch.cuda.is_available.__module__\n",
+    "def f(x):\n    return torch.cuda.synchronize.cache\n",
+    "def f(x):\n    return x.cuda\n",
+    "def f(x, t=torch):\n    return t.cuda.is_available()\n",
+    "from torch import cuda\n",
+    "import torch.cuda\n",
+])
+def test_the_rest_of_torch_cuda_stays_refused(source):
+    assert unsafe_in_source(source) is not None, source
+
+
+def test_f9_a_torch_testing_self_check_is_refused_with_a_pointer_to_torch_allclose():
+    """Chosen: refused as before (``torch.testing`` is a module no cell may use), and the message says what to use
+    instead; a self-check with ``torch.allclose`` passes."""
+    f9 = (_RMS_HEAD + "    out = x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight\n"
+          "    torch.testing.assert_close(out.shape, x.shape)\n    return out\n")
+    reason = unsafe_in_source(f9)
+    assert reason is not None and "torch.testing" in reason and "torch.allclose" in reason, reason
+    fair = f9.replace("torch.testing.assert_close(out.shape, x.shape)", "assert torch.allclose(out, out)")
+    assert _verdict(RMS, fair) is None
+
+
+# --------------------------------------------------------------------------------------------------
 # One small sandboxed batch (the toy course's total, with chapter 6's and 7's forbidden lists)
 # --------------------------------------------------------------------------------------------------
 
@@ -221,10 +274,15 @@ BATCH_ROUTES = {  # student -> (the cell, what its feedback names)
                              "    return float(t.sum() + 0 * p.sum())\n", "torch.distributions.SoftmaxTransform"),
     "s4_transform_to": (_TOTAL_HEAD + "    d = torch.distributions\n    p = d.transform_to(d.constraints.simplex)(t)\n"
                         "    return float(t.sum() + 0 * p.sum())\n", "softmax"),  # the run time's (named nowhere)
+    "f9_testing_self_check": (_TOTAL_HEAD + "    torch.testing.assert_close(t.shape, x.shape)\n"
+                              "    return float(t.sum())\n",
+                              "torch.allclose"),  # refused still, and told what to use instead
     "r1_run_time": ("# RUN TIME ONLY\n" + _TOTAL_HEAD + "    y = torch.native_layer_norm(torch.stack([t, -t]), "
                     "[t.numel()], None, None, 1e-5)[0]\n    return float(t.sum() + 0 * y.sum())\n", "layer_norm"),
 }
 BATCH_FAIR = {
+    "f8_device_idiom": 'DEVICE = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n' + _TOTAL_HEAD
+                       + "    return float(t.to(DEVICE).sum().cpu())\n",
     "f_norms": _TOTAL_HEAD + "    n = torch.linalg.vector_norm(t) + F.normalize(t, dim=0).sum()\n"
                              "    n = n + torch.rsqrt(t * t + 1).sum()\n    return float(t.sum() + 0 * n)\n",
 }

@@ -41,6 +41,16 @@ AUTOGRAD_GRAPH = frozenset({"grad_fn", "next_functions", "register_hook", "regis
 """Attributes that walk or hook torch's autograd graph: calling each node of ``y.grad_fn`` and its
 ``next_functions`` computes a gradient with torch's derivative code (red team R18's G1 in chapter 6's block
 gradient). A private ``_saved_self`` is refused as a private name; so is each of these names on any object."""
+HARMLESS_CUDA = frozenset({"is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
+                           "synchronize", "memory_allocated", "max_memory_allocated"})
+"""The members of ``torch.cuda`` a fair cell may read (red team R19's F8: ``torch.device("cuda" if
+torch.cuda.is_available() else "cpu")`` was refused), each only as ``torch.cuda.<member>`` itself, read or called,
+on a name bound to torch by the preamble or an import (:func:`harmless_cuda_reads`). They query or wait for the
+device and load no code; the rest of ``torch.cuda`` (``jiterator`` compiles a string, ``set_device``, ``memory``...)
+and ``torch.cuda`` under another name stay refused (:mod:`utils.exercises.forbidden`)."""
+SELF_CHECK_MODULES = frozenset({"torch.testing", "numpy.testing"})
+"""Modules a learner reaches for to check a result in the cell (red team R19's F9: ``torch.testing.assert_close``):
+still refused (``numpy.testing.measure`` runs a string as code), with a pointer to ``torch.allclose``."""
 _HARMLESS_BELOW = ("torch.nn.modules.", "torch.distributions.")
 _PREAMBLE = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "math": "math"}
 
@@ -60,9 +70,11 @@ def refused_reach(tree: ast.AST, allowed: frozenset[str]) -> str | None:
             dotted = f"{dotted}.{part}"
             if _is_module(dotted) and dotted not in allowed | HARMLESS_SUBMODULES \
                     and not dotted.startswith(_HARMLESS_BELOW):
-                return tr("{code}: {module} is a module an exercise cell may not use (only {allowed})",
-                          code=ast.unparse(node)[:60], module=dotted,
-                          allowed=", ".join(sorted(allowed | HARMLESS_SUBMODULES)))
+                reason = tr("{code}: {module} is a module an exercise cell may not use (only {allowed})",
+                            code=ast.unparse(node)[:60], module=dotted,
+                            allowed=", ".join(sorted(allowed | HARMLESS_SUBMODULES)))
+                return reason + (tr("; to check a result in the cell, use torch.allclose(a, b) or torch.equal(a, b) "
+                                    "instead") if dotted in SELF_CHECK_MODULES else "")
     for node in ast.walk(tree):  # after the modules, so that np.testing.measure names numpy.testing
         name = node.attr if isinstance(node, ast.Attribute) else None
         if name in RUNS_CODE:
@@ -71,6 +83,19 @@ def refused_reach(tree: ast.AST, allowed: frozenset[str]) -> str | None:
             return tr("{code} (walks or hooks torch's autograd graph, which computes gradients with torch's "
                       "derivative code)", code=f".{name}")
     return None
+
+
+def harmless_cuda_reads(tree: ast.AST, torch_names: set[str]) -> set[int]:
+    """The nodes (by ``id``) of each ``torch.cuda.<member>`` of :data:`HARMLESS_CUDA` in ``tree``, and of its
+    ``torch.cuda``, where ``torch`` is one of ``torch_names`` and nothing further is read from the member."""
+    inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in HARMLESS_CUDA and id(node) not in inner \
+                and isinstance(node.value, ast.Attribute) and node.value.attr == "cuda" \
+                and isinstance(node.value.value, ast.Name) and node.value.value.id in torch_names:
+            found |= {id(node), id(node.value)}
+    return found
 
 
 def _module_aliases(tree: ast.AST) -> dict[str, str]:

@@ -26,6 +26,7 @@ from utils.exercises._forbidden_scopes import (
     unbound_reads,
 )
 from utils.exercises._forbidden_scopes import own_method_reads as own_methods
+from utils.exercises._submodules import harmless_cuda_reads
 from utils.exercises.common import resolve, with_namesakes
 from utils.i18n.messages import tr
 
@@ -70,7 +71,8 @@ from a string, ``torch.utils.cpp_extension``) or lists functions to pick by name
 UNSAFE_ANYWHERE = (UNSAFE_TORCH - {"cuda"}) | {"ops", "aten", "jiterator", "cpp_extension"}
 """torch's internals and machinery refused as an attribute whatever the chain starts at: a second name for
 torch (``t = torch``, a default argument, ``[torch][0]``, ``G.torch``) is not known to be torch. ``.cuda``
-is refused unless called (``x.cuda()``); a private ``._name`` unless :func:`.own_private_names` allows it."""
+is refused unless called (``x.cuda()``) or read for a harmless member (``torch.cuda.is_available()``:
+:data:`utils.exercises._submodules.HARMLESS_CUDA`); a private ``._name`` unless :func:`.own_private_names` allows it."""
 _NAMES = {"torch": "torch", "nn": "torch.nn", "F": "torch.nn.functional", "math": "math"}
 """What the names every exercise cell starts with stand for (:data:`utils.exercises.runner.PREAMBLE`)."""
 
@@ -206,6 +208,7 @@ def unsafe_in_source(source: str) -> str | None:
                     os_names[alias.asname or alias.name] = alias.name
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     own, own_reason = own_attributes(tree, _sensitive())
+    own = own | harmless_cuda_reads(tree, torch_names)  # torch.cuda.is_available() (red team R19)
     own_private = own_private_names(tree)
     literal_getattr = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)
                        and isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) > 1}
