@@ -18,8 +18,9 @@ import torch
 from test_grader_units import grade_class, row
 
 from utils.exercises import get
-from utils.exercises.common import torch_namesakes, with_namesakes
+from utils.exercises.common import Status, torch_namesakes, with_namesakes
 from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
+from utils.exercises.judging import judge
 from utils.exercises.runner import ForbiddenCall, forbid, load_function, run_cases
 
 RMS = "ch7.rms_norm"
@@ -256,6 +257,38 @@ def test_f9_a_torch_testing_self_check_is_refused_with_a_pointer_to_torch_allclo
 
 
 # --------------------------------------------------------------------------------------------------
+# 5. Odd outputs diagnosed as what they are (w1 sparse, w2 meta, w3 mkldnn)
+# --------------------------------------------------------------------------------------------------
+
+_RIGHT = "    out = x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * weight\n"
+ODD_OUTPUTS = {  # name -> (what the function returns, what the diagnosis names)
+    "w1_sparse": ("out.to_sparse()", "sparse_coo"),
+    "w2_meta": ("torch.empty(out.shape, dtype=out.dtype, device='meta')", "meta"),
+    "w3_mkldnn": ("out.float().to_mkldnn()", "mkldnn"),
+    "in_a_tuple": ("(out, torch.empty(1, device='meta'))", "meta"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_OUTPUTS))
+def test_an_odd_output_is_an_error_that_names_its_layout_or_device(name):
+    returned, named = ODD_OUTPUTS[name]
+    fn = load_function(_RMS_HEAD + _RIGHT + f"    return {returned}\n", "rms_norm")
+    outcome = run_cases(fn, [_rms_case()])[0]
+    assert outcome.output is None and outcome.error is not None and outcome.error[0] != "NotImplementedError", outcome
+    assert named in outcome.error[1], outcome.error
+    verdict = judge(get(RMS), [_rms_case()], [outcome])
+    assert verdict.status == Status.ERROR and named in verdict.message, verdict
+
+
+def test_not_attempted_only_when_the_function_itself_raises_not_implemented_error():
+    stub = load_function(_RMS_HEAD + "    raise NotImplementedError\n", "rms_norm")
+    assert judge(get(RMS), [_rms_case()], run_cases(stub, [_rms_case()])).status == Status.NOT_ATTEMPTED
+    dense = load_function(_RMS_HEAD + _RIGHT + "    return out\n", "rms_norm")  # a control: plain output
+    outcome = run_cases(dense, [_rms_case()])[0]
+    assert outcome.error is None and outcome.output.layout == torch.strided
+
+
+# --------------------------------------------------------------------------------------------------
 # One small sandboxed batch (the toy course's total, with chapter 6's and 7's forbidden lists)
 # --------------------------------------------------------------------------------------------------
 
@@ -287,6 +320,11 @@ BATCH_FAIR = {
                              "    n = n + torch.rsqrt(t * t + 1).sum()\n    return float(t.sum() + 0 * n)\n",
 }
 
+BATCH_ODD = {  # student -> (the cell, what its feedback names): an error, never "not attempted"
+    "w1_sparse": (_TOTAL_HEAD + "    return t.sum().to_sparse()\n", "sparse_coo"),
+    "w2_meta": (_TOTAL_HEAD + "    return torch.empty((), device='meta')\n", "meta device"),
+}
+
 
 @pytest.fixture(scope="module")
 def r19_batch(tmp_path_factory):
@@ -294,6 +332,7 @@ def r19_batch(tmp_path_factory):
     total = dataclasses.replace(gf.TOTAL, forbidden=forbidden)
     students = {name: {"ch1.total": source} for name, (source, _) in BATCH_ROUTES.items()}
     students.update({name: {"ch1.total": source} for name, source in BATCH_FAIR.items()})
+    students.update({name: {"ch1.total": source} for name, (source, _) in BATCH_ODD.items()})
     with pytest.MonkeyPatch.context() as patch:
         patch.setitem(gf.TOY_REGISTRY, "ch1.total", total)
         with gf.static_check_off("# RUN TIME ONLY"):  # that cell meets the sandbox's run-time block alone
@@ -312,3 +351,10 @@ def test_each_fair_r19_cell_gets_full_marks(r19_batch):
     for name in BATCH_FAIR:
         got = row(r19_batch, name, "ch1.total")
         assert got["status"] == "passed" and got["points"] == got["max_points"], (name, got)
+
+
+@pytest.mark.sandbox
+def test_an_odd_output_is_an_error_naming_it_in_the_sandbox(r19_batch):
+    for name, (_, said) in BATCH_ODD.items():
+        got = row(r19_batch, name, "ch1.total")
+        assert got["status"] == "error" and got["points"] == "0" and said in got["feedback"], (name, got)

@@ -41,7 +41,9 @@ setup imports them too, so a cell behaves the same in the notebook, in tests and
 _TENSOR_BASE = torch._C.TensorBase  # noqa: SLF001  (an immutable type: a cell cannot patch its methods)
 _TRUSTED = {"tensor": torch.Tensor, "equal": torch.equal, "nan_to_num": torch.nan_to_num,
             "clone": _TENSOR_BASE.clone, "size": _TENSOR_BASE.size, "dtype": _TENSOR_BASE.dtype.__get__,
-            "is_floating_point": _TENSOR_BASE.is_floating_point, "isinstance": isinstance, "text": Exception.__str__}
+            "is_floating_point": _TENSOR_BASE.is_floating_point, "isinstance": isinstance, "text": Exception.__str__,
+            "layout": _TENSOR_BASE.layout.__get__, "device": _TENSOR_BASE.device.__get__, "tuple_iter": tuple.__iter__,
+            "list_iter": list.__iter__}
 """What the runner uses after the learner's code ran, bound when it is imported (before any cell runs): a cell
 that rebinds ``torch.equal`` or ``torch.Tensor.clone`` cannot hide that it changed its inputs (red team R16)."""
 _OP_NAMES = torch._C._dispatch_get_all_op_names  # noqa: SLF001
@@ -172,7 +174,7 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
         outcome, out_of_memory = Outcome(), False
         with forbid(forbidden) as called:  # all that may run the cell's code: the call, its error's __str__, its output
             try:
-                outcome.output = plain_copy(fn(**args))
+                result = fn(**args)
             except ForbiddenCall as exc:
                 outcome.forbidden = _TRUSTED["text"](exc)
             except NotImplementedError:
@@ -181,6 +183,8 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
                 outcome.error, out_of_memory = ("MemoryError", one_line(exception_text(exc), ERROR_MESSAGE_CHARS)), True
             except Exception as exc:  # the learner's code may raise anything; we report it
                 outcome.error = (type(exc).__name__, one_line(exception_text(exc), ERROR_MESSAGE_CHARS))
+            else:
+                outcome.output, outcome.error = _read_output(result)
         if out_of_memory:
             outcomes.append(outcome)
             break
@@ -199,6 +203,37 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
                 pass
         outcomes.append(outcome)
     return outcomes
+
+
+def _read_output(result: Any) -> tuple[Any, tuple[str, str] | None]:
+    """``(plain copy, None)`` of an output, or ``(None, ("TypeError", why))`` where it holds a tensor that has no
+    ordinary values to compare (sparse, mkldnn, on the meta device), or cannot be copied. A ``NotImplementedError``
+    raised while copying (``.cpu()`` of a meta tensor) is no stub of the learner's: never "not attempted"
+    (red team R19)."""
+    try:
+        odd = _odd_tensor(result)
+        return (None, ("TypeError", odd)) if odd is not None else (plain_copy(result), None)
+    except Exception as exc:  # an output torch cannot copy; the learner's code may raise anything here too
+        text = one_line(f"{type(exc).__name__}: {exception_text(exc)}", ERROR_MESSAGE_CHARS)
+        return None, ("TypeError", f"the output could not be read ({text}): return ordinary tensors or numbers")
+
+
+def _odd_tensor(value: Any, depth: int = 0) -> str | None:
+    """What is odd about the first tensor of an output (a tuple's or list's by its own items, with :data:`_TRUSTED`
+    only) that has no ordinary values, or None."""
+    t = _TRUSTED
+    if t["isinstance"](value, t["tensor"]):
+        layout, device = t["layout"](value), t["device"](value)
+        if device.type == "meta":
+            return ("the output is a tensor on the meta device, which holds no values: compute it from the inputs, "
+                    "on their device")
+        if layout != torch.strided:
+            return f"the output is a {layout} tensor, not a dense one: return an ordinary (strided) tensor"
+        return None
+    if t["isinstance"](value, (tuple, list)) and depth < 8:
+        items = t["tuple_iter"](value) if t["isinstance"](value, tuple) else t["list_iter"](value)
+        return next((odd for odd in (_odd_tensor(item, depth + 1) for item in items) if odd is not None), None)
+    return None
 
 
 def _clone_case(case: Case) -> Case:
