@@ -71,7 +71,8 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
     torch's other names for the same routine (:func:`~utils.exercises.common.torch_namesakes`:
     ``torch.native_layer_norm`` for ``torch.nn.functional.layer_norm``) are replaced too, and a forbidden class's
     instances made another way (``transform_to(constraints.simplex)`` is a ``SoftmaxTransform``) cannot be
-    called: each is named, when called, by the forbidden name it stands for.
+    called: each is named, when called, by its own name (the name the learner reached), the listed name for a
+    listed one.
 
     Yields the list of forbidden names called inside the block, so a call is noticed even when the
     caller swallows the :class:`ForbiddenCall` (``try: ... except Exception: ...``)."""
@@ -88,8 +89,7 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
         # Each listed name first, under its own name; then its namesakes. A bare package ("utils") cannot be
         # patched out at run time (resolve gives None); the static check (forbidden_in_source) catches any use of
         # it in the learner's source.
-        for dotted, name in [(listed, listed) for listed in names] + [
-                (listed, other) for listed in names for other in torch_namesakes(listed)]:
+        for name in [*names, *(other for listed in names for other in torch_namesakes(listed))]:
             resolved = resolve(name) or _class_member(name)
             if resolved is None or (id(resolved[0]), resolved[1]) in done:
                 continue
@@ -98,7 +98,7 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
                 if (id(target), key) not in done:
                     done.add((id(target), key))
                     saved.append((target, key, getattr(target, key), key in vars(target)))
-                    setattr(target, key, _blocker(dotted, called))
+                    setattr(target, key, _blocker(name, called))
         yield called
     finally:
         for owner, attr, original, own in reversed(saved):

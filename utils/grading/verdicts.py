@@ -18,7 +18,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from utils.exercises.common import Outcome, Status
+from utils.exercises.common import Outcome, Status, with_namesakes
 from utils.grading import serialize
 from utils.i18n.messages import tr
 
@@ -98,9 +98,11 @@ def hidden(verdict: StatusAndReason, mode: str) -> StatusAndReason:
 
 
 def checked(outcomes: Sequence[Outcome], forbidden: Sequence[str]) -> list[Outcome]:
-    """``outcomes`` whose ``forbidden`` names are the exercise's own; any other text (written by the
+    """``outcomes`` whose ``forbidden`` names are the exercise's own or torch's other names for them (the run
+    time names a namesake such as ``torch.native_layer_norm`` by itself); any other text (written by the
     learner's code into its results) becomes a fixed one."""
-    return [o if not o.forbidden or o.forbidden in forbidden else
+    allowed = set(with_namesakes(forbidden))
+    return [o if not o.forbidden or o.forbidden in allowed else
             dataclasses.replace(o, forbidden=tr("a function this exercise forbids")) for o in outcomes]
 
 
