@@ -279,6 +279,7 @@ def test_an_odd_output_is_an_error_that_names_its_layout_or_device(name):
     assert named in outcome.error[1], outcome.error
     verdict = judge(get(RMS), [_rms_case()], [outcome])
     assert verdict.status == Status.ERROR and named in verdict.message, verdict
+    assert verdict.message.startswith("your function returned an output that cannot be compared"), verdict
 
 
 def test_not_attempted_only_when_the_function_itself_raises_not_implemented_error():

@@ -26,6 +26,9 @@ PASS, FAIL = "✅", "❌"
 
 ERROR_MESSAGE_CHARS = 200
 """An error message raised by learner code is kept to this many characters (runner and judge agree)."""
+ODD_OUTPUT = "unreadable output"
+"""The error kind the runner gives an output it cannot compare (a sparse, mkldnn or meta tensor): the function
+returned it, it raised nothing, and the judge says so."""
 
 
 class Status(str, Enum):

@@ -17,6 +17,7 @@ import torch
 
 from utils.exercises.common import (
     FAIL,
+    ODD_OUTPUT,
     PASS,
     Case,
     Outcome,
@@ -317,6 +318,10 @@ def _generic_verdict(exercise: Exercise, n_cases: int,
                        tr("{reason} ({where})", reason=text, where=where) if position is not None else
                        tr("{reason} (first failing case: {where})", reason=text, where=where),
                        "error" if seen is None else seen[0]), True
+    if outcome.error and outcome.error[0] == ODD_OUTPUT:
+        return Verdict(False, status, tr("your function returned an output that cannot be compared: {message} "
+                                         "({where}).", message=outcome.error[1], where=_where(index, n_cases, case)),
+                       category), False
     if outcome.error:
         kind, message = outcome.error
         advice = _signature_advice(kind, message, case) or hint

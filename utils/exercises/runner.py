@@ -20,6 +20,7 @@ import torch
 
 from utils.exercises.common import (
     ERROR_MESSAGE_CHARS,
+    ODD_OUTPUT,
     Case,
     Outcome,
     differentiates,
@@ -206,16 +207,16 @@ def run_cases(fn: Callable[..., Any], cases: Sequence[Case], forbidden: Sequence
 
 
 def _read_output(result: Any) -> tuple[Any, tuple[str, str] | None]:
-    """``(plain copy, None)`` of an output, or ``(None, ("TypeError", why))`` where it holds a tensor that has no
+    """``(plain copy, None)`` of an output, or ``(None, (ODD_OUTPUT, why))`` where it holds a tensor that has no
     ordinary values to compare (sparse, mkldnn, on the meta device), or cannot be copied. A ``NotImplementedError``
     raised while copying (``.cpu()`` of a meta tensor) is no stub of the learner's: never "not attempted"
     (red team R19)."""
     try:
         odd = _odd_tensor(result)
-        return (None, ("TypeError", odd)) if odd is not None else (plain_copy(result), None)
+        return (None, (ODD_OUTPUT, odd)) if odd is not None else (plain_copy(result), None)
     except Exception as exc:  # an output torch cannot copy; the learner's code may raise anything here too
         text = one_line(f"{type(exc).__name__}: {exception_text(exc)}", ERROR_MESSAGE_CHARS)
-        return None, ("TypeError", f"the output could not be read ({text}): return ordinary tensors or numbers")
+        return None, (ODD_OUTPUT, f"the output could not be read ({text}): return ordinary tensors or numbers")
 
 
 def _odd_tensor(value: Any, depth: int = 0) -> str | None:
