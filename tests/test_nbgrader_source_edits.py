@@ -2,8 +2,11 @@
 
 ``source/`` is generated from ``solutions/`` (utils/builder/nbgrader_sources.py): an export replaces a
 source notebook only when it is still as an export wrote it; one edited since, or not written by an
-export, is refused, naming it, before anything is written, and ``--force`` keeps it as
-``NAME.ipynb.edited`` first. A re-export of an unedited course, and one after the course changed, go ahead.
+export, is refused, naming it, before anything is written, and ``--force`` first moves it to
+``DIR/edited_source/<assignment>/``, never beside the notebook: nbgrader's ``generate_assignment`` releases every
+other file of ``source/<assignment>/`` to the students, and an edited source notebook holds the solutions
+(walkthrough W20 found a ``NAME.ipynb.edited`` copy in release/, autograded/ and feedback/). A re-export of an
+unedited course, and one after the course changed, go ahead.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import pytest
 
 from utils.builder.cli import main as build_main
 from utils.builder.nbgrader import export_nbgrader
-from utils.builder.nbgrader_sources import EDITED_SUFFIX, SOURCE_DIGESTS_NAME
+from utils.builder.nbgrader_sources import EDITED_DIR, SOURCE_DIGESTS_NAME
 from utils.notebook_files import BuildError
 
 CHAPTER = "01_queries_keys_values"
@@ -35,7 +38,7 @@ def test_an_unedited_source_is_exported_again_and_its_digest_recorded(tmp_path):
     assert SOURCE in json.loads((tmp_path / SOURCE_DIGESTS_NAME).read_text(encoding="utf-8"))
     written = export_nbgrader(tmp_path, chapters={CHAPTER})
     assert (tmp_path / SOURCE).read_text(encoding="utf-8") == first
-    assert not any(path.suffix == EDITED_SUFFIX for path in written)
+    assert not any(EDITED_DIR in path.parts for path in written) and not (tmp_path / EDITED_DIR).exists()
 
 
 def test_a_changed_course_replaces_a_source_the_export_wrote(tmp_path):
@@ -47,7 +50,7 @@ def test_a_changed_course_replaces_a_source_the_export_wrote(tmp_path):
     (tmp_path / SOURCE_DIGESTS_NAME).write_text(json.dumps(digests), encoding="utf-8")
     export_nbgrader(tmp_path, chapters={CHAPTER})
     assert "an older export's text" not in source.read_text(encoding="utf-8")
-    assert not source.with_name(source.name + EDITED_SUFFIX).exists()
+    assert not (tmp_path / EDITED_DIR).exists()
 
 
 def test_an_edited_source_is_refused_by_name_and_kept_unless_forced(tmp_path):
@@ -60,10 +63,18 @@ def test_an_edited_source_is_refused_by_name_and_kept_unless_forced(tmp_path):
         export_nbgrader(tmp_path, chapters={CHAPTER})
     assert source.read_text(encoding="utf-8") == edited and not config.exists()
     written = export_nbgrader(tmp_path, chapters={CHAPTER}, force=True)
-    backup = source.with_name(source.name + EDITED_SUFFIX)
+    backup = tmp_path / EDITED_DIR / CHAPTER / f"{CHAPTER}.ipynb"
     assert backup in written and backup.read_text(encoding="utf-8") == edited
     assert "my own introduction" not in source.read_text(encoding="utf-8")
+    # nbgrader releases every file of source/<assignment>/ to the students: only the notebook may be there
+    assert sorted(p.name for p in source.parent.iterdir()) == [source.name]
     export_nbgrader(tmp_path, chapters={CHAPTER})  # now as the export wrote it: no refusal
+    second = _edit(source, "a second edit")  # a second forced export keeps the first kept copy too
+    written = export_nbgrader(tmp_path, chapters={CHAPTER}, force=True)
+    again = tmp_path / EDITED_DIR / CHAPTER / f"{CHAPTER}-2.ipynb"
+    assert again in written and again.read_text(encoding="utf-8") == second
+    assert backup.read_text(encoding="utf-8") == edited
+    assert sorted(p.name for p in source.parent.iterdir()) == [source.name]
 
 
 def test_a_source_not_written_by_an_export_is_refused(tmp_path):
@@ -85,4 +96,5 @@ def test_the_command_line_refuses_and_then_names_the_kept_copy(tmp_path, capsys)
     assert SOURCE in err and "--force" in err and source.read_text(encoding="utf-8") == edited
     assert build_main(["--nbgrader", str(tmp_path), "--force"]) == 0
     out = capsys.readouterr().out
-    assert f"kept the edited {CHAPTER}.ipynb as {source}{EDITED_SUFFIX}" in out
+    assert f"moved the edited source notebook to {tmp_path / EDITED_DIR / CHAPTER / source.name}" in out
+    assert "wrote 7 assignments" in out

@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--force",
         action="store_true",
         help=("overwrite chapter notebooks even if edited or not generated; with --nbgrader: overwrite "
-              "nbgrader_config.py and edited source/ notebooks (kept as NAME.ipynb.edited), and record assignments "
+              "nbgrader_config.py and edited source/ notebooks (moved to DIR/edited_source/), and record assignments "
               "exported earlier with another secret under this one "
               "(generate and autograde them again)"),
     )
@@ -86,11 +86,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from utils.builder.nbgrader import SECRET_NAME, export_nbgrader
 
             written = export_nbgrader(args.nbgrader, root, seed=args.seed, force=args.force)
-            from utils.builder.nbgrader_sources import EDITED_SUFFIX
+            from utils.builder.nbgrader_sources import EDITED_DIR
 
-            assignments = sum(path.suffix == ".ipynb" for path in written)
-            for kept in (path for path in written if path.suffix == EDITED_SUFFIX):
-                print(f"kept the edited {kept.with_suffix('').name} as {kept} (--force replaced it)")
+            kept = [path for path in written if EDITED_DIR in path.parts]
+            assignments = sum(path.suffix == ".ipynb" for path in written) - len(kept)
+            for path in kept:
+                print(f"moved the edited source notebook to {path} (--force replaced it in source/)")
             secret = next((path for path in written if path.name == SECRET_NAME), None)
             print(f"wrote {assignments} assignments, nbgrader_config.py and nbgrader_hook.py in {args.nbgrader}")
             print(

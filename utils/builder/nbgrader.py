@@ -31,7 +31,7 @@ would give an assignment another secret (the file moved away, or another ``--see
 imports them (their digests): autograde refuses to grade, naming the files, when they differ.
 ``DIR/source_digests.json`` records the digest of each source notebook as written: ``source/`` is
 generated, so an export that would replace a notebook edited since (or not written by an export) is
-refused, naming it, unless ``--force``, which first keeps the edited file as ``NAME.ipynb.edited``.
+refused, naming it, unless ``--force``, which first moves the edited file to ``DIR/edited_source/``.
 Run nbgrader (0.9) in DIR (students' kernels, for their Validate button, need the course package)::
 
     nbgrader generate_assignment 02_scaled_dot_product_attention
@@ -324,12 +324,12 @@ def export_nbgrader(
         seed: the secret seed, when ``out_dir`` has none yet. Default: drawn at random.
         chapters: only these notebook stems (e.g. ``{"01_queries_keys_values"}``). Default: every chapter.
         force: replace an ``nbgrader_config.py`` that differs from the export's, replace source notebooks
-            edited since the last export (keeping each as ``NAME.ipynb.edited``), and export assignments
+            edited since the last export (moving each to ``DIR/edited_source/``), and export assignments
             recorded with another secret. Default: raise :class:`BuildError` and leave them.
         python: the Python the judge runs (``COURSE_PYTHON``). Default: this one.
 
     Returns the source notebooks, ``nbgrader_config.py``, ``nbgrader_hook.py``, when it was created,
-    ``grading_secret.txt``, and the edited source notebooks kept under ``force`` (``NAME.ipynb.edited``)
+    ``grading_secret.txt``, and the edited source notebooks moved under ``force`` (``DIR/edited_source/...``)
     (``secret_fingerprints.json``, ``source_digests.json`` and ``judge_code.json`` are written too).
     """
     root, out_dir = Path(root), Path(out_dir)

@@ -3,8 +3,10 @@
 ``source/`` is generated from ``solutions/`` by ``python -m utils.build --nbgrader DIR``
 (:mod:`utils.builder.nbgrader`). Each export records the digest of every source notebook it writes in
 ``DIR/source_digests.json``; the next export replaces a notebook only when it is still as an export left it.
-One edited since (or not written by an export) is refused, naming it, unless ``--force``, which first keeps
-it as ``NAME.ipynb.edited``: nothing an instructor wrote is lost without asking.
+One edited since (or not written by an export) is refused, naming it, unless ``--force``, which first moves
+it to ``DIR/edited_source/<assignment>/``: nothing an instructor wrote is lost without asking. Never beside the
+notebook: ``nbgrader generate_assignment`` releases every other file of ``source/<assignment>/`` to the
+students, and the edited notebook holds the solutions (walkthrough W20).
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from pathlib import Path
 
 from utils.notebook_files import BuildError
 
-__all__ = ["EDITED_SUFFIX", "SOURCE_DIGESTS_NAME", "edited_sources", "record_source_digests"]
+__all__ = ["EDITED_DIR", "SOURCE_DIGESTS_NAME", "edited_sources", "record_source_digests"]
 
 SOURCE_DIGESTS_NAME = "source_digests.json"
 """The digest of each ``source/`` notebook as the export wrote it, to tell an instructor's edit from it."""
-EDITED_SUFFIX = ".edited"
-"""``--force`` keeps an edited source notebook as ``NAME.ipynb.edited`` (not ``.ipynb``: nbgrader would take
-it for a notebook of the assignment) before it writes the export's."""
+EDITED_DIR = "edited_source"
+"""``--force`` moves an edited source notebook to ``DIR/edited_source/<assignment>/NAME.ipynb`` (``NAME-2.ipynb``...
+when one is there already) before it writes the export's: outside ``source/``, which nbgrader releases."""
 
 
 def _digest(text: str) -> str:
@@ -45,8 +47,8 @@ def _source_digests(out_dir: Path) -> dict[str, str]:
 
 def edited_sources(out_dir: Path, texts: Mapping[Path, str], force: bool) -> list[Path]:
     """The source notebooks the export would replace although an instructor (or something other than an
-    export) wrote them: refused, naming them, unless ``force``; with ``force`` each is first kept as
-    ``NAME.ipynb.edited``, and those copies are returned."""
+    export) wrote them: refused, naming them, unless ``force``; with ``force`` each is first moved to
+    :data:`EDITED_DIR`, and those copies are returned."""
     records = _source_digests(out_dir)
     edited = []
     for target, text in texts.items():
@@ -70,11 +72,16 @@ def edited_sources(out_dir: Path, texts: Mapping[Path, str], force: bool) -> lis
             "one), and this export would replace "
             f"{'it' if len(edited) == 1 else 'them'}: source/ is generated from solutions/. Make the change "
             "in solutions/ and export again, or pass --force to replace "
-            f"{'it' if len(edited) == 1 else 'them'} (each edited file is first kept as NAME.ipynb{EDITED_SUFFIX})",
+            f"{'it' if len(edited) == 1 else 'them'} (each edited file is first moved to {out_dir / EDITED_DIR})",
         )
     kept = []
     for target in edited:
-        backup = target.with_name(target.name + EDITED_SUFFIX)
+        folder = out_dir / EDITED_DIR / target.parent.name
+        folder.mkdir(parents=True, exist_ok=True)
+        backup, number = folder / target.name, 1
+        while backup.exists() or backup.is_symlink():  # an edit kept by an earlier --force stays
+            number += 1
+            backup = folder / f"{target.stem}-{number}{target.suffix}"
         os.replace(target, backup)
         kept.append(backup)
     return kept
