@@ -42,12 +42,16 @@ AUTOGRAD_GRAPH = frozenset({"grad_fn", "next_functions", "register_hook", "regis
 ``next_functions`` computes a gradient with torch's derivative code (red team R18's G1 in chapter 6's block
 gradient). A private ``_saved_self`` is refused as a private name; so is each of these names on any object."""
 HARMLESS_CUDA = frozenset({"is_available", "device_count", "current_device", "get_device_name", "is_bf16_supported",
-                           "synchronize", "memory_allocated", "max_memory_allocated"})
+                           "synchronize", "memory_allocated", "max_memory_allocated", "empty_cache",
+                           "reset_peak_memory_stats"})
 """The members of ``torch.cuda`` a fair cell may read (red team R19's F8: ``torch.device("cuda" if
 torch.cuda.is_available() else "cpu")`` was refused), each only as ``torch.cuda.<member>`` itself, read or called,
 on a name bound to torch by the preamble or an import (:func:`harmless_cuda_reads`). They query or wait for the
 device and load no code; the rest of ``torch.cuda`` (``jiterator`` compiles a string, ``set_device``, ``memory``...)
 and ``torch.cuda`` under another name stay refused (:mod:`utils.exercises.forbidden`)."""
+HARMLESS_MPS = frozenset({"is_available", "is_built"})
+"""The members of ``torch.backends.mps`` a fair cell may read, as :data:`HARMLESS_CUDA` (red team R20: the Mac
+device line ``"mps" if torch.backends.mps.is_available() else "cpu"``), only as ``torch.backends.mps.<member>``."""
 SELF_CHECK_MODULES = frozenset({"torch.testing", "numpy.testing"})
 """Modules a learner reaches for to check a result in the cell (red team R19's F9: ``torch.testing.assert_close``):
 still refused (``numpy.testing.measure`` runs a string as code), with a pointer to ``torch.allclose``."""
@@ -59,8 +63,9 @@ def refused_reach(tree: ast.AST, allowed: frozenset[str]) -> str | None:
     """Why a node of the cell's syntax tree ``tree`` reaches what no cell may, or None. ``allowed``: the modules a
     cell may import."""
     modules = assigned_aliases(tree, _module_aliases(tree))
+    harmless = harmless_cuda_reads(tree, {name for name, module in modules.items() if module == "torch"})
     for node in ast.walk(tree):
-        chain = _chain(node) if isinstance(node, ast.Attribute) else []
+        chain = _chain(node) if isinstance(node, ast.Attribute) and id(node) not in harmless else []
         if not chain or chain[0] not in modules:
             continue
         dotted = modules[chain[0]]
@@ -86,15 +91,24 @@ def refused_reach(tree: ast.AST, allowed: frozenset[str]) -> str | None:
 
 
 def harmless_cuda_reads(tree: ast.AST, torch_names: set[str]) -> set[int]:
-    """The nodes (by ``id``) of each ``torch.cuda.<member>`` of :data:`HARMLESS_CUDA` in ``tree``, and of its
-    ``torch.cuda``, where ``torch`` is one of ``torch_names`` and nothing further is read from the member."""
+    """The nodes (by ``id``) of each ``torch.cuda.<member>`` of :data:`HARMLESS_CUDA` and ``torch.backends.mps.<member>``
+    of :data:`HARMLESS_MPS` in ``tree``, and of the chain below it, where ``torch`` is one of ``torch_names`` and nothing
+    further is read from the member."""
     inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     found: set[int] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr in HARMLESS_CUDA and id(node) not in inner \
-                and isinstance(node.value, ast.Attribute) and node.value.attr == "cuda" \
-                and isinstance(node.value.value, ast.Name) and node.value.value.id in torch_names:
-            found |= {id(node), id(node.value)}
+        if not isinstance(node, ast.Attribute) or id(node) in inner:
+            continue
+        for path, members in ((("cuda",), HARMLESS_CUDA), (("backends", "mps"), HARMLESS_MPS)):
+            chain, value = [id(node)], node.value
+            for attr in reversed(path):
+                if not (isinstance(value, ast.Attribute) and value.attr == attr):
+                    break
+                chain.append(id(value))
+                value = value.value
+            else:
+                if node.attr in members and isinstance(value, ast.Name) and value.id in torch_names:
+                    found.update(chain)
     return found
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
+import os
 import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
@@ -348,6 +350,12 @@ def _unsafe_in_own_source(fn: Callable[..., Any]) -> str | None:
 
 
 def _own_source(fn: Callable[..., Any]) -> str | None:
+    """A notebook function's whole cell (IPython keeps it in :mod:`linecache` under a name that is no file), as the
+    grader checks it: an ``import json`` beside the function is refused there (walkthrough W19); else its source."""
+    code = getattr(fn, "__code__", None)
+    if code is not None and getattr(fn, "__module__", None) == "__main__" and not os.path.exists(code.co_filename):
+        if lines := linecache.getlines(code.co_filename):
+            return "".join(lines)
     try:
         return inspect.getsource(fn)
     except (OSError, TypeError):

@@ -51,6 +51,7 @@ from utils.grading import files, sandbox
 from utils.grading.copies import base_name as _base_name
 from utils.grading.copies import choose_copy, chosen_file
 from utils.grading.intake import Unplaced
+from utils.grading.magics import python_of
 from utils.grading.unit import (
     Guard,
     PartRow,
@@ -121,6 +122,7 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
         graded_from[ex.id] = chosen_file(cells, submission.modified, ex)
         for file, why in others:
             skipped.setdefault((file, why), []).append(ex.id)
+        source, _magic_lines = python_of(source)  # %%time, !pip ...: skipped, never run (utils.grading.magics)
         problem = course_mod.syntax_problem(source)
         if problem:
             decided[ex.id] = row(Status.ERROR, tr("your cell for {id} cannot run: {problem}", id=ex.id,
