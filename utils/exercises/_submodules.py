@@ -91,9 +91,9 @@ def refused_reach(tree: ast.AST, allowed: frozenset[str]) -> str | None:
 
 
 def harmless_cuda_reads(tree: ast.AST, torch_names: set[str]) -> set[int]:
-    """The nodes (by ``id``) of each ``torch.cuda.<member>`` of :data:`HARMLESS_CUDA` and ``torch.backends.mps.<member>``
-    of :data:`HARMLESS_MPS` in ``tree``, and of the chain below it, where ``torch`` is one of ``torch_names`` and nothing
-    further is read from the member."""
+    """The nodes (by ``id``) of each ``torch.cuda.<member>`` of :data:`HARMLESS_CUDA` and
+    ``torch.backends.mps.<member>`` of :data:`HARMLESS_MPS` in ``tree``, and of the chain below it, where ``torch``
+    is one of ``torch_names`` and nothing further is read from the member."""
     inner = {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     found: set[int] = set()
     for node in ast.walk(tree):
