@@ -76,7 +76,7 @@ def test_an_edited_config_is_kept_unless_forced(tmp_path):
     ).read_text(encoding="utf-8")
     edited = config.read_text(encoding="utf-8").replace(sys.executable, "/opt/course/bin/python")
     config.write_text(edited, encoding="utf-8")
-    with pytest.raises(BuildError, match="nbgrader_config.py: differs from the configuration"):
+    with pytest.raises(BuildError, match="nbgrader_config.py differs from the configuration"):
         export_nbgrader(tmp_path, chapters={CHAPTER})
     assert config.read_text(encoding="utf-8") == edited
     export_nbgrader(tmp_path, chapters={CHAPTER}, force=True)

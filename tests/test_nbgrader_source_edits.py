@@ -96,5 +96,27 @@ def test_the_command_line_refuses_and_then_names_the_kept_copy(tmp_path, capsys)
     assert SOURCE in err and "--force" in err and source.read_text(encoding="utf-8") == edited
     assert build_main(["--nbgrader", str(tmp_path), "--force"]) == 0
     out = capsys.readouterr().out
-    assert f"moved the edited source notebook to {tmp_path / EDITED_DIR / CHAPTER / source.name}" in out
+    assert f"moved your edited source notebook to {tmp_path / EDITED_DIR / CHAPTER / source.name}" in out
     assert "wrote 7 assignments" in out
+
+
+def test_an_edited_configuration_and_source_are_named_together_and_both_kept_under_force(tmp_path, capsys):
+    """Walkthrough W22: a late penalty set in nbgrader_config.py vanished. The refusal named only the
+    configuration, the forced export then replaced it without a copy, and autograde used no penalty."""
+    export_nbgrader(tmp_path, chapters={CHAPTER})
+    config = tmp_path / "nbgrader_config.py"
+    penalty = config.read_text(encoding="utf-8") + 'c.LateSubmissionPlugin.penalty_method = "zero"\n'
+    config.write_text(penalty, encoding="utf-8")
+    edited = _edit(tmp_path / SOURCE, "an edited introduction")
+    with pytest.raises(BuildError) as refused:
+        export_nbgrader(tmp_path, chapters={CHAPTER})
+    said = str(refused.value)
+    assert "nbgrader_config.py differs" in said and SOURCE in said and "~/.jupyter/nbgrader_config.py" in said
+    assert config.read_text(encoding="utf-8") == penalty and (tmp_path / SOURCE).read_text(encoding="utf-8") == edited
+    capsys.readouterr()
+    assert build_main(["--nbgrader", str(tmp_path), "--force"]) == 0
+    out = capsys.readouterr().out
+    kept = tmp_path / EDITED_DIR / "nbgrader_config.py"
+    assert kept.read_text(encoding="utf-8") == penalty and f"moved your edited configuration to {kept}" in out
+    assert (tmp_path / EDITED_DIR / CHAPTER / f"{CHAPTER}.ipynb").read_text(encoding="utf-8") == edited
+    assert "penalty_method" not in config.read_text(encoding="utf-8")  # the export's own, as --force asked

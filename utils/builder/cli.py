@@ -91,7 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             kept = [path for path in written if EDITED_DIR in path.parts]
             assignments = sum(path.suffix == ".ipynb" for path in written) - len(kept)
             for path in kept:
-                print(f"moved the edited source notebook to {path} (--force replaced it in source/)")
+                print(f"moved your edited {'configuration' if path.suffix == '.py' else 'source notebook'} to {path} "
+                      "(--force replaced it)")
             secret = next((path for path in written if path.name == SECRET_NAME), None)
             print(f"wrote {assignments} assignments, nbgrader_config.py and nbgrader_hook.py in {args.nbgrader}")
             print(

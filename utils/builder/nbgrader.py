@@ -57,7 +57,7 @@ from utils.builder.chapter import KERNELSPEC, chapter_path
 from utils.builder.config import load_config
 from utils.builder.course import notebook_text
 from utils.builder.nbgrader_hook import BOOTSTRAP, FINGERPRINTS_NAME, JUDGE_CODE_NAME, fingerprint
-from utils.builder.nbgrader_sources import edited_sources, record_source_digests
+from utils.builder.nbgrader_sources import EDITED_DIR, edited_sources, keep_aside, record_source_digests
 from utils.builder.stamps import SETUP_TAG, stamp
 from utils.builder.strip import BEGIN, END, exercise_meta
 from utils.grading.course_secret import SECRET_NAME, SecretError, read_secret, write_secret
@@ -307,6 +307,21 @@ def _record_judge_code(out_dir: Path, python: str) -> None:
     _write_private(path, json.dumps(json.loads(done.stdout), indent=1, sort_keys=True) + "\n")
 
 
+def _refuse_edits(out_dir: Path, config_path: Path | None, texts: Mapping[Path, str]) -> None:
+    """Raise :class:`BuildError` naming both an edited ``nbgrader_config.py`` and edited source notebooks."""
+    reasons = []
+    if config_path is not None:
+        reasons.append("nbgrader_config.py differs from the configuration this export writes (edited, or from an "
+                       "older export: keep your own settings in ~/.jupyter/nbgrader_config.py, which no export writes)")
+    try:
+        edited_sources(out_dir, texts, False)
+    except BuildError as exc:
+        reasons.append(exc.message)
+    if reasons:
+        raise BuildError(out_dir, None, "; ".join(reasons) + (
+            f". With --force each edited file is first moved to {out_dir / EDITED_DIR}" if config_path else ""))
+
+
 def export_nbgrader(
     out_dir: str | Path,
     root: str | Path = REPO_ROOT,
@@ -323,8 +338,8 @@ def export_nbgrader(
         root: the course repository. Default: :data:`utils.paths.REPO_ROOT`.
         seed: the secret seed, when ``out_dir`` has none yet. Default: drawn at random.
         chapters: only these notebook stems (e.g. ``{"01_queries_keys_values"}``). Default: every chapter.
-        force: replace an ``nbgrader_config.py`` that differs from the export's, replace source notebooks
-            edited since the last export (moving each to ``DIR/edited_source/``), and export assignments
+        force: replace an ``nbgrader_config.py`` that differs from the export's and source notebooks
+            edited since the last export (moving each to ``DIR/edited_source/`` first), and export assignments
             recorded with another secret. Default: raise :class:`BuildError` and leave them.
         python: the Python the judge runs (``COURSE_PYTHON``). Default: this one.
 
@@ -335,13 +350,7 @@ def export_nbgrader(
     root, out_dir = Path(root), Path(out_dir)
     config = load_config(root / "pyproject.toml")
     config_path, config_text = out_dir / "nbgrader_config.py", nbgrader_config(python)
-    if config_path.exists() and config_path.read_text(encoding="utf-8") != config_text and not force:
-        raise BuildError(
-            config_path,
-            None,
-            "differs from the configuration this export writes (edited, or "
-            "from an older export); move it away or pass --force to replace it",
-        )
+    config_edited = config_path.exists() and config_path.read_text(encoding="utf-8") != config_text
     solutions = [
         path
         for path in sorted((root / "solutions").glob(NOTEBOOK_GLOB))
@@ -355,12 +364,14 @@ def export_nbgrader(
         nb = nbgrader_notebook(solution, rel)
         nbformat.validate(nb)
         texts[out_dir / "source" / path.stem / path.name] = notebook_text(nb)
+    if not force:  # every edit named at once (walkthrough W22), before anything is written
+        _refuse_edits(out_dir, config_path if config_edited else None, texts)
     out_dir.mkdir(parents=True, exist_ok=True)
     _check_same_secret(out_dir, [path.stem for path in solutions], seed, force)
-    if not force:
-        edited_sources(out_dir, texts, force)  # refused before anything is written
     created = _secret(out_dir, seed)  # before anything is written: a conflicting --seed changes nothing
     kept = edited_sources(out_dir, texts, force) if force else []
+    if force and config_edited:  # a late penalty set there must not vanish with the replaced file
+        kept.append(keep_aside(out_dir, config_path))
     for target, text in texts.items():
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")

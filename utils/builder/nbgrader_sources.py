@@ -19,7 +19,7 @@ from pathlib import Path
 
 from utils.notebook_files import BuildError
 
-__all__ = ["EDITED_DIR", "SOURCE_DIGESTS_NAME", "edited_sources", "record_source_digests"]
+__all__ = ["EDITED_DIR", "SOURCE_DIGESTS_NAME", "edited_sources", "keep_aside", "record_source_digests"]
 
 SOURCE_DIGESTS_NAME = "source_digests.json"
 """The digest of each ``source/`` notebook as the export wrote it, to tell an instructor's edit from it."""
@@ -74,17 +74,20 @@ def edited_sources(out_dir: Path, texts: Mapping[Path, str], force: bool) -> lis
             "in solutions/ and export again, or pass --force to replace "
             f"{'it' if len(edited) == 1 else 'them'} (each edited file is first moved to {out_dir / EDITED_DIR})",
         )
-    kept = []
-    for target in edited:
-        folder = out_dir / EDITED_DIR / target.parent.name
-        folder.mkdir(parents=True, exist_ok=True)
-        backup, number = folder / target.name, 1
-        while backup.exists() or backup.is_symlink():  # an edit kept by an earlier --force stays
-            number += 1
-            backup = folder / f"{target.stem}-{number}{target.suffix}"
-        os.replace(target, backup)
-        kept.append(backup)
-    return kept
+    return [keep_aside(out_dir, target, target.parent.name) for target in edited]
+
+
+def keep_aside(out_dir: Path, target: Path, folder: str = "") -> Path:
+    """Move ``target`` to ``out_dir/edited_source/<folder>/`` under its name (``NAME-2.ext``... when an earlier
+    one is there: it stays) and return where it went: what ``--force`` does with an instructor's edit."""
+    place = out_dir / EDITED_DIR / folder if folder else out_dir / EDITED_DIR
+    place.mkdir(parents=True, exist_ok=True)
+    backup, number = place / target.name, 1
+    while backup.exists() or backup.is_symlink():
+        number += 1
+        backup = place / f"{target.stem}-{number}{target.suffix}"
+    os.replace(target, backup)
+    return backup
 
 
 def record_source_digests(out_dir: Path, texts: Mapping[Path, str]) -> None:
