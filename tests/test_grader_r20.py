@@ -106,3 +106,20 @@ def test_a_correct_cell_with_ipython_lines_or_device_queries_gets_full_marks(tmp
         assert got["status"] == "passed" and got["points"] == got["max_points"], (name, got)
     got = row(batch, "bash_magic")
     assert got["status"] == "error" and "%%bash" in got["feedback"] and got["points"] == "0", got
+
+
+def test_the_check_cell_says_the_grader_gives_0_for_a_refused_import_and_names_a_forbidden_function(shell):
+    """Walkthrough W21: a refused import read "this exercise asks you to implement it yourself", the wording for a
+    forbidden function. Each now has its own sentence."""
+    from utils.exercises import get
+    from utils.exercises.check_cell import _static_verdict
+
+    exercise = get("ch2.causal_mask")
+    imported = _defined(shell, "import json\n" + ADD_ONE)
+    verdict = _static_verdict(exercise, imported)
+    assert verdict is not None and "import json" in verdict.message, verdict
+    assert "the grader gives this exercise 0 for it: remove it" in verdict.message, verdict
+    shell.run_cell("def add_one(x):\n    return torch.nn.functional.scaled_dot_product_attention(x, x, x)\n")
+    sdpa = get("ch2.scaled_dot_product_attention")
+    verdict = _static_verdict(sdpa, shell.user_ns["add_one"])
+    assert verdict is not None and "this exercise asks you to implement it yourself" in verdict.message, verdict

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from utils.exercises import credit
-from utils.exercises.common import Status
+from utils.exercises.common import Status, with_namesakes
 from utils.exercises.definition import HIDDEN_CHECK_SEED, PUBLIC_SEED, Exercise
 from utils.exercises.forbidden import forbidden_in_function
 from utils.exercises.judging import Verdict, category_text, describe, judge
@@ -43,10 +43,14 @@ def _static_verdict(exercise: Exercise, fn: Any) -> Verdict | None:
         return Verdict(False, Status.ERROR, tr("expected your function {name}, got {got}",
                                                name=exercise.func_name, got=describe(fn)), "error")
     name = forbidden_in_function(fn, exercise.forbidden)
-    if name:
+    if name and name in with_namesakes(exercise.forbidden):
         return Verdict(False, Status.FORBIDDEN,
                        tr("your function uses {name}; this exercise asks you to implement it yourself", name=name),
                        "forbidden")
+    if name:  # what no exercise cell may use (an import, a file write...): the grader gives the exercise 0
+        return Verdict(False, Status.FORBIDDEN,
+                       tr("your cell uses {name}, which no exercise cell may use; the grader gives this exercise 0 "
+                          "for it: remove it", name=name), "forbidden")
     return None
 
 

@@ -136,8 +136,9 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
         unsafe = unsafe_in_source(source)
         if unsafe:
             decided[ex.id] = row(Status.FORBIDDEN, tr("your code uses {name}, which no exercise cell may use (it can "
-                                                      "reach code without naming it); write it with math, torch, nn "
-                                                      "and F only, or ask your instructor to review this",
+                                                      "reach code without naming it); write it without it, with the "
+                                                      "modules an exercise cell may import, or ask your instructor to "
+                                                      "review this",
                                                       name=unsafe))
             continue
         tasks.append(Task(ex, source))
