@@ -309,7 +309,9 @@ CAUSAL = Exercise(
                 "return shape (size, size); the broadcasting dims are added where the mask is used (it broadcasts "
                 "as it is)"),
     ),
-    forbidden=("utils.attention.causal_mask",),
+    forbidden=("utils.attention.causal_mask",
+               # torch's own, an additive 0/-inf mask (red team R21: `== 0` turned it into the answer)
+               "torch.nn.Transformer.generate_square_subsequent_mask"),
     hint="rows are queries and columns keys: query i may see keys j <= i. Which triangle of a square bool "
          "matrix is that, and does it include the diagonal?",
 )
