@@ -112,11 +112,23 @@ def test_an_edited_configuration_and_source_are_named_together_and_both_kept_und
         export_nbgrader(tmp_path, chapters={CHAPTER})
     said = str(refused.value)
     assert "nbgrader_config.py differs" in said and SOURCE in said and "~/.jupyter/nbgrader_config.py" in said
+    assert said.count("--force") == 1, said  # one instruction, not two (walkthrough W24)
     assert config.read_text(encoding="utf-8") == penalty and (tmp_path / SOURCE).read_text(encoding="utf-8") == edited
     capsys.readouterr()
     assert build_main(["--nbgrader", str(tmp_path), "--force"]) == 0
     out = capsys.readouterr().out
     kept = tmp_path / EDITED_DIR / "nbgrader_config.py"
     assert kept.read_text(encoding="utf-8") == penalty and f"moved your edited configuration to {kept}" in out
+    assert "wrote 7 assignments" in out, out  # the moved configuration is no assignment (W24 saw 6)
     assert (tmp_path / EDITED_DIR / CHAPTER / f"{CHAPTER}.ipynb").read_text(encoding="utf-8") == edited
     assert "penalty_method" not in config.read_text(encoding="utf-8")  # the export's own, as --force asked
+
+
+def test_an_edited_configuration_alone_is_refused_with_one_way_out(tmp_path):
+    export_nbgrader(tmp_path, chapters={CHAPTER})
+    config = tmp_path / "nbgrader_config.py"
+    config.write_text(config.read_text(encoding="utf-8") + "# mine\n", encoding="utf-8")
+    with pytest.raises(BuildError) as refused:
+        export_nbgrader(tmp_path, chapters={CHAPTER})
+    said = str(refused.value)
+    assert said.count("--force") == 1 and str(tmp_path / EDITED_DIR) in said and SOURCE not in said, said

@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from utils.builder.nbgrader_sources import EDITED_DIR
 
             kept = [path for path in written if EDITED_DIR in path.parts]
-            assignments = sum(path.suffix == ".ipynb" for path in written) - len(kept)
+            assignments = sum(path.suffix == ".ipynb" for path in written if path not in kept)
             for path in kept:
                 print(f"moved your edited {'configuration' if path.suffix == '.py' else 'source notebook'} to {path} "
                       "(--force replaced it)")

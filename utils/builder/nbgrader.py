@@ -318,8 +318,8 @@ def _refuse_edits(out_dir: Path, config_path: Path | None, texts: Mapping[Path, 
     except BuildError as exc:
         reasons.append(exc.message)
     if reasons:
-        raise BuildError(out_dir, None, "; ".join(reasons) + (
-            f". With --force each edited file is first moved to {out_dir / EDITED_DIR}" if config_path else ""))
+        more = "" if len(reasons) > 1 else f"; pass --force to replace it (first moved to {out_dir / EDITED_DIR})"
+        raise BuildError(out_dir, None, "; ".join(reasons) + (more if config_path else ""))
 
 
 def export_nbgrader(
