@@ -117,21 +117,40 @@ def _refused_class(node: ast.ClassDef) -> str | None:
     if node.keywords:
         return tr("{code} (a class made by a metaclass or with class keywords)",
                   code=f"class {node.name}({node.keywords[0].arg or '**'}=...)")
-    for item in node.body:
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names = [item.name]
-        elif isinstance(item, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-            targets = item.targets if isinstance(item, ast.Assign) else [item.target]
-            names = [n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)]
-        else:
-            names = []
-        if names == ["__slots__"] and isinstance(item, ast.Assign) and _constant_names(item.value):
+    for item, name in _class_bindings(node):
+        if not _dunder(name) or (name == "__slots__" and isinstance(item, ast.Assign) and item in node.body
+                                 and _constant_names(item.value)):
             continue
-        for name in names:
-            if _dunder(name) and (name not in SAFE_CLASS_DUNDERS or not isinstance(item, ast.FunctionDef)):
-                return tr("{code} (a class may define only these special methods: {allowed})",
-                          code=f"{node.name}.{name}", allowed=", ".join(sorted(SAFE_CLASS_DUNDERS)))
+        if name not in SAFE_CLASS_DUNDERS or not (isinstance(item, ast.FunctionDef) and item in node.body):
+            return tr("{code} (a class may define only these special methods: {allowed})",
+                      code=f"{node.name}.{name}", allowed=", ".join(sorted(SAFE_CLASS_DUNDERS)))
     return None
+
+
+def _class_bindings(node: ast.ClassDef) -> list[tuple[ast.AST, str]]:
+    """``(statement or node, name)`` for every name the class body binds in its own scope, however: a ``def`` or
+    ``class`` at any depth of its blocks, an assignment, loop, ``with``, walrus, ``except ... as``, ``match``
+    capture, ``import ... as`` or ``del`` (red team R22: ``if True: def __del__`` passed), not inside a nested
+    function or class body."""
+    stack, found = [(item, item) for item in node.body], []
+    while stack:
+        statement, current = stack.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.append((statement, current.name))
+            stack.extend((statement, d) for d in current.decorator_list)
+            continue  # its body is another scope
+        if isinstance(current, ast.Lambda):
+            continue
+        if isinstance(current, ast.Name) and isinstance(current.ctx, (ast.Store, ast.Del)):
+            found.append((statement, current.id))
+        elif isinstance(current, ast.alias):
+            found.append((statement, current.asname or current.name.split(".")[0]))
+        elif isinstance(current, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and current.name:
+            found.append((statement, current.name))
+        elif isinstance(current, ast.MatchMapping) and current.rest:
+            found.append((statement, current.rest))
+        stack.extend((statement, child) for child in ast.iter_child_nodes(current))
+    return found
 
 
 def _attribute_name(node: ast.AST) -> str | None:

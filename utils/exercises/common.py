@@ -211,8 +211,8 @@ def plain_copy(value: Any) -> Any:
     :func:`~utils.exercises.runner.forbid`)."""
     t = _TRUSTED
     if t["isinstance"](value, t["tensor"]):
-        with t["no_subclass"]():
-            plain = t["cpu"](t["detach"](value))
+        with t["no_subclass"]():  # a copy of the values: code the learner left to run later (a generator's
+            plain = t["clone"](t["cpu"](t["detach"](value)))  # finally, a __del__) cannot rewrite it (R22)
         return t["as_subclass"](plain, t["tensor"]) if type(plain) is not t["tensor"] else plain
     if t["isinstance"](value, (tuple, list)):
         items = [plain_copy(v) for v in _items(value)]
