@@ -165,22 +165,44 @@ def test_each_student_left_out_is_listed_once_in_the_right_list(tmp_path, capsys
 
 
 @pytest.mark.sandbox
-def test_a_roster_saved_before_the_previous_canvas_csv_is_warned_about(tmp_path, capsys):
-    """W15 graded with the export from before the last import: its canvas.csv undid that import's grades."""
+def test_a_roster_saved_before_the_previous_canvas_csv_is_refused_and_nothing_is_written(tmp_path, capsys):
+    """W15 graded with the export from before the last import: its canvas.csv undid that import's grades. W23: a
+    run that only warned still moved the imported canvas.csv to canvas.previous.csv, so the rerun the warning asked
+    for took the never-imported one as what Canvas held (a late submission after a 0 stayed "kept" at 0)."""
     import os
 
     one_run(tmp_path, {}, {"bob": 1})
-    roster = tmp_path / "gradebook.csv"
-    written = (tmp_path / "out" / "canvas.csv").stat().st_mtime
+    roster, out = tmp_path / "gradebook.csv", tmp_path / "out"
+    written = (out / "canvas.csv").stat().st_mtime
     capsys.readouterr()
-    os.utime(roster, (written + 5, written + 5))  # exported again after the import: no warning
-    batch.previous_canvas(tmp_path / "out", True, roster)
-    assert "WARNING" not in capsys.readouterr().err
+    os.utime(roster, (written + 5, written + 5))  # exported again after the import: read as usual
+    assert batch.previous_canvas(out, True, roster) is not None
     os.utime(roster, (written - 60, written - 60))  # the export from before it
-    batch.previous_canvas(tmp_path / "out", True, roster)
-    err = capsys.readouterr().err
-    assert f"WARNING: the roster {roster} was saved before the previous canvas.csv" in err, err
-    assert "Export the gradebook again" in err
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    with pytest.raises(lms.RosterError, match="saved before the previous canvas.csv") as refused:
+        batch.previous_canvas(out, True, roster)
+    assert "nothing was graded or written" in str(refused.value) and "Export the gradebook again" in str(refused.value)
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
+def test_a_stale_roster_stops_the_command_line_before_grading(tmp_path, registry, capsys):  # noqa: F811
+    """Through ``python -m utils.grade``: exit 2 and every file of the earlier run as it was (W23)."""
+    import os
+
+    two_chapter_course(tmp_path / "course")
+    gf.student(tmp_path / "subs", "dave", {"01_toy.ipynb": gf.notebook(list(CH1.items()))})
+    roster = tmp_path / "gradebook.csv"
+    roster.write_text(export({}), encoding="utf-8")
+    args = ("--chapters", "1", "--format", "canvas", "--roster", str(roster), "--out", str(tmp_path / "out"))
+    assert run(tmp_path, *args) == 0
+    out = tmp_path / "out"
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    written = (out / "canvas.csv").stat().st_mtime
+    os.utime(roster, (written - 60, written - 60))
+    capsys.readouterr()
+    assert run(tmp_path, *args, "--overwrite", "--keep-existing") == 2
+    assert "saved before the previous canvas.csv" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
 def test_again_later_through_the_command_line(tmp_path, registry, capsys):  # noqa: F811

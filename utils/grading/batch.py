@@ -345,12 +345,16 @@ def write_canvas(out_dir: str | Path, sheet: lms.CanvasSheet, previous: lms_prev
 def previous_canvas(out_dir: str | Path, keep_existing: bool, roster: str | Path | None = None
                   ) -> lms_previous.Previous | None:
     """The previous run's ``canvas.csv`` in ``out_dir`` (:mod:`~utils.grading.lms_previous`), or None; one
-    that cannot be read is named on stderr and ignored; a ``roster`` saved before it is warned about (W15)."""
+    that cannot be read is named on stderr and ignored. A ``roster`` saved before it is refused with
+    :class:`~utils.grading.lms.RosterError`, before anything is graded or written: its canvas.csv would undo the
+    last import (W15), and a run that only warned still replaced the record of that import (W23)."""
     previous, why = lms_previous.read_previous(out_dir)
     if previous is not None and roster is not None and Path(roster).stat().st_mtime < previous.path.stat().st_mtime:
-        _say(f"grader: canvas.csv: WARNING: the roster {roster} was saved before the previous canvas.csv was written, "
-             f"so it may be an export from before your last import: importing this canvas.csv would then undo the "
-             f"grades that import set. Export the gradebook again (Grades > Export) and run again")
+        raise lms.RosterError(
+            f"the roster {roster} was saved before the previous canvas.csv in {out_dir} was written, so it may be an "
+            f"export from before your last import, and its canvas.csv would undo the grades that import set; nothing "
+            f"was graded or written. Export the gradebook again (Grades > Export) and run again (if you never "
+            f"imported that canvas.csv, grade into a new --out instead)")
     if why:
         _say(f"grader: canvas.csv: the previous run's canvas.csv is IGNORED: {why}; so --keep-existing updates no "
              f"grade this time (each cell that differs keeps the roster's value and is listed)" if keep_existing
