@@ -136,9 +136,9 @@ def gradient_report(fn: Any, case: Case) -> tuple[dict[str, str], str | None, di
     :func:`cotangent`, what the gradients are.
 
     Returns ``(states, backward_error, values)``: one of :data:`GRADIENT_STATES` per floating input, or ``({},
-    message, {})`` when the call or the backward pass raised; ``values``: each finite gradient along the
-    cotangent, as a plain tensor (an input that gets none is left out).
-    """
+    message, {})`` when the call or the backward pass raised (the states with the message when only the second
+    pass, along the cotangent, raised); ``values``: each finite gradient along the cotangent, as a plain tensor
+    (an input that gets none is left out; a non-finite one makes its state ``non-finite``)."""
     t = _TRUSTED
     args = clone_case(case)
     leaves = {key: t["requires_grad_"](value, True) for key, value in args.items()
@@ -161,18 +161,18 @@ def gradient_report(fn: Any, case: Case) -> tuple[dict[str, str], str | None, di
             states[key] = "non-finite"
         else:
             states[key] = "flows" if bool(t["any"](t["ne"](grad, 0))) else "zero"
-    return states, None, _values_along_cotangent(finite, leaves)
-
-
-def _values_along_cotangent(finite: list[torch.Tensor], leaves: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    try:
-        t = _TRUSTED
+    try:  # the values, along the cotangent, through the same graph (kept by retain_graph above)
         total = sum(t["sum"](x * cotangent(x, i)) for i, x in enumerate(finite))
         grads = t["grad"](total, list(leaves.values()), allow_unused=True)
-    except Exception:  # a backward that runs once only: the states above still say what reaches the inputs
-        return {}
-    return {key: plain_copy(grad) for key, grad in zip(leaves, grads)
-            if grad is not None and bool(t["all"](t["isfinite"](grad)))}
+    except Exception as exc:  # a backward that refuses a second run hid a wrong first one (red team R23)
+        return states, one_line(f"{type(exc).__name__}: {exception_text(exc)}", ERROR_MESSAGE_CHARS), {}
+    values = {}
+    for key, grad in zip(leaves, grads):
+        if grad is not None and not bool(t["all"](t["isfinite"](grad))):
+            states[key] = "non-finite"  # NaN on the second run only is no finite gradient either (R23)
+        elif grad is not None:
+            values[key] = plain_copy(grad)
+    return states, None, values
 
 
 def _tensors(value: Any) -> list[torch.Tensor]:
