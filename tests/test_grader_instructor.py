@@ -357,6 +357,10 @@ def test_a_rerun_lists_the_grade_it_changes_and_keep_existing_keeps_it(tmp_path,
     assert run(tmp_path, *args) == 0
     assert "grader: canvas.csv:   Lee, Ann, 02_more (502): 0.50 → 1" in capsys.readouterr().err.splitlines()
     assert '"Lee, Ann",12,,ann,,1\n' in (tmp_path / "out" / "canvas.csv").read_text(encoding="utf-8")
+    import os  # the gradebook exported again (unchanged) after that run: a stale one is refused (W23)
+
+    later = (tmp_path / "out" / "canvas.csv").stat().st_mtime + 5
+    os.utime(tmp_path / "gradebook.csv", (later, later))
     assert run(tmp_path, *args, "--overwrite", "--keep-existing") == 0
     assert "(kept: canvas.csv carries the roster's value, --keep-existing)" in capsys.readouterr().err
     assert '"Lee, Ann",12,,ann,,0.50\n' in (tmp_path / "out" / "canvas.csv").read_text(encoding="utf-8")
