@@ -132,3 +132,21 @@ def test_an_edited_configuration_alone_is_refused_with_one_way_out(tmp_path):
         export_nbgrader(tmp_path, chapters={CHAPTER})
     said = str(refused.value)
     assert said.count("--force") == 1 and str(tmp_path / EDITED_DIR) in said and SOURCE not in said, said
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        (SOURCE_DIGESTS_NAME, "{not json", "cannot be read"),
+        (SOURCE_DIGESTS_NAME, '["a list"]', "should map each source notebook to a digest"),
+        ("secret_fingerprints.json", '{"01_queries_keys_values": 3}', "should map each assignment to a fingerprint"),
+    ],
+)
+def test_a_damaged_record_of_an_earlier_export_is_refused_by_name_and_kept(tmp_path, name, text, says):
+    export_nbgrader(tmp_path, chapters={CHAPTER})
+    record = tmp_path / name
+    record.write_text(text, encoding="utf-8")
+    with pytest.raises(BuildError, match=says) as refused:
+        export_nbgrader(tmp_path, chapters={CHAPTER})
+    assert name in str(refused.value) and "fix it or move it away" in str(refused.value)
+    assert record.read_text(encoding="utf-8") == text

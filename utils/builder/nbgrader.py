@@ -57,7 +57,14 @@ from utils.builder.chapter import KERNELSPEC, chapter_path
 from utils.builder.config import load_config
 from utils.builder.course import notebook_text
 from utils.builder.nbgrader_hook import BOOTSTRAP, FINGERPRINTS_NAME, JUDGE_CODE_NAME, fingerprint
-from utils.builder.nbgrader_sources import EDITED_DIR, edited_sources, keep_aside, record_source_digests
+from utils.builder.nbgrader_sources import (
+    EDITED_DIR,
+    SOURCE_DIGESTS_NAME,
+    edited_sources,
+    keep_aside,
+    read_string_map,
+    record_source_digests,
+)
 from utils.builder.stamps import SETUP_TAG, stamp
 from utils.builder.strip import BEGIN, END, exercise_meta
 from utils.grading.course_secret import SECRET_NAME, SecretError, read_secret, write_secret
@@ -235,16 +242,7 @@ def _secret(out_dir: Path, seed: int | None) -> bool:
 
 
 def _fingerprints(out_dir: Path) -> dict[str, str]:
-    path = out_dir / FINGERPRINTS_NAME
-    if not path.exists():
-        return {}
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BuildError(path, None, f"cannot be read ({exc}); fix it or move it away") from None
-    if not isinstance(records, dict) or not all(isinstance(v, str) for v in records.values()):
-        raise BuildError(path, None, "should map each assignment to a fingerprint; fix it or move it away")
-    return records
+    return read_string_map(out_dir / FINGERPRINTS_NAME, "each assignment to a fingerprint")
 
 
 def _check_same_secret(out_dir: Path, stems: list[str], seed: int | None, force: bool) -> None:
@@ -316,6 +314,8 @@ def _refuse_edits(out_dir: Path, config_path: Path | None, texts: Mapping[Path, 
     try:
         edited_sources(out_dir, texts, False)
     except BuildError as exc:
+        if Path(exc.path).name == SOURCE_DIGESTS_NAME:  # the record itself is damaged: name it alone
+            raise
         reasons.append(exc.message)
     if reasons:
         more = "" if len(reasons) > 1 else f"; pass --force to replace it (first moved to {out_dir / EDITED_DIR})"

@@ -19,7 +19,14 @@ from pathlib import Path
 
 from utils.notebook_files import BuildError
 
-__all__ = ["EDITED_DIR", "SOURCE_DIGESTS_NAME", "edited_sources", "keep_aside", "record_source_digests"]
+__all__ = [
+    "EDITED_DIR",
+    "SOURCE_DIGESTS_NAME",
+    "edited_sources",
+    "keep_aside",
+    "read_string_map",
+    "record_source_digests",
+]
 
 SOURCE_DIGESTS_NAME = "source_digests.json"
 """The digest of each ``source/`` notebook as the export wrote it, to tell an instructor's edit from it."""
@@ -32,8 +39,9 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _source_digests(out_dir: Path) -> dict[str, str]:
-    path = out_dir / SOURCE_DIGESTS_NAME
+def read_string_map(path: Path, what: str) -> dict[str, str]:
+    """The JSON object of strings an export recorded in ``path`` ({} when there is none yet); one that
+    cannot be read, or is not such a map, is refused naming it (``what``: "each assignment to a fingerprint")."""
     if not path.exists():
         return {}
     try:
@@ -41,8 +49,12 @@ def _source_digests(out_dir: Path) -> dict[str, str]:
     except (OSError, ValueError) as exc:
         raise BuildError(path, None, f"cannot be read ({exc}); fix it or move it away") from None
     if not isinstance(records, dict) or not all(isinstance(v, str) for v in records.values()):
-        raise BuildError(path, None, "should map each source notebook to a digest; fix it or move it away")
+        raise BuildError(path, None, f"should map {what}; fix it or move it away")
     return records
+
+
+def _source_digests(out_dir: Path) -> dict[str, str]:
+    return read_string_map(out_dir / SOURCE_DIGESTS_NAME, "each source notebook to a digest")
 
 
 def edited_sources(out_dir: Path, texts: Mapping[Path, str], force: bool) -> list[Path]:
