@@ -56,24 +56,9 @@ NAN_SECOND = (
     'def rms_norm(x, weight, eps=1e-6):\n'
     '    return _RMS.apply(x, weight, eps)\n'
 )
-WRONG = (
-    'class _RMS(torch.autograd.Function):\n'
-    '    @staticmethod\n'
-    '    def forward(ctx, x, weight, eps):\n'
-    '        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)\n'
-    '        ctx.r, ctx.w, ctx.x, ctx.used = r, weight, x, False\n'
-    '        return x * r * weight\n'
-    '\n'
-    '    @staticmethod\n'
-    '    def backward(ctx, g):\n'
-    '        ctx.used = True\n'
-    '        # wrong on purpose: the projection term of d rms / d x is left out\n'
-    '        return g * ctx.r * ctx.w, (g * ctx.x * ctx.r).reshape(-1, ctx.w.shape[-1]).sum(0), None\n'
-    '\n'
-    '\n'
-    'def rms_norm(x, weight, eps=1e-6):\n'
-    '    return _RMS.apply(x, weight, eps)\n'
-)
+GUARD = '        if ctx.used:\n            raise RuntimeError("this backward runs once")\n'
+WRONG = ONCE.replace(GUARD, "")  # the same wrong backward, without the guard: a second run is allowed
+assert WRONG != ONCE
 
 
 class _Once(torch.autograd.Function):
