@@ -5,7 +5,7 @@
   now reads the whole cell IPython ran (:func:`utils.exercises.forbidden._own_source`).
 * The Mac device line (``torch.backends.mps.is_available()``) and ``torch.cuda.empty_cache()`` were refused.
 * A cell with IPython syntax (``%%time`` first, a ``!pip list`` line) was a "syntax error on line 1": the grader
-  grades its Python (:mod:`utils.grading.magics`), and runs no magic and no shell command.
+  grades its Python (:mod:`utils.exercises.magics`), and runs no magic and no shell command.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from test_grader_units import grade_class, row
 
 from utils.attention import scaled_dot_product_attention
 from utils.exercises.forbidden import forbidden_in_function, unsafe_in_source
+from utils.exercises.magics import python_of
 from utils.grading.course import syntax_problem
-from utils.grading.magics import python_of
 
 ADD_ONE = "def add_one(x):\n    return x + 1\n"
 

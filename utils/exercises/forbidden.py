@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import linecache
-import os
 import re
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +27,7 @@ from utils.exercises._forbidden_scopes import (
 )
 from utils.exercises._forbidden_scopes import own_method_reads as own_methods
 from utils.exercises._submodules import harmless_cuda_reads
+from utils.exercises.cell_source import cell_source
 from utils.exercises.common import resolve, with_namesakes
 from utils.i18n.messages import tr
 
@@ -345,21 +344,8 @@ def forbidden_in_function(fn: Callable[..., Any], forbidden: Sequence[str]) -> s
 
 
 def _unsafe_in_own_source(fn: Callable[..., Any]) -> str | None:
-    source = _own_source(fn)
+    source = cell_source(fn)
     return None if source is None else unsafe_in_source(source)
-
-
-def _own_source(fn: Callable[..., Any]) -> str | None:
-    """A notebook function's whole cell (IPython keeps it in :mod:`linecache` under a name that is no file), as the
-    grader checks it: an ``import json`` beside the function is refused there (walkthrough W19); else its source."""
-    code = getattr(fn, "__code__", None)
-    if code is not None and getattr(fn, "__module__", None) == "__main__" and not os.path.exists(code.co_filename):
-        if lines := linecache.getlines(code.co_filename):
-            return "".join(lines)
-    try:
-        return inspect.getsource(fn)
-    except (OSError, TypeError):
-        return None
 
 
 def forbidden_in_globals(fn: Callable[..., Any], forbidden: Sequence[str]) -> str | None:
@@ -410,5 +396,5 @@ def _cell_filled(cell: Any) -> bool:
 
 
 def _forbidden_in_own_source(fn: Callable[..., Any], forbidden: Sequence[str]) -> str | None:
-    source = _own_source(fn) if forbidden else None
+    source = cell_source(fn) if forbidden else None
     return None if source is None else forbidden_in_source(source, forbidden)

@@ -25,8 +25,8 @@ from types import ModuleType
 
 from utils.exercises.definition import Exercise
 
-MACHINERY = frozenset({"check_cell", "common", "credit", "definition", "forbidden", "gradient_check", "judging",
-                       "mistake_search", "probes", "registry", "relations", "runner"})
+MACHINERY = frozenset({"cell_source", "check_cell", "common", "credit", "definition", "forbidden", "gradient_check",
+                       "judging", "magics", "mistake_search", "probes", "registry", "relations", "runner"})
 """Modules of :mod:`utils.exercises` that hold the machinery, not a chapter's exercises."""
 
 _ID = re.compile(r"^ch([1-9][0-9]*)\.[A-Za-z_][A-Za-z0-9_]*$")

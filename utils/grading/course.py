@@ -401,7 +401,7 @@ def syntax_problem(source: str) -> str | None:
     try:
         ast.parse(source)
     except SyntaxError as exc:
-        if exc.lineno == 1 and source.startswith("%%"):  # a cell magic other than utils.grading.magics' (%%bash)
+        if exc.lineno == 1 and source.startswith("%%"):  # a cell magic other than utils.exercises.magics' (%%bash)
             return f"the cell starts with the IPython cell magic {source.split()[0]}, which is not Python: remove it"
         return f"syntax error on line {exc.lineno}: {exc.msg}"
     except (ValueError, RecursionError, MemoryError) as exc:

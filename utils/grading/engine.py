@@ -46,12 +46,12 @@ from typing import Any
 
 from utils.exercises.common import Status, one_line
 from utils.exercises.forbidden import forbidden_in_source, unsafe_in_source
+from utils.exercises.magics import python_of
 from utils.grading import course as course_mod
 from utils.grading import files, sandbox
 from utils.grading.copies import base_name as _base_name
 from utils.grading.copies import choose_copy, chosen_file
 from utils.grading.intake import Unplaced
-from utils.grading.magics import python_of
 from utils.grading.unit import (
     Guard,
     PartRow,
@@ -122,7 +122,7 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
         graded_from[ex.id] = chosen_file(cells, submission.modified, ex)
         for file, why in others:
             skipped.setdefault((file, why), []).append(ex.id)
-        source, _magic_lines = python_of(source)  # %%time, !pip ...: skipped, never run (utils.grading.magics)
+        source, _magic_lines = python_of(source)  # %%time, !pip ...: skipped, never run (utils.exercises.magics)
         problem = course_mod.syntax_problem(source)
         if problem:
             decided[ex.id] = row(Status.ERROR, tr("your cell for {id} cannot run: {problem}", id=ex.id,
