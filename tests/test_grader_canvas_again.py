@@ -158,7 +158,7 @@ def test_each_student_left_out_is_listed_once_in_the_right_list(tmp_path, capsys
     err = capsys.readouterr().err.splitlines()
     for who in ("Lee, Ann", "Kim, Carl", "Ng, Eve", "Davis, Dave"):
         assert sum(who in line for line in err) == 1, (who, err)
-    [absent] = [line for line in err if "without a submission" in line]
+    [absent] = [line for line in err if "without a notebook to grade" in line]
     [other] = [line for line in err if "handed in only another chapter" in line]
     assert absent.endswith(": Lee, Ann; Kim, Carl; Ng, Eve") and other.endswith(": Davis, Dave (dave)"), err
     assert "1 roster student who handed in only another chapter" in other, other

@@ -192,7 +192,7 @@ def test_roster_students_without_a_submission_are_listed_apart_though_names_hold
                                    untouched=["Jones, Bob (bob)", "Lee, Ann (ann)", "Kim, Eve (eve)"],
                                    elsewhere=["Kim, Eve (eve)"]))
     err = " ".join(capsys.readouterr().err.split())
-    assert "2 roster students without a submission (no row in canvas.csv, so Canvas keeps what it has; " \
+    assert "2 roster students without a notebook to grade (no row in canvas.csv, so Canvas keeps what it has; " \
            "--zero-missing writes 0 where their cell is empty): Jones, Bob; Lee, Ann" in err, err
     assert "1 grade cell where the submission holds none of the column's exercises (each cell holds the roster's " \
            "current grade, since an empty cell would remove it on import" in err, err

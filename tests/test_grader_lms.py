@@ -125,7 +125,7 @@ def test_a_canvas_download_graded_into_canvas_csv(tmp_path, capsys):
     lines = table((tmp_path / "out" / "canvas.csv").read_text())
     assert lines[0][5:] == ["01_toy (4417)"] and lines[2] == ["Doe, Jane", "1234", "S1", "jdoe", "A", "2"]
     err = capsys.readouterr().err
-    assert "canvas.csv: 'nobody' is left out" in err and "2 roster students without a submission" in err
+    assert "canvas.csv: 'nobody' is left out" in err and "2 roster students without a notebook to grade" in err
 
 
 # --------------------------------------------------------------------------------------------------

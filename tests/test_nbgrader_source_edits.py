@@ -150,3 +150,18 @@ def test_a_damaged_record_of_an_earlier_export_is_refused_by_name_and_kept(tmp_p
         export_nbgrader(tmp_path, chapters={CHAPTER})
     assert name in str(refused.value) and "fix it or move it away" in str(refused.value)
     assert record.read_text(encoding="utf-8") == text
+
+
+def test_a_new_course_folder_is_private_and_an_open_one_is_named(tmp_path, capsys):
+    """Walkthrough W26: the quick start left ~/course readable by every user (nbgrader then writes gradebook.db
+    and feedback/ there); the export makes a new folder 0700 and names an existing open one, leaving its mode."""
+    new = tmp_path / "new" / "course"
+    assert build_main(["--nbgrader", str(new)]) == 0
+    assert new.stat().st_mode & 0o777 == 0o700
+    assert "chmod" not in capsys.readouterr().err
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    assert build_main(["--nbgrader", str(shared)]) == 0
+    assert f"chmod 700 {shared}" in capsys.readouterr().err
+    assert shared.stat().st_mode & 0o777 == 0o755  # the instructor's folder: named, not changed

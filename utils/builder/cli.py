@@ -100,6 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if secret
                 else f"kept the grading secret in {Path(args.nbgrader) / SECRET_NAME}"
             )
+            if Path(args.nbgrader).stat().st_mode & 0o077:  # nbgrader's gradebook.db and feedback/ would be too
+                print(f"{args.nbgrader} is open to other users of this machine: chmod 700 {args.nbgrader}",
+                      file=sys.stderr)
             return 0
         if args.execute:
             execute(args.execute, root)

@@ -334,7 +334,7 @@ def export_nbgrader(
     """Write the nbgrader course directory ``out_dir`` and return the files written.
 
     Args:
-        out_dir: the course directory (created if needed; other files in it are left alone).
+        out_dir: the course directory (created if needed, mode 0700; other files in it are left alone).
         root: the course repository. Default: :data:`utils.paths.REPO_ROOT`.
         seed: the secret seed, when ``out_dir`` has none yet. Default: drawn at random.
         chapters: only these notebook stems (e.g. ``{"01_queries_keys_values"}``). Default: every chapter.
@@ -366,7 +366,8 @@ def export_nbgrader(
         texts[out_dir / "source" / path.stem / path.name] = notebook_text(nb)
     if not force:  # every edit named at once (walkthrough W22), before anything is written
         _refuse_edits(out_dir, config_path if config_edited else None, texts)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not out_dir.exists():  # private from the start: nbgrader writes grades and feedback readable by all
+        out_dir.mkdir(parents=True, mode=0o700)
     _check_same_secret(out_dir, [path.stem for path in solutions], seed, force)
     created = _secret(out_dir, seed)  # before anything is written: a conflicting --seed changes nothing
     kept = edited_sources(out_dir, texts, force) if force else []

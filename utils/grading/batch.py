@@ -370,7 +370,7 @@ def _report_canvas(sheet: lms.CanvasSheet) -> None:
     for student, why in sheet.unmatched:
         _say(f"grader: canvas.csv: {student!r} is left out: {why}")
     if sheet.absent:
-        _say(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a submission "
+        _say(f"grader: canvas.csv: {report.plural(len(sheet.absent), 'roster student')} without a notebook to grade "
              f"({_no_grade(sheet, row=True)}): {'; '.join(sheet.absent[:MAX_LISTED])}")  # names hold commas
     if sheet.elsewhere:  # the absent are listed above: each student in one list only
         who = "roster student" if sheet.from_roster else "student"
