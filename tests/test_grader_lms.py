@@ -126,6 +126,8 @@ def test_a_canvas_download_graded_into_canvas_csv(tmp_path, capsys):
     assert lines[0][5:] == ["01_toy (4417)"] and lines[2] == ["Doe, Jane", "1234", "S1", "jdoe", "A", "2"]
     err = capsys.readouterr().err
     assert "canvas.csv: 'nobody' is left out" in err and "2 roster students without a notebook to grade" in err
+    index = table((tmp_path / "out" / "feedback" / "index.csv").read_text())  # SpeedGrader finds her by id (W25)
+    assert index[0] == ["file", "student_id", "canvas_user_id"] and ["doejane.md", "doejane", "1234"] in index
 
 
 # --------------------------------------------------------------------------------------------------

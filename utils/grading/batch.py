@@ -216,7 +216,7 @@ def _grade(submissions_dir, out_dir, *, jobs, timeout, seed, course_root, regist
     unplaced = [*found.unplaced, *results.unplaced]
     _report_reading(results, len(unplaced))
     ids = [e.id for e in the_plan.exercises]
-    report.write_all(Path(out_dir), [*rows, *unplaced_rows(unplaced)], the_plan.students, ids)
+    report.write_all(Path(out_dir), [*rows, *unplaced_rows(unplaced)], the_plan.students, ids, found.canvas_ids)
     sheet = None
     if lms_format == "canvas":
         sheet = lms.canvas_csv(rows, the_plan.students, the_plan.exercises, roster=the_roster,

@@ -25,7 +25,7 @@ import io
 import os
 import tempfile
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from utils.exercises.common import FAIL, PASS, Status
@@ -192,13 +192,18 @@ def _disk_key(name: str) -> str:
     return unicodedata.normalize("NFC", name).casefold()
 
 
-def feedback_index_csv(names: dict[str, str]) -> str:
-    """``feedback/index.csv``: which feedback file belongs to which student (the raw ``student_id``)."""
+def feedback_index_csv(names: dict[str, str], canvas_ids: Mapping[str, str] | None = None) -> str:
+    """``feedback/index.csv``: which feedback file belongs to which student (the raw ``student_id``), and, for a
+    Canvas download, the student's Canvas user id (SpeedGrader finds a student by it; walkthrough W25)."""
     # a file name has only letters, marks, digits and ._- (file_stem): raw as well, so it names the file exactly
-    return _csv([("file", "student_id"), *((Raw(file), Raw(student)) for student, file in names.items())])
+    if not canvas_ids:
+        return _csv([("file", "student_id"), *((Raw(file), Raw(student)) for student, file in names.items())])
+    return _csv([("file", "student_id", "canvas_user_id"),
+                 *((Raw(file), Raw(student), canvas_ids.get(student, "")) for student, file in names.items())])
 
 
-def write_all(out_dir: Path, rows: Sequence, students: Sequence[str], exercise_ids: Sequence[str]) -> None:
+def write_all(out_dir: Path, rows: Sequence, students: Sequence[str], exercise_ids: Sequence[str],
+              canvas_ids: Mapping[str, str] | None = None) -> None:
     """Write every report into ``out_dir``. The feedback files an earlier run wrote there (those its
     ``feedback/index.csv`` lists) for students who are not in this run are removed, so that no stale
     feedback stays beside the new; a file the index does not list is never touched."""
@@ -209,7 +214,7 @@ def write_all(out_dir: Path, rows: Sequence, students: Sequence[str], exercise_i
         (out_dir / "feedback" / stale).unlink(missing_ok=True)
     for student, file in names.items():
         atomic_write(out_dir / "feedback" / file, feedback_md(student, rows))
-    atomic_write(out_dir / "feedback" / "index.csv", feedback_index_csv(names))
+    atomic_write(out_dir / "feedback" / "index.csv", feedback_index_csv(names, canvas_ids))
 
 
 def earlier_feedback(folder: Path) -> set[str]:
