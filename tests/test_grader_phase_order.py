@@ -189,12 +189,12 @@ def test_every_public_run_of_a_unit_comes_before_its_first_hidden_run(tmp_path, 
     public ones (in the notebook's order), then all the hidden ones, even when a run kills its worker."""
     from utils.grading import unit
 
-    order: list[tuple[str, bool]] = []
+    order: list[tuple[str, str]] = []
     real = unit._run
 
-    def spy(student, task, index, is_hidden, *args, **kwargs):
-        order.append((task.course.id, is_hidden))
-        return real(student, task, index, is_hidden, *args, **kwargs)
+    def spy(student, task, index, kind, *args, **kwargs):
+        order.append((task.course.id, kind))
+        return real(student, task, index, kind, *args, **kwargs)
 
     monkeypatch.setattr(unit, "_run", spy)
     crash = "import os\ndef attend(q, k, v):\n    os._exit(3)\n"  # a fresh worker for the runs after it
@@ -205,8 +205,10 @@ def test_every_public_run_of_a_unit_comes_before_its_first_hidden_run(tmp_path, 
                               course_root=gf.make_toy_course(tmp_path / "course"), registry=gf.TOY_REGISTRY,
                               memory_mb=1024, progress=False)
     assert {row.exercise: row.status for row in summary["rows"]}["ch1.attend"] != Status.PASSED
-    publics = [i for i, (_, is_hidden) in enumerate(order) if not is_hidden]
-    hiddens = [i for i, (_, is_hidden) in enumerate(order) if is_hidden]
+    publics, probes, hiddens = ([i for i, (_, kind) in enumerate(order) if kind == k] for k in ("run", "probe", "hide"))
     assert [order[i][0] for i in publics] == list(gf.TOY_SOLUTIONS), order
     assert hiddens and max(publics) < min(hiddens), order
+    # the probe runs (fixed inputs, R24) come after every public run and before every hidden one
+    assert probes and max(publics) < min(probes) and max(probes) < min(hiddens), order
+    assert "ch1.attend" not in {order[i][0] for i in probes}, order  # decided by its crash: no probe run
     assert Path(tmp_path / "out" / "results.csv").exists()

@@ -217,11 +217,13 @@ def test_only_the_due_cases_inputs_reach_the_sandbox(tmp_path, monkeypatch):
                               registry=gf.TOY_REGISTRY, memory_mb=512, progress=False)
     assert summary["totals"]["peeker"] == 6
     alice = sent[:len(sent) // 2]
-    # every public run first (its public cases, then the probe inputs: fixed, public, never counted), then
-    # every hidden run (the student's hidden cases), each written when due
-    assert [name for name, _ in alice] == ["0", "1", "2", "h0", "h1", "h2"]
-    for (_, public), (_, hidden), exercise in zip(alice[:3], alice[3:], gf.TOY_REGISTRY.values()):
-        for cases, expected in ((public, [*exercise.public_cases(), *probe_inputs(exercise)]),
+    # every public run first (its public cases), then every probe run (the probe inputs: fixed, public, never
+    # counted, in a run of their own since R24), then every hidden run (the student's hidden cases), each
+    # written when due
+    assert [name for name, _ in alice] == ["0", "1", "2", "p0", "p1", "p2", "h0", "h1", "h2"]
+    for (_, public), (_, probes), (_, hidden), exercise in zip(alice[:3], alice[3:6], alice[6:],
+                                                                gf.TOY_REGISTRY.values()):
+        for cases, expected in ((public, exercise.public_cases()), (probes, probe_inputs(exercise)),
                                 (hidden, exercise.hidden_cases(unit.case_seed(5, exercise.id, "alice")))):
             assert len(cases) == len(expected)
             assert all(c.keys() == e.keys() and all(torch.equal(c[k], e[k]) for k in c)

@@ -40,7 +40,7 @@ setup imports them too, so a cell behaves the same in the notebook, in tests and
 
 
 _TENSOR_BASE = torch._C.TensorBase  # noqa: SLF001  (an immutable type: a cell cannot patch its methods)
-_TRUSTED = {"tensor": torch.Tensor, "equal": torch.equal, "nan_to_num": torch.nan_to_num,
+_TRUSTED = {"tensor": torch.Tensor, "equal": torch.equal, "nan_to_num": torch.nan_to_num, "isnan": torch.isnan,
             "clone": _TENSOR_BASE.clone, "size": _TENSOR_BASE.size, "dtype": _TENSOR_BASE.dtype.__get__,
             "is_floating_point": _TENSOR_BASE.is_floating_point, "isinstance": isinstance, "text": Exception.__str__,
             "layout": _TENSOR_BASE.layout.__get__, "device": _TENSOR_BASE.device.__get__, "tuple_iter": tuple.__iter__,
@@ -242,14 +242,22 @@ def _clone_case(case: Case) -> Case:
     return {k: (_TRUSTED["clone"](v) if _TRUSTED["isinstance"](v, _TRUSTED["tensor"]) else v) for k, v in case.items()}
 
 
+_INF = float("inf")
+
+
 def _same(a: torch.Tensor, b: Any) -> bool:
     """Whether the case's tensor ``a`` and what its copy ``b`` is after the call are equal (NaNs equal), with
     only what :data:`_TRUSTED` bound before the learner's code ran."""
     t = _TRUSTED
     if not t["isinstance"](b, t["tensor"]) or t["size"](a) != t["size"](b) or t["dtype"](a) is not t["dtype"](b):
         return False
-    return bool(t["equal"](a, b)) or (t["is_floating_point"](a) and bool(
-        t["equal"](t["nan_to_num"](a), t["nan_to_num"](b))))
+    if t["equal"](a, b):
+        return True
+    if not t["is_floating_point"](a) or not t["equal"](t["isnan"](a), t["isnan"](b)):
+        return False  # NaNs in other places (R24: NaN -> 0 in place was missed)
+    # NaN -> 0 alone: an infinity stays itself (R24: -inf -> the dtype's lowest, in place, was missed)
+    return bool(t["equal"](t["nan_to_num"](a, nan=0.0, posinf=_INF, neginf=-_INF),
+                           t["nan_to_num"](b, nan=0.0, posinf=_INF, neginf=-_INF)))
 
 
 def load_function(source: str, func_name: str, forbidden: Sequence[str] = ()) -> Callable[..., Any]:

@@ -1,10 +1,12 @@
 """Running one unit (all of one student's exercise cells) in sandboxed workers, and judging each result.
 
-Each exercise runs twice, in two forked processes of the student's worker (:mod:`utils.grading.worker`):
+Each exercise runs up to three times, in forked processes of the student's worker (:mod:`utils.grading.worker`):
 
 1. its **public run**, when it is due (never earlier): the grader writes its cell and the inputs of its
-   public cases and probe inputs into ``in/i``, sends ``run i`` and waits for the worker's answer (see
-   *Timeouts* below);
+   public cases into ``in/i``, sends ``run i`` and waits for the worker's answer (see *Timeouts* below);
+   then its **probe run** (``probe i``, inputs in ``in/pi``), once every public run is over: the probe
+   inputs, which only inform the diagnosis, in a process and under a CPU limit of their own, so that a run
+   that ends abnormally there drops the probes' outcomes and costs the exercise nothing (red team R24);
 2. its **hidden run**, once *every* public run of the unit is over: the hidden cases drawn here for this
    student are written into ``in/hi``, the worker reads them (``hide i``, ``loaded i``), the grader
    removes them, and only then does the worker fork the process that runs the learner's code on them
@@ -38,10 +40,9 @@ import math
 import os
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,7 @@ from utils.exercises.common import Outcome, Status, one_line
 from utils.exercises.probes import Evidence, probe_inputs
 from utils.grading import course as course_mod
 from utils.grading import files, memory, sandbox, serialize, verdicts
+from utils.grading.guard import Guard as Guard  # re-exported: the batch and the tests use it here
 from utils.grading.rows import PartRow as PartRow  # re-exported: the rows' old home
 from utils.grading.rows import Row, graded_row, whole_exercise_parts
 from utils.i18n.messages import tr
@@ -111,12 +113,13 @@ class Task:
 
 @dataclass
 class _Runs:
-    """One exercise's cases and what its public run gave (its outcomes, the probe inputs' after them)."""
+    """One exercise's cases and what its public run and its probe run gave."""
 
     public: list[dict[str, Any]]
     probes: list[dict[str, Any]]
     hidden: list[dict[str, Any]]
     outcomes: list[Outcome] | None = None
+    probe_outcomes: list[Outcome] = field(default_factory=list)  # [] until the probe run, or when it failed
 
 
 def case_seed(seed: int, exercise_id: str, student: str) -> int:
@@ -133,42 +136,6 @@ def wall_limit(timeout: float) -> float:
 
 def _limits(settings: Settings) -> dict[str, int]:  # "cpu": seconds per exercise, each in its own forked process
     return {"memory": settings.memory_mb * 2**20, "cpu": math.ceil(settings.timeout), "fsize": 64 * 2**20, "nproc": 64}
-
-
-class Guard:
-    """The parent's watchdog over one unit. The unit's thread announces each phase with a deadline
-    (:meth:`enter`) and the worker it runs (:meth:`attach`); the batch loop calls :meth:`abandon` when a
-    deadline passes: it kills the worker, and the unit's rows are decided without it."""
-
-    def __init__(self) -> None:
-        self.phase = "waiting"
-        self.deadline = math.inf
-        self.worker: sandbox.Worker | None = None
-        self.verdicts: dict[int, tuple[Status, str] | tuple[Status, str, str] | Row] = {}
-        self.abandoned = False
-        self._lock = threading.Lock()
-
-    def enter(self, phase: str, seconds: float) -> None:
-        with self._lock:
-            self.phase, self.deadline = phase, time.monotonic() + seconds
-
-    def attach(self, worker: sandbox.Worker | None) -> None:
-        with self._lock:
-            self.worker = worker
-            abandoned = self.abandoned
-        if abandoned and worker is not None:
-            worker.terminate()
-
-    def overdue(self, now: float) -> bool:
-        with self._lock:
-            return now > self.deadline
-
-    def abandon(self) -> None:
-        with self._lock:
-            self.abandoned = True
-            worker = self.worker
-        if worker is not None:
-            worker.terminate()
 
 
 def run_unit(student: str, tasks: list[Task], settings: Settings, tmp_root: Path, slot: int,
@@ -257,7 +224,7 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
               iso: sandbox.Isolation, guard: Guard, bound: memory.Bound) -> None:
     workdir = _prepare(jobdir, settings, slot, iso)
     runs: dict[int, _Runs] = {}
-    plan = [(i, False) for i in range(len(tasks))] + [(i, True) for i in range(len(tasks))]
+    plan = [(i, kind) for kind in ("run", "probe", "hide") for i in range(len(tasks))]
     step = 0
     while step < len(plan) and not guard.abandoned and not _out_of_budget(tasks, settings, guard):
         guard.enter("starting its sandbox", settings.startup_timeout + 30)
@@ -276,11 +243,11 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                 return
             bound.arm(settings.memory_mb * 2**20, lambda w=worker: sandbox.members(w), worker.terminate)
             while step < len(plan) and not guard.abandoned and not _out_of_budget(tasks, settings, guard):
-                index, hidden = plan[step]
+                index, kind = plan[step]
                 step += 1
-                if index in guard.verdicts:
+                if index in guard.verdicts or (kind == "probe" and not runs[index].probes):
                     continue
-                if not _run(student, tasks[index], index, hidden, worker, settings, jobdir, slot, iso, guard,
+                if not _run(student, tasks[index], index, kind, worker, settings, jobdir, slot, iso, guard,
                             runs, bound):
                     break
         finally:
@@ -288,19 +255,25 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
             guard.attach(None)
 
 
-def _run(student: str, task: Task, index: int, hidden: bool, worker: sandbox.Worker, settings: Settings,
+def _run(student: str, task: Task, index: int, kind: str, worker: sandbox.Worker, settings: Settings,
          jobdir: Path, slot: int, iso: sandbox.Isolation, guard: Guard, runs: dict[int, _Runs],
          bound: memory.Bound) -> bool:
-    """One run of exercise ``index``: its public cases, or (``hidden``) its hidden ones. Records a verdict
-    in ``guard`` when it decides the exercise; False when the worker is gone and a fresh one is needed."""
-    exercise, mode, wall = task.course.exercise, settings.feedback, run_wall(settings)
+    """One run of exercise ``index``: ``kind`` ``run`` (its public cases), ``probe`` (its probe inputs) or
+    ``hide`` (its hidden cases). Records a verdict in ``guard`` when it decides the exercise; False when the
+    worker is gone and a fresh one is needed. A probe run that ends abnormally decides nothing: its outcomes
+    are dropped (they only inform the diagnosis; red team R24: they cost the whole exercise)."""
+    exercise, mode, wall, hidden = task.course.exercise, settings.feedback, run_wall(settings), kind == "hide"
     guard.enter(f"running {'the hidden cases of ' if hidden else ''}{task.course.id}", 3 * wall + 60)
     hide = (lambda verdict: _held(task, run, verdicts.hidden(verdict, mode), student)) if hidden else (lambda v: v)
-    if not hidden:
+    if kind == "run":
         seed = case_seed(settings.seed, task.course.id, student)
         runs[index] = run = _Runs(exercise.public_cases(), probe_inputs(exercise), exercise.hidden_cases(seed))
-        _write_due(jobdir, index, task, run.public + run.probes, iso, slot)
+        _write_due(jobdir, index, task, run.public, iso, slot)
         worker.send(f"run {index}")
+    elif kind == "probe":
+        run = runs[index]
+        _write_inputs(jobdir / "in" / f"p{index}", run.probes, iso, slot)
+        worker.send(f"probe {index}")
     else:
         run = runs[index]
         _write_inputs(jobdir / "in" / f"h{index}", run.hidden, iso, slot)
@@ -321,7 +294,11 @@ def _run(student: str, task: Task, index: int, hidden: bool, worker: sandbox.Wor
             else verdicts.timeout(wall) if time.monotonic() < settings.deadline else (Status.TIMEOUT, tr(
                 "stopped: the grading time of this submission ({budget:g} s for all its exercises) ran out while "
                 "this exercise ran", budget=settings.budget or 0))
-        guard.verdicts[index] = hide(verdicts.over_bound(settings.memory_mb) if bound.tripped() else verdict)
+        verdict = verdicts.over_bound(settings.memory_mb) if bound.tripped() else verdict
+        if kind == "probe":
+            _probed(task, run, [], guard, index, student, mode)
+        else:
+            guard.verdicts[index] = hide(verdict)
         return False
     guard.enter(f"reading the results of {task.course.id}", COLLECT_SECONDS)
     frozen = worker.freeze()
@@ -336,24 +313,37 @@ def _run(student: str, task: Task, index: int, hidden: bool, worker: sandbox.Wor
         verdict = verdicts.exited(" ".join(words[2:3]))
     else:
         keys = sorted({key for case in [*run.public, *run.probes, *run.hidden] for key in case})
-        name, n_cases, n_extra = (f"h{index}", len(run.hidden), 0) if hidden else \
-            (str(index), len(run.public), len(run.probes))
-        got = _collect(task, jobdir, name, keys, n_cases, n_extra)
+        name, cases = {"run": (str(index), run.public), "probe": (f"p{index}", run.probes),
+                       "hide": (f"h{index}", run.hidden)}[kind]
+        got = _collect(task, jobdir, name, keys, len(cases))
         if isinstance(got, tuple):
             verdict = got
         else:
             got = verdicts.checked(got, exercise.forbidden)
             if hidden:
-                verdict = _judge(task, run, run.outcomes or [], got, student, mode)
+                verdict = _judge(task, run, [*(run.outcomes or []), *run.probe_outcomes], got, student, mode)
+            elif kind == "probe":
+                run.probe_outcomes, verdict = got, None
             else:
                 run.outcomes = got
-                if not run.hidden or any(o.forbidden for o in got[:len(run.public)]):
+                if (not run.hidden and not run.probes) or any(o.forbidden for o in got):
                     verdict = _judge(task, run, got, [], student, mode)  # decided without a hidden run
-    if verdict is not None:
+    if kind == "probe":  # whatever it gave: the exercise is judged on its cases, the probes' outcomes kept or not
+        _probed(task, run, run.probe_outcomes if verdict is None else [], guard, index, student, mode)
+    elif verdict is not None:
         guard.verdicts[index] = hide(verdict) if isinstance(verdict, tuple) else verdict
     if frozen:
         worker.thaw()
     return frozen
+
+
+def _probed(task: Task, run: _Runs, outcomes: list[Outcome], guard: Guard, index: int, student: str,
+            mode: str) -> None:
+    """After the probe run: keep its ``outcomes`` ([] when it ended abnormally) and, when the exercise has no
+    hidden cases, judge it now."""
+    run.probe_outcomes = outcomes
+    if not run.hidden:
+        guard.verdicts[index] = _judge(task, run, [*(run.outcomes or []), *outcomes], [], student, mode)
 
 
 def _held(task: Task, run: _Runs, verdict: tuple[Status, str], student: str) -> tuple[Status, str] | Row:
@@ -400,7 +390,7 @@ def _judge(task: Task, run: _Runs, public: Sequence[Outcome], hidden: Sequence[O
             return verdicts.hidden(verdicts.memory(), mode)
     try:
         graded = credit.credit_for(exercise, cases, outcomes, n_public, diagnose_hidden=mode == "full",
-                                   evidence=Evidence(list(run.probes), list(public[n_public:])))
+                                   evidence=Evidence(run.probes[:len(public) - n_public], list(public[n_public:])))
     except Exception as exc:  # a hostile output must never stop the batch
         return (Status.ERROR, tr("your output could not be compared with the reference ({kind})",
                                  kind=type(exc).__name__))

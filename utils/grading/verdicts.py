@@ -116,12 +116,17 @@ def read(out: int | Path, keys: list[str], n_cases: int, n_extra: int = 0) -> li
     if record is not None:
         try:
             kind, message = (str(x)[:300] for x in record["load_error"][:2])
+            stage = str(record["load_error"][2]) if len(record["load_error"]) > 2 else "cell"
         except (KeyError, TypeError, ValueError):
-            kind, message = "Error", "unreadable"
+            kind, message, stage = "Error", "unreadable", "cell"
         if is_memory(kind, message):
             return memory()
         if kind == "SystemExit":
             return (Status.ERROR, tr("your code called sys.exit ({message}); return a value instead", message=message))
+        if stage == "function":  # a BaseException (not an Exception) escaped the cases: none could be recorded
+            return (Status.ERROR, tr("your function raised {kind}, which is not an Exception, so it stopped every "
+                                     "case: {message}; raise an Exception (ValueError...) instead",
+                                     kind=kind, message=message))
         return (Status.ERROR, tr("your cell raised {kind} when it ran: {message}", kind=kind, message=message))
     try:
         outcomes = serialize.load_outcomes(out, keys, max_records=n_cases + n_extra)

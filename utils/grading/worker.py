@@ -8,8 +8,11 @@ COMMAND_FD``, with only the worker kit of the course importable (:mod:`utils.gra
    *before* any learner code runs, and makes itself non-dumpable (no same-uid ``ptrace``);
 3. for each command the grader sends, runs one exercise's cases in a **forked** process:
 
-   * ``run i`` (the public cases and the probe inputs, which the grader writes into ``in/i`` with the
-     cell only when exercise ``i`` is due): the child reads them itself and writes into ``out/i``;
+   * ``run i`` (the public cases, which the grader writes into ``in/i`` with the cell only when exercise
+     ``i`` is due): the child reads them itself and writes into ``out/i``;
+   * ``probe i`` (the probe inputs, in ``in/pi``, after the public run's outcomes are read): the same in a
+     fresh folder ``work/pi``, into ``out/pi``, in a process and under a CPU limit of its own, so that what
+     the function does on a probe input alone (which never counts) cannot cost its cases (red team R24);
    * ``hide i`` (the hidden cases, written into ``in/hi`` only after every public run of the unit is
      over): the worker reads them *before* forking, answers ``loaded i``, and forks only on ``go i``,
      which the grader sends once it has removed ``in/hi``: no learner code ever runs while a hidden
@@ -112,12 +115,14 @@ def main(argv: list[str]) -> int:
     commands = os.fdopen(command_fd, "rb", buffering=0)
     while True:
         line = commands.readline(100).decode("ascii", "replace").split()
-        if len(line) != 2 or line[0] not in ("run", "hide") or not line[1].isdigit():
+        if len(line) != 2 or line[0] not in ("run", "probe", "hide") or not line[1].isdigit():
             return 0  # EOF (the grader is done with us) or nonsense: stop
         index = int(line[1])
-        cases, out = None, jobdir / "out" / str(index)
+        cases, out, inputs, fresh = None, jobdir / "out" / str(index), str(index), None
+        if line[0] == "probe":  # the probe inputs: a process (and CPU time) of their own, after the public run
+            out, inputs, fresh = jobdir / "out" / f"p{index}", f"p{index}", f"p{index}"
         if line[0] == "hide":  # the hidden cases: read here, then removed by the grader before any learner code runs
-            cases, out = serialize.load(jobdir / "in" / f"h{index}"), jobdir / "out" / f"h{index}"
+            cases, out, fresh = serialize.load(jobdir / "in" / f"h{index}"), jobdir / "out" / f"h{index}", f"h{index}"
             _status(status_fd, f"loaded {index}")
             if commands.readline(100).decode("ascii", "replace").split() != ["go", str(index)]:
                 return 0
@@ -136,7 +141,7 @@ def main(argv: list[str]) -> int:
                 refuse_exec()  # before any learner code: no program starts from this process or its children
                 cpu = math.ceil(sum(os.times()[:2])) + limits["cpu"]  # ~0 used: a fork's counters start at 0
                 _limit(resource.RLIMIT_CPU, cpu, cpu + CPU_GRACE)
-                code = _run_exercise(jobdir, index, out, cases)
+                code = _run_exercise(jobdir, index, out, cases, inputs, fresh)
             finally:
                 _EXIT(code)  # bound before any learner code: a cell may rebind os._exit
         del cases
@@ -231,23 +236,25 @@ def _reap() -> None:
             return
 
 
-def _run_exercise(jobdir: Path, index: int, out: Path, cases: list | None = None) -> int:
+def _run_exercise(jobdir: Path, index: int, out: Path, cases: list | None = None, inputs: str | None = None,
+                  fresh: str | None = None) -> int:
     """Run exercise ``index`` in this (forked) process: read its cell and (unless ``cases`` were read
-    already) its inputs, which the grader writes only when they are due, run the cases, write the raw
-    outcomes into ``out``. Returns the exit status."""
+    already) its inputs from ``in/<inputs>``, which the grader writes only when they are due, run the cases
+    (in the folder ``fresh`` when given), write the raw outcomes into ``out``. Returns the exit status."""
     from utils.exercises.common import one_line
     from utils.exercises.runner import MissingFunction, load_function, run_cases
     from utils.grading import serialize
 
     record: dict[str, object] = {}
+    stage = "cell"  # "function" once the cell has run: what a BaseException escaped from (R24: told apart)
     folder = os.fspath(out)  # before any learner code: from here on only what was bound before it ran is used
     try:
         cell = json.loads((jobdir / "in" / str(index) / "cell.json").read_text(encoding="utf-8"))
         if cases is None:
-            cases = serialize.load(jobdir / "in" / str(index))
-        else:  # the hidden run starts in a folder of its own: what the public run left behind stays there
-            os.makedirs(f"h{index}", exist_ok=True)
-            os.chdir(f"h{index}")
+            cases = serialize.load(jobdir / "in" / (inputs or str(index)))
+        if fresh:  # a hidden or probe run starts in a folder of its own: what the public run left there stays
+            os.makedirs(fresh, exist_ok=True)
+            os.chdir(fresh)
         # Bare package names ("utils") are for the static check only: runner.forbid() patches attributes.
         named = _aliases([name for name in cell["forbidden"] if "." in name])
         forbidden = sorted(named)
@@ -256,6 +263,7 @@ def _run_exercise(jobdir: Path, index: int, out: Path, cases: list | None = None
         except MissingFunction:
             record["load_error"] = ["LookupError", f"the cell does not define {cell['func_name']}()"]
         else:
+            stage = "function"
             outcomes = run_cases(fn, cases, forbidden, gradients=cell.get("gradients") is True)
             for outcome in outcomes:  # the name the exercise lists, whichever alias was called
                 outcome.forbidden = named.get(outcome.forbidden, outcome.forbidden) if outcome.forbidden else None
@@ -267,7 +275,7 @@ def _run_exercise(jobdir: Path, index: int, out: Path, cases: list | None = None
     except SystemExit as exc:
         record["load_error"] = ["SystemExit", f"sys.exit({_plain_text(exc.code, quoted=True)}) was called"]
     except BaseException as exc:  # the cell's top level raised, or a BaseException escaped run_cases
-        record["load_error"] = [type(exc).__name__, one_line(_error_text(exc), limit=300)]
+        record["load_error"] = [type(exc).__name__, one_line(_error_text(exc), limit=300), stage]
     if record:  # what the learner's code left behind (sys.stdout, os.open) is not used: the process ends here
         try:
             serialize.write_json(folder, "load_error.json", record)
