@@ -112,3 +112,16 @@ def test_a_base_exception_from_the_function_is_named_as_the_function_s_not_the_c
     assert got["status"] == "error" and got["points"] == "0", got
     assert "your function raised Stop, which is not an Exception" in got["feedback"], got
     assert "your cell raised" not in got["feedback"], got
+
+
+def test_the_check_cell_diagnoses_a_wrong_function_that_exits_on_a_probe_from_its_cases(capsys):
+    from utils.exercises import get
+    from utils.exercises.check_cell import run_public_check
+
+    def rms_norm(x, weight, eps=1e-6):  # wrong (no square root) and exits on the probe's eps alone
+        if eps == 0.25:
+            raise SystemExit(3)
+        return x / (x.pow(2).mean(-1, keepdim=True) + eps) * weight
+
+    verdict = run_public_check(get("ch7.rms_norm"), rms_norm)
+    assert not verdict.passed and "❌" in capsys.readouterr().out

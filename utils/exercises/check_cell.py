@@ -56,8 +56,14 @@ def _static_verdict(exercise: Exercise, fn: Any) -> Verdict | None:
 
 def run_probes(exercise: Exercise, fn: Callable[..., Any]) -> Evidence:
     """Run ``fn`` on the exercise's probe inputs (:func:`~utils.exercises.probes.probe_inputs`), after its
-    cases, and gather what the probes read; never counted toward points."""
-    outcomes = run_cases(fn, probe_inputs(exercise), exercise.forbidden)
+    cases, and gather what the probes read; never counted toward points. A ``sys.exit`` or another
+    ``BaseException`` there (a ``KeyboardInterrupt`` aside) only loses that evidence, as in the grader (R24)."""
+    try:
+        outcomes = run_cases(fn, probe_inputs(exercise), exercise.forbidden)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # noqa: BLE001  (SystemExit, a learner's BaseException: the verdict stands on the cases)
+        return Evidence()
     return evidence_for(exercise, outcomes, fn)
 
 
