@@ -76,3 +76,40 @@ def test_outside_ipython_a_function_s_own_source_is_read():
 
     assert cell_source(local).lstrip().startswith("def local(x):")
     assert cell_source(len) is None
+
+
+# Red team R25: where the check cell could not find the function's cell (a functools.partial, an instance with
+# __call__, a function made by exec), it checked nothing and showed ✅ while the grader refused the cell.
+_RMS = "def _rms(x, eps=1e-6):\n    return x / (x * x).mean().sqrt()\n"
+OTHER_STYLES = {  # name -> the exercise cell (add_one), refused by the grader for its import
+    "partial": "import json\nimport functools\n" + _RMS + "add_one = functools.partial(_rms, eps=1e-6)\n",
+    "instance": "import json\nclass AddOne:\n    def __call__(self, x):\n        return x + 1\nadd_one = AddOne()\n",
+    "exec": 'exec("def add_one(x):\\n    return x + 1\\n")\n',
+    "nested": "import json\nif True:\n    def add_one(x):\n        return x + 1\n",
+}
+
+
+def _bound(shell, cell: str):
+    shell.user_ns.pop("add_one", None)
+    result = shell.run_cell(cell, store_history=True)
+    assert result.success, result.error_in_exec or result.error_before_exec
+    return shell.user_ns["add_one"]
+
+
+@pytest.mark.parametrize("style", sorted(OTHER_STYLES))
+def test_a_function_in_another_style_is_read_from_its_cell_as_the_grader_reads_it(shell, style):
+    cell = OTHER_STYLES[style]
+    assert unsafe_in_source(python_of(cell)[0]) is not None  # the grader refuses the cell
+    fn = _bound(shell, cell)
+    shell.run_cell("y = 1  # a later cell", store_history=True)
+    said = forbidden_in_function(fn, (), "add_one")
+    assert said is not None, style  # and so does the notebook's check
+    if style == "exec":
+        assert "exec" in said and "add_one" in said, said
+
+
+@pytest.mark.parametrize("style", ["partial", "instance", "nested"])
+def test_the_same_styles_without_a_refused_import_pass(shell, style):
+    cell = OTHER_STYLES[style].replace("import json\n", "")
+    assert unsafe_in_source(python_of(cell)[0]) is None
+    assert forbidden_in_function(_bound(shell, cell), (), "add_one") is None

@@ -29,7 +29,7 @@ def shell():
 
 
 def _defined(shell, cell: str):
-    result = shell.run_cell(cell)
+    result = shell.run_cell(cell, store_history=True)  # as Jupyter runs a cell
     assert result.success, result.error_in_exec or result.error_before_exec
     return shell.user_ns["add_one"]
 

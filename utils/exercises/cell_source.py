@@ -12,6 +12,7 @@ function's code, or, for a body compiled under another name, the newest cell who
 
 from __future__ import annotations
 
+import ast
 import inspect
 import linecache
 import os
@@ -22,31 +23,98 @@ from typing import Any
 
 from utils.exercises.magics import python_of
 
-__all__ = ["cell_source"]
+__all__ = ["cell_source", "out_of_sight"]
 
+_TIMED = "<timed exec>"
+"""The name IPython's ``%%time`` compiles a cell's body under."""
 _NEWEST_CELLS = 200
 """How many of IPython's most recent inputs are searched for the defining cell."""
 
 
-def cell_source(fn: Callable[..., Any]) -> str | None:
-    """The whole cell that defined the notebook function ``fn`` as the grader reads it; else ``fn``'s source;
-    None when it has none (a builtin)."""
+def cell_source(fn: Callable[..., Any], name: str | None = None) -> str | None:
+    """The whole cell that defined the notebook function ``fn`` (bound to ``name``, by default its own) as the
+    grader reads it; else ``fn``'s source; None when there is none (a builtin, or a notebook object whose cell
+    cannot be found: see :func:`out_of_sight`)."""
+    name = name or getattr(fn, "__name__", "")
     code = getattr(fn, "__code__", None)
+    parsed, raw = _history()
+    made = None
     if code is not None and getattr(fn, "__module__", None) == "__main__" and not os.path.exists(code.co_filename):
-        parsed, raw = _history()
-        if lines := linecache.getlines(code.co_filename):  # a cell IPython ran: find its raw text
-            transformed = "".join(lines)
-            for cell, typed in zip(reversed(parsed), reversed(raw)):
-                if cell.rstrip("\n") == transformed.rstrip("\n"):
-                    return python_of(typed)[0]
-            return transformed
-        for typed in reversed(raw):  # compiled under a name linecache does not hold (%%time's <timed exec>)
-            if getattr(fn, "__name__", "") in typed and _defines(python := python_of(typed)[0], code):
-                return python
+        made = _code_cell(fn, code, parsed, raw)
+        if made is None:
+            return None  # compiled from a string (exec, eval): no cell holds it
+        if not name or _binds(_tree(made), name):
+            return made
+    if name and (cell := _binding_cell(name, raw)) is not None:  # a partial, an instance, a decorated function
+        return cell
+    if made is not None or out_of_sight(fn):
+        return made
     try:
         return inspect.getsource(fn)
     except (OSError, TypeError):
         return None
+
+
+def _code_cell(fn: Callable[..., Any], code: types.CodeType, parsed: list[str], raw: list[str]) -> str | None:
+    """The Python of the cell IPython compiled ``code`` from, found by its transformed text (what linecache holds)
+    or, for a body compiled under another name (%%time's ``<timed exec>``), by compiling each input."""
+    if lines := linecache.getlines(code.co_filename):
+        transformed = "".join(lines)
+        for cell, typed in zip(reversed(parsed), reversed(raw)):
+            if cell.rstrip("\n") == transformed.rstrip("\n"):
+                return python_of(typed)[0]
+        return transformed
+    if code.co_filename != _TIMED:  # exec, eval, compile: made from a string no cell holds
+        return None
+    for typed in reversed(raw):
+        if getattr(fn, "__name__", "") in typed and _defines(python := python_of(typed)[0], code):
+            return python
+    return None
+
+
+def _tree(python: str) -> list[ast.stmt]:
+    try:
+        return ast.parse(python).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+
+
+def out_of_sight(fn: Callable[..., Any]) -> bool:
+    """Whether ``fn`` was made in the notebook (a function, a ``functools.partial`` of one, an instance of a class
+    defined there) in a way no cell binds it at its top level: ``exec``, ``eval`` (red team R25: the check cell
+    read nothing and showed ✅ where the grader refused the cell)."""
+    made = getattr(fn, "func", fn)  # a partial: the function it wraps
+    owner = made if hasattr(made, "__code__") else type(made)
+    return getattr(owner, "__module__", None) == "__main__" and bool(_history()[1])
+
+
+_BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
+
+
+def _binding_cell(name: str, raw: list[str]) -> str | None:
+    """The Python (IPython lines skipped) of the newest input that binds ``name`` outside any function or class."""
+    for typed in reversed(raw):
+        if name in typed and _binds(_tree(python := python_of(typed)[0]), name):
+            return python
+    return None
+
+
+def _binds(body: list[ast.stmt], name: str) -> bool:
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+            return True
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, (ast.AnnAssign, ast.AugAssign)) else []
+        if any(isinstance(leaf, ast.Name) and leaf.id == name for t in targets for leaf in ast.walk(t)):
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".")[0]) == name for a in node.names):
+            return True
+        if isinstance(node, _BLOCKS) and any(_binds(part, name) for part in (
+                getattr(node, "body", []), getattr(node, "orelse", []), getattr(node, "finalbody", []),
+                *(h.body for h in getattr(node, "handlers", [])))):
+            return True
+    return False
 
 
 def _history() -> tuple[list[str], list[str]]:

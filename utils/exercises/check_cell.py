@@ -42,7 +42,7 @@ def _static_verdict(exercise: Exercise, fn: Any) -> Verdict | None:
     if not callable(fn):
         return Verdict(False, Status.ERROR, tr("expected your function {name}, got {got}",
                                                name=exercise.func_name, got=describe(fn)), "error")
-    name = forbidden_in_function(fn, exercise.forbidden)
+    name = forbidden_in_function(fn, exercise.forbidden, exercise.func_name)
     if name and name in with_namesakes(exercise.forbidden):
         return Verdict(False, Status.FORBIDDEN,
                        tr("your function uses {name}; this exercise asks you to implement it yourself", name=name),

@@ -27,7 +27,7 @@ from utils.exercises._forbidden_scopes import (
 )
 from utils.exercises._forbidden_scopes import own_method_reads as own_methods
 from utils.exercises._submodules import harmless_cuda_reads
-from utils.exercises.cell_source import cell_source
+from utils.exercises.cell_source import cell_source, out_of_sight
 from utils.exercises.common import resolve, with_namesakes
 from utils.i18n.messages import tr
 
@@ -335,16 +335,19 @@ def _attribute_chain(node: ast.Attribute) -> list[str]:
     return [current.id, *reversed(parts)] if isinstance(current, ast.Name) else []
 
 
-def forbidden_in_function(fn: Callable[..., Any], forbidden: Sequence[str]) -> str | None:
-    """The forbidden name ``fn`` uses, found in its source (when it has one) or through the globals
-    and closure variables it reaches; or what in its source no exercise may use
+def forbidden_in_function(fn: Callable[..., Any], forbidden: Sequence[str], name: str | None = None) -> str | None:
+    """The forbidden name ``fn`` (the notebook's ``name``) uses, found in its cell's source (when it has one) or
+    through the globals and closure variables it reaches; or what in its source no exercise may use
     (:func:`unsafe_in_source`); None when it uses none."""
-    return (_forbidden_in_own_source(fn, forbidden) or forbidden_in_globals(fn, forbidden)
-            or _unsafe_in_own_source(fn))
+    return (_forbidden_in_own_source(fn, forbidden, name) or forbidden_in_globals(fn, forbidden)
+            or _unsafe_in_own_source(fn, name))
 
 
-def _unsafe_in_own_source(fn: Callable[..., Any]) -> str | None:
-    source = cell_source(fn)
+def _unsafe_in_own_source(fn: Callable[..., Any], name: str | None = None) -> str | None:
+    source = cell_source(fn, name)
+    if source is None and out_of_sight(fn):  # made by exec or eval: the grader refuses the cell (R25)
+        return tr("exec or eval (no cell defines {name} at its top level: define it with def there)",
+                  name=name or getattr(fn, "__name__", "it"))
     return None if source is None else unsafe_in_source(source)
 
 
@@ -395,6 +398,6 @@ def _cell_filled(cell: Any) -> bool:
     return True
 
 
-def _forbidden_in_own_source(fn: Callable[..., Any], forbidden: Sequence[str]) -> str | None:
-    source = cell_source(fn) if forbidden else None
+def _forbidden_in_own_source(fn: Callable[..., Any], forbidden: Sequence[str], name: str | None = None) -> str | None:
+    source = cell_source(fn, name) if forbidden else None
     return None if source is None else forbidden_in_source(source, forbidden)
