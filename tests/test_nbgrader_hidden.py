@@ -9,6 +9,7 @@ tests/test_nbgrader_export.py.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import marshal
@@ -281,3 +282,29 @@ def test_an_assignment_is_graded_only_with_the_secret_it_was_exported_with(tmp_p
     assert json.loads((course / FINGERPRINTS_NAME).read_text(encoding="utf-8")) == {CHAPTER: new, other: new}
     judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
     judge.preflight(nb, resources)
+
+
+def test_nbgrader_metadata_a_student_added_is_dropped_and_a_locked_copy_removed(tmp_path, monkeypatch):
+    """Walkthrough W28: a student who gave a cell of their own nbgrader metadata (a 10-point ``ch1-bonus``) made
+    nbgrader refuse the notebook and record 0.0 for correct work; the judge now keeps the cell as an ordinary
+    one. A pasted copy of a locked cell is still removed (W14), and the assignment's own cells keep theirs."""
+    course = tmp_path / "course"
+    export_nbgrader(course, chapters={CHAPTER})
+    nb = nbformat.read(str(course / "source" / CHAPTER / f"{CHAPTER}.ipynb"), as_version=4)
+    tests = [c for c in nb.cells if str(c.metadata.get("nbgrader", {}).get("grade_id", "")).endswith("-tests")]
+    added = nbformat.v4.new_markdown_cell("my bonus answer")
+    added.metadata["nbgrader"] = {"grade": True, "grade_id": "ch1-bonus", "points": 10, "solution": True}
+    nameless = nbformat.v4.new_code_cell("x = 1")
+    nameless.metadata["nbgrader"] = {"grade": True, "points": 5}
+    nb.cells += [added, nameless, copy.deepcopy(tests[0])]
+    logged: list[str] = []
+    monkeypatch.setattr(nbgrader_hook, "_warn", lambda message, level="warning": logged.append(message))
+    judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
+    resources = {"nbgrader": {"student": "ivan", "assignment": CHAPTER, "notebook": CHAPTER}}
+    kept, _ = judge.drop_copies(nb, resources)
+    assert "my bonus answer" in [c.source for c in kept.cells] and "x = 1" in [c.source for c in kept.cells]
+    assert all("nbgrader" not in c.metadata for c in kept.cells if c.source in ("my bonus answer", "x = 1"))
+    ids = [c.metadata["nbgrader"]["grade_id"] for c in kept.cells if "nbgrader" in c.metadata]
+    assert len(ids) == len(set(ids)) and tests[0].metadata["nbgrader"]["grade_id"] in ids  # the copy went
+    said = "\n".join(logged)
+    assert "ch1-bonus" in said and "no grade_id" in said and "a copy of the locked cell" in said

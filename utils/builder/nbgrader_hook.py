@@ -6,7 +6,8 @@ submission in a kernel, as the instructor: its code could patch the check, forge
 edit ``gradebook.db``, or leave the secret for ``generate_feedback`` to hand back (W11). So :func:`install`
 takes ``Execute`` out of autograde: **no submission's code runs outside the course's sandbox**. The judge:
 
-* :meth:`CourseJudge.drop_copies`, before nbgrader's sanitizing: a copy of a locked cell (its ``grade_id``) goes;
+* :meth:`CourseJudge.drop_copies`, before nbgrader's sanitizing: a copy of a locked cell (its ``grade_id``) goes,
+  nbgrader metadata the assignment does not have is dropped;
 * :meth:`CourseJudge.preflight`, in ``Execute``'s place: the first one checks the course's Python, the secret
   (the one the assignment was exported with: ``secret_fingerprints.json``) and grades every notebook this
   autograde converts at once, in one fresh process of the course's Python (``python -I -c`` :data:`BOOTSTRAP`:
@@ -138,10 +139,8 @@ def _read_submission(path: str) -> bytes:
 
 def _shows(value, secret: str) -> bool:
     """Whether ``secret`` occurs in any string inside an output (its text, data, traceback, name, value)."""
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_shows(v, secret) for v in value)
+    if isinstance(value, (dict, list, tuple)):
+        return any(_shows(v, secret) for v in (value.values() if isinstance(value, dict) else value))
     return isinstance(value, str) and secret in value
 
 
@@ -149,10 +148,8 @@ def _report(exercise_id: str, verdict: dict) -> str:
     lines = [f"{exercise_id}: {verdict['points']} of {verdict['max_points']} points ({verdict['status']}), "
              "graded by the course's grader in its sandbox (nbgrader ran none of this notebook's code)"]
     parts = verdict.get("parts", [])
-    if len(parts) > 1:
-        lines += [f"- {p['part']}: {p['points']} of {p['max_points']}: {p['feedback']}" for p in parts]
-    else:
-        lines.append(verdict["feedback"])
+    lines += [f"- {p['part']}: {p['points']} of {p['max_points']}: {p['feedback']}" for p in parts] \
+        if len(parts) > 1 else [verdict["feedback"]]
     return "\n".join(lines) + "\n"
 
 
@@ -174,10 +171,8 @@ class CourseJudge:
     ``secret``: ``grading_secret.txt``'s path, relative to it or absolute; ``timeout``: seconds per notebook."""
 
     def __init__(self, python: str, course_dir: str, secret: str, timeout: float = 3600.0) -> None:
-        self.python = str(python)
-        self.course_dir = os.path.abspath(course_dir)
+        self.python, self.course_dir, self.timeout = str(python), os.path.abspath(course_dir), float(timeout)
         self.secret = os.path.join(self.course_dir, secret)
-        self.timeout = float(timeout)
         self._handed_in: dict[str, bytes] = {}  # submitted path -> its bytes, read by the first preflight
         self._verdicts: dict[str, dict] | None = None  # submitted path -> the verdict on those bytes
         self._batch_error: str | None = None  # why the batch could not be graded
@@ -339,27 +334,33 @@ class CourseJudge:
         return data, True
 
     def drop_copies(self, nb, resources):
-        """Before nbgrader's sanitizing: a later cell whose nbgrader ``grade_id`` an earlier one has (a locked cell
-        the student copied) made nbgrader stop the whole autograde run, every student after ungraded (W14)."""
-        seen, kept = set(), []
+        """Before nbgrader's sanitizing, drop a later copy of a locked cell (nbgrader stopped the whole run, W14) and
+        nbgrader metadata the assignment does not have (nbgrader recorded 0 for the notebook, W28)."""
+        info, seen, kept = resources["nbgrader"], set(), []
+        known = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in self._source(info).cells} - {None}
         for cell in nb.cells:
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
             if grade_id in seen:
-                _warn(f"{resources['nbgrader']['student']}: a copy of the locked cell {grade_id} was removed")
+                _warn(f"{info['student']}: a copy of the locked cell {grade_id} was removed")
                 continue
+            if "nbgrader" in cell.get("metadata", {}) and grade_id not in known:
+                _warn(f"{info['student']}: a cell's nbgrader metadata ({grade_id or 'no grade_id'}) is not the "
+                      "assignment's; the cell is kept as an ordinary cell")
+                del cell["metadata"]["nbgrader"]
             seen |= {grade_id} - {None}
             kept.append(cell)
         nb.cells = kept
         return nb, resources
 
+    def _source(self, info):
+        import nbformat  # nbgrader's own dependency
+        return nbformat.read(os.path.join(self.course_dir, "source", info["assignment"], f"{info['notebook']}.ipynb"),
+                             as_version=4)
+
     def restore_tests(self, nb, info) -> None:
         """Put back from ``source/``, after its exercise's cell, each test cell the notebook lacks (deleted, or not
         the released notebook: chapters/, Colab): else nbgrader records no points for what the judge graded (W12)."""
-        import nbformat
-
-        have = set(_tests(nb).values())
-        source = nbformat.read(os.path.join(self.course_dir, "source", info["assignment"], f"{info['notebook']}.ipynb"),
-                               as_version=4)
+        have, source = set(_tests(nb).values()), self._source(info)
         for index, exercise_id in sorted((i, e) for i, e in _tests(source).items() if e not in have):
             at = [i for i, c in enumerate(nb.cells)
                   if c.get("metadata", {}).get("course", {}).get("exercise") == exercise_id]
