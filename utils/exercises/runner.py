@@ -41,6 +41,8 @@ setup imports them too, so a cell behaves the same in the notebook, in tests and
 
 _TENSOR_BASE = torch._C.TensorBase  # noqa: SLF001  (an immutable type: a cell cannot patch its methods)
 _TRUSTED = {"tensor": torch.Tensor, "equal": torch.equal, "nan_to_num": torch.nan_to_num, "isnan": torch.isnan,
+            "view_as_real": torch.view_as_real, "detach": _TENSOR_BASE.detach, "view": _TENSOR_BASE.view,
+            "is_complex": _TENSOR_BASE.is_complex, "element_size": _TENSOR_BASE.element_size,
             "clone": _TENSOR_BASE.clone, "size": _TENSOR_BASE.size, "dtype": _TENSOR_BASE.dtype.__get__,
             "is_floating_point": _TENSOR_BASE.is_floating_point, "isinstance": isinstance, "text": Exception.__str__,
             "layout": _TENSOR_BASE.layout.__get__, "device": _TENSOR_BASE.device.__get__, "tuple_iter": tuple.__iter__,
@@ -242,22 +244,26 @@ def _clone_case(case: Case) -> Case:
     return {k: (_TRUSTED["clone"](v) if _TRUSTED["isinstance"](v, _TRUSTED["tensor"]) else v) for k, v in case.items()}
 
 
-_INF = float("inf")
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+"""The integer dtype of each element size: two tensors are the same when their bits are (R25: -0.0 and a NaN's
+payload count; a complex NaN left alone is no change)."""
 
 
 def _same(a: torch.Tensor, b: Any) -> bool:
-    """Whether the case's tensor ``a`` and what its copy ``b`` is after the call are equal (NaNs equal), with
+    """Whether the case's tensor ``a`` and what its copy ``b`` is after the call are the same, bit for bit, with
     only what :data:`_TRUSTED` bound before the learner's code ran."""
     t = _TRUSTED
     if not t["isinstance"](b, t["tensor"]) or t["size"](a) != t["size"](b) or t["dtype"](a) is not t["dtype"](b):
         return False
-    if t["equal"](a, b):
-        return True
-    if not t["is_floating_point"](a) or not t["equal"](t["isnan"](a), t["isnan"](b)):
-        return False  # NaNs in other places (R24: NaN -> 0 in place was missed)
-    # NaN -> 0 alone: an infinity stays itself (R24: -inf -> the dtype's lowest, in place, was missed)
-    return bool(t["equal"](t["nan_to_num"](a, nan=0.0, posinf=_INF, neginf=-_INF),
-                           t["nan_to_num"](b, nan=0.0, posinf=_INF, neginf=-_INF)))
+    if not t["is_floating_point"](a) and not t["is_complex"](a):
+        return bool(t["equal"](a, b))
+    if t["is_complex"](a):
+        a, b = t["view_as_real"](t["detach"](a)), t["view_as_real"](t["detach"](b))
+    bits = _BITS.get(t["element_size"](a))
+    if bits is None:  # no integer of that size: values, NaNs in the same places (R24)
+        return bool(t["equal"](t["isnan"](a), t["isnan"](b))) and bool(t["equal"](t["nan_to_num"](a, nan=0.0),
+                                                                                   t["nan_to_num"](b, nan=0.0)))
+    return bool(t["equal"](t["view"](t["detach"](a), bits), t["view"](t["detach"](b), bits)))
 
 
 def load_function(source: str, func_name: str, forbidden: Sequence[str] = ()) -> Callable[..., Any]:

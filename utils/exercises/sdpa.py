@@ -311,7 +311,9 @@ CAUSAL = Exercise(
     ),
     forbidden=("utils.attention.causal_mask",
                # torch's own, an additive 0/-inf mask (red team R21: `== 0` turned it into the answer)
-               "torch.nn.Transformer.generate_square_subsequent_mask"),
+               "torch.nn.Transformer.generate_square_subsequent_mask",
+               # and torch's attention: is_causal=True on zero queries and keys with an identity V is the mask (R25)
+               *TORCH_ATTENTION),
     hint="rows are queries and columns keys: query i may see keys j <= i. Which triangle of a square bool "
          "matrix is that, and does it include the diagonal?",
 )
@@ -380,7 +382,7 @@ PADDING = Exercise(
         Mistake("additive", wrong._padding_additive,
                 "you return an additive 0/-inf float mask; this exercise asks for the bool form, True = real token"),
     ),
-    forbidden=("utils.attention.padding_mask",),
+    forbidden=("utils.attention.padding_mask", *TORCH_ATTENTION),  # as causal_mask (R25)
     hint="position j of sentence n is real when j < lengths[n]: compare every position with every length by "
          "broadcasting, then add the broadcasting dims for the heads and the queries",
 )

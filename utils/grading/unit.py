@@ -64,6 +64,9 @@ COLLECT_SECONDS = 120.0
 """The watchdog's bound on reading and judging one exercise's results."""
 CLEANUP_SECONDS = 600.0
 """The watchdog's bound on removing one unit's work folder."""
+PROBE_CPU, PROBE_WALL = 10, 30.0
+"""A probe run's CPU-time limit and wall-clock backstop (seconds; less when the exercise's own are less): its
+inputs are tiny and never count, so a wait or a loop there costs little of a submission's budget (R25)."""
 NOT_RUN = "not run"
 """The third item of a verdict whose exercise never ran: the budget was spent before its turn."""
 
@@ -135,7 +138,8 @@ def wall_limit(timeout: float) -> float:
 
 
 def _limits(settings: Settings) -> dict[str, int]:  # "cpu": seconds per exercise, each in its own forked process
-    return {"memory": settings.memory_mb * 2**20, "cpu": math.ceil(settings.timeout), "fsize": 64 * 2**20, "nproc": 64}
+    return {"memory": settings.memory_mb * 2**20, "cpu": math.ceil(settings.timeout), "fsize": 64 * 2**20, "nproc": 64,
+            "probe_cpu": min(math.ceil(settings.timeout), PROBE_CPU)}
 
 
 def run_unit(student: str, tasks: list[Task], settings: Settings, tmp_root: Path, slot: int,
@@ -247,6 +251,9 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                 step += 1
                 if index in guard.verdicts or (kind == "probe" and not runs[index].probes):
                     continue
+                if kind == "probe" and time.monotonic() + (settings.budget or 0) / 2 > settings.deadline:
+                    _probed(tasks[index], runs[index], [], guard, index, student, settings.feedback)
+                    continue  # past half the budget: the hidden runs come first, the probes only inform
                 if not _run(student, tasks[index], index, kind, worker, settings, jobdir, slot, iso, guard,
                             runs, bound):
                     break
@@ -263,6 +270,7 @@ def _run(student: str, task: Task, index: int, kind: str, worker: sandbox.Worker
     worker is gone and a fresh one is needed. A probe run that ends abnormally decides nothing: its outcomes
     are dropped (they only inform the diagnosis; red team R24: they cost the whole exercise)."""
     exercise, mode, wall, hidden = task.course.exercise, settings.feedback, run_wall(settings), kind == "hide"
+    wall = min(wall, PROBE_WALL) if kind == "probe" else wall
     guard.enter(f"running {'the hidden cases of ' if hidden else ''}{task.course.id}", 3 * wall + 60)
     hide = (lambda verdict: _held(task, run, verdicts.hidden(verdict, mode), student)) if hidden else (lambda v: v)
     if kind == "run":

@@ -119,8 +119,10 @@ def main(argv: list[str]) -> int:
             return 0  # EOF (the grader is done with us) or nonsense: stop
         index = int(line[1])
         cases, out, inputs, fresh = None, jobdir / "out" / str(index), str(index), None
-        if line[0] == "probe":  # the probe inputs: a process (and CPU time) of their own, after the public run
+        seconds = limits["cpu"]
+        if line[0] == "probe":  # the probe inputs: a process (and CPU time, less) of their own, after the public run
             out, inputs, fresh = jobdir / "out" / f"p{index}", f"p{index}", f"p{index}"
+            seconds = min(seconds, limits.get("probe_cpu", seconds))
         if line[0] == "hide":  # the hidden cases: read here, then removed by the grader before any learner code runs
             cases, out, fresh = serialize.load(jobdir / "in" / f"h{index}"), jobdir / "out" / f"h{index}", f"h{index}"
             _status(status_fd, f"loaded {index}")
@@ -139,7 +141,7 @@ def main(argv: list[str]) -> int:
                     os.dup2(sink, 2)
                     os.close(sink)
                 refuse_exec()  # before any learner code: no program starts from this process or its children
-                cpu = math.ceil(sum(os.times()[:2])) + limits["cpu"]  # ~0 used: a fork's counters start at 0
+                cpu = math.ceil(sum(os.times()[:2])) + seconds  # ~0 used: a fork's counters start at 0
                 _limit(resource.RLIMIT_CPU, cpu, cpu + CPU_GRACE)
                 code = _run_exercise(jobdir, index, out, cases, inputs, fresh)
             finally:
@@ -149,7 +151,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.flush()
         if os.WIFSIGNALED(wait_status):
             name = _signal_name(os.WTERMSIG(wait_status))
-            if name == "SIGKILL" and usage.ru_utime + usage.ru_stime >= limits["cpu"]:
+            if name == "SIGKILL" and usage.ru_utime + usage.ru_stime >= seconds:
                 name = "SIGXCPU"  # the hard CPU limit: the child ignored (or caught) its SIGXCPU
             _status(status_fd, f"died {index} {name}")
         elif os.WEXITSTATUS(wait_status) not in (0, 1):
