@@ -228,3 +228,24 @@ def test_a_roster_with_assignments_but_none_for_the_graded_chapter_is_refused(tm
     other = [CourseExercise("ch3.x", 2, "03_other.ipynb", None)]
     with pytest.raises(lms.RosterError, match="none named like a graded column \\(03_other\\)"):
         lms.canvas_columns(other, "chapter", roster)
+
+
+@pytest.mark.sandbox
+def test_another_chapter_s_notebook_beside_the_graded_one_is_named_not_dropped(tmp_path):
+    """Walkthrough W27: with --chapters 2, a chapter 1 notebook handed in beside the chapter 2 one was dropped
+    silently by the local grader (Gradescope named it); it is an unplaced row now, with the reason."""
+    subs = tmp_path / "subs"
+    gf.student(subs, "cat", {"02_more.ipynb": gf.notebook(list(CH2.items())),
+                             "01_toy.ipynb": gf.notebook(list(CH1.items()))})
+    summary = batch.grade(subs, tmp_path / "out", jobs=1, timeout=4, seed=3, memory_mb=512, progress=False,
+                          course_root=two_chapter_course(tmp_path / "course"), registry=REGISTRY,
+                          chapters=frozenset({2}))
+    assert summary["totals"] == {"cat": 1}
+    said = "chapter 1, which this assignment does not grade: it grades chapter 2"
+    assert [u.path for u in summary["unplaced"] if said in u.reason] == ["01_toy.ipynb"], summary["unplaced"]
+    with open(tmp_path / "out" / "results.csv", encoding="utf-8", newline="") as handle:
+        unplaced = [r for r in csv.DictReader(handle) if r["status"] == "unplaced"]
+    assert any("01_toy.ipynb" in r["feedback"] and said in r["feedback"] for r in unplaced), unplaced
+    assert said in (tmp_path / "out" / "feedback" / "cat.md").read_text(encoding="utf-8")
+    # W27: a new --out and its feedback/ are the instructor's alone (the file names are students' names)
+    assert all((tmp_path / "out" / sub).stat().st_mode & 0o777 == 0o700 for sub in ("", "feedback"))

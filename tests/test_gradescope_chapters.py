@@ -145,8 +145,9 @@ def test_another_chapter_s_notebook_beside_the_assignment_s_is_named(chapter_2_b
     root = lay_out(autograder_root, chapter_2_bundle, {one.name: nbformat.read(str(one), as_version=4),
                                                         two.name: gf.student_version(two)}, toy=False)
     data = run_autograder(root)
-    assert f"{one.name}: this is chapter 1, which this assignment does not grade (it grades chapter 2)." in \
+    assert f"{one.name} (chapter 1, which this assignment does not grade: it grades chapter 2)" in \
         data["output"], data["output"]
+    assert data["output"].count(one.name) == 1, data["output"]  # named once
     assert all(t["name"].startswith("ch2.") for t in scored(data))
 
 def test_an_exercise_chapter_list_the_grader_cannot_use_is_refused_by_name(tmp_path):

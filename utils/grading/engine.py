@@ -144,6 +144,12 @@ def plan_student(submission: course_mod.Submission, exercises: list[course_mod.C
         tasks.append(Task(ex, source))
     unplaced = [Unplaced(file, tr("not graded for {ids}: {why}", ids=", ".join(ids), why=why), submission.student)
                 for (file, why), ids in skipped.items()]
+    if held and submitted:  # another chapter's notebook beside this assignment's: named, never dropped silently (W27)
+        graded_files = {file for ex in exercises for file, _source in submission.cells.get(ex.id, [])}
+        unplaced += [Unplaced(file, tr("chapter {held}, which this assignment does not grade: it grades chapter "
+                                       "{graded}", held=course_mod.chapters_text(held),
+                                       graded=course_mod.chapters_text({ex.chapter for ex in exercises} - {None})),
+                              submission.student) for file in files if file not in graded_files]
     return decided, tasks, [*unplaced, *_unreadable(submission, exercises, graded_from, blamed)]
 
 

@@ -263,14 +263,11 @@ def _grade(
     # a name's control or bidirectional characters (ESC, U+202E) shown as escapes, as in the grader's files
     notes = [tr("Not graded: {files}.", files=console("; ".join(skipped)))] if skipped else []
     files, held = summary.get("elsewhere", {}).get(student, ([], []))
+    # another chapter's notebook beside this assignment's (W6) is among the entries not graded, named above
     if not any(row.status != Status.MISSING for row in summary["rows"]) and held:  # chapter 7 for chapter 2
         notes.append(tr("{files}: this is chapter {held}; this assignment grades chapter {graded}: submit your "
                         "chapter {graded} notebook (.ipynb) here.", files=console(", ".join(files)),
                         held=chapters_text(held), graded=chapters_text(summary["chapters"])))
-    elif held:  # another chapter's notebook beside this assignment's (W6): named, not silently dropped
-        notes.append(tr("{files}: this is chapter {held}, which this assignment does not grade (it grades chapter "
-                        "{graded}).", files=console(", ".join(files)), held=chapters_text(held),
-                        graded=chapters_text(summary["chapters"])))
     elif not any(row.status != Status.MISSING for row in summary["rows"]):
         notes.append(tr("No exercise cell was found: submit the chapter notebooks (.ipynb) as Jupyter saved them."))
     if summary.get("budget_spent"):
