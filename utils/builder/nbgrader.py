@@ -318,7 +318,7 @@ def _refuse_edits(out_dir: Path, config_path: Path | None, texts: Mapping[Path, 
             raise
         reasons.append(exc.message)
     if reasons:
-        more = "" if len(reasons) > 1 else f"; pass --force to replace it (first moved to {out_dir / EDITED_DIR})"
+        more = "" if len(reasons) > 1 else f"; pass --force to replace it (first moved under {out_dir / EDITED_DIR})"
         raise BuildError(out_dir, None, "; ".join(reasons) + (more if config_path else ""))
 
 
