@@ -296,14 +296,19 @@ def test_nbgrader_metadata_a_student_added_is_dropped_and_a_locked_copy_removed(
     added.metadata["nbgrader"] = {"grade": True, "grade_id": "ch1-bonus", "points": 10, "solution": True}
     nameless = nbformat.v4.new_code_cell("x = 1")
     nameless.metadata["nbgrader"] = {"grade": True, "points": 5}
+    masked = nbformat.v4.new_markdown_cell("my notes")  # R26: a test cell's metadata on a cell before it
+    masked.metadata["nbgrader"] = copy.deepcopy(tests[0].metadata["nbgrader"])
+    nb.cells.insert(1, masked)
     nb.cells += [added, nameless, copy.deepcopy(tests[0])]
     logged: list[str] = []
     monkeypatch.setattr(nbgrader_hook, "_warn", lambda message, level="warning": logged.append(message))
     judge = CourseJudge(sys.executable, str(course), SECRET_NAME)
     resources = {"nbgrader": {"student": "ivan", "assignment": CHAPTER, "notebook": CHAPTER}}
     kept, _ = judge.drop_copies(nb, resources)
-    assert "my bonus answer" in [c.source for c in kept.cells] and "x = 1" in [c.source for c in kept.cells]
-    assert all("nbgrader" not in c.metadata for c in kept.cells if c.source in ("my bonus answer", "x = 1"))
+    kept_sources = [c.source for c in kept.cells]
+    assert "my bonus answer" in kept_sources and "x = 1" in kept_sources and "my notes" in kept_sources
+    assert all("nbgrader" not in c.metadata for c in kept.cells if c.source in ("my bonus answer", "x = 1", "my notes"))
+    assert tests[0].source in kept_sources  # the real test cell stays, not the markdown one that came first
     ids = [c.metadata["nbgrader"]["grade_id"] for c in kept.cells if "nbgrader" in c.metadata]
     assert len(ids) == len(set(ids)) and tests[0].metadata["nbgrader"]["grade_id"] in ids  # the copy went
     said = "\n".join(logged)

@@ -337,17 +337,18 @@ class CourseJudge:
         """Before nbgrader's sanitizing, drop a later copy of a locked cell (nbgrader stopped the whole run, W14) and
         nbgrader metadata the assignment does not have (nbgrader recorded 0 for the notebook, W28)."""
         info, seen, kept = resources["nbgrader"], set(), []
-        known = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in self._source(info).cells} - {None}
+        known = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id"): c.get("cell_type")
+                 for c in self._source(info).cells}  # grade_id -> its cell's type (R26: a markdown cell's copy)
         for cell in nb.cells:
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
             if grade_id in seen:
                 _warn(f"{info['student']}: a copy of the locked cell {grade_id} was removed")
                 continue
-            if "nbgrader" in cell.get("metadata", {}) and grade_id not in known:
-                _warn(f"{info['student']}: a cell's nbgrader metadata ({grade_id or 'no grade_id'}) is not the "
-                      "assignment's; the cell is kept as an ordinary cell")
+            if "nbgrader" in cell.get("metadata", {}) and (grade_id is None or known.get(grade_id) != cell.get(
+                    "cell_type")):
+                _warn(f"{info['student']}: nbgrader metadata not the assignment's ({grade_id or 'no grade_id'}) gone")
                 del cell["metadata"]["nbgrader"]
-            seen |= {grade_id} - {None}
+            seen |= {grade_id} - {None} if "nbgrader" in cell.get("metadata", {}) else set()
             kept.append(cell)
         nb.cells = kept
         return nb, resources

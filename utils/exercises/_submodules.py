@@ -29,7 +29,9 @@ HARMLESS_SUBMODULES = frozenset({"numpy.linalg", "numpy.random", "numpy.fft", "t
 ``torch.futures.Future`` (no code runs from a string there),
 ``torch.distributions.Categorical``... (an exercise that forbids autodiff lists torch.func's and autograd's
 functions by name). ``torch.cuda`` is still refused where it is not called by :mod:`utils.exercises.forbidden`.
-``torch.nn.modules`` and ``torch.distributions`` allow their own modules (``nn.modules.linear``). Not
+``torch.distributions`` allows its own modules (``torch.distributions.constraints``); ``torch.nn.modules`` is
+listed, but the attribute ``.modules`` is refused on its own (as ``sys.modules``), so a cell writes ``nn.Linear``.
+A module reached under another module's name counts by its own name (red team R26). Not
 ``numpy.testing`` (``measure`` and ``rundocs`` run text as code), ``torch.testing``, ``torch.classes``
 (``load_library``), ``torch.backends``, ``torch.autograd.graph``..."""
 RUNS_CODE = frozenset({"measure", "rundocs", "load_library"})
@@ -70,16 +72,18 @@ def refused_reach(tree: ast.AST, allowed: frozenset[str]) -> str | None:
             continue
         dotted = modules[chain[0]]
         for part in chain[1:]:
-            if dotted not in allowed | HARMLESS_SUBMODULES and not dotted.startswith(_HARMLESS_BELOW):
+            if not _fair(dotted, allowed):
                 break  # the chain left the modules: what it reaches from an allowed one was checked below
-            dotted = f"{dotted}.{part}"
-            if _is_module(dotted) and dotted not in allowed | HARMLESS_SUBMODULES \
-                    and not dotted.startswith(_HARMLESS_BELOW):
-                reason = tr("{code}: {module} is a module an exercise cell may not use (only {allowed})",
-                            code=ast.unparse(node)[:60], module=dotted,
-                            allowed=", ".join(sorted(allowed | HARMLESS_SUBMODULES)))
-                return reason + (tr("; to check a result in the cell, use torch.allclose(a, b) or torch.equal(a, b) "
-                                    "instead") if dotted in SELF_CHECK_MODULES else "")
+            # a module by its own name: torch.distributions.kl.torch is torch, and .testing below it torch.testing (R26)
+            dotted = _module_named(dotted, part)
+            if dotted is None:
+                break  # an attribute that is no module
+            if not _fair(dotted, allowed):
+                allowed_text = ", ".join(sorted(allowed | HARMLESS_SUBMODULES))
+                if dotted in SELF_CHECK_MODULES:  # the pointer inside the reason: it is quoted in longer sentences
+                    allowed_text += tr("; to check a result in the cell, use torch.allclose(a, b) or torch.equal(a, b)")
+                return tr("{code}: {module} is a module an exercise cell may not use (only {allowed})",
+                          code=ast.unparse(node)[:60], module=dotted, allowed=allowed_text)
     for node in ast.walk(tree):  # after the modules, so that np.testing.measure names numpy.testing
         name = node.attr if isinstance(node, ast.Attribute) else None
         if name in RUNS_CODE:
@@ -140,17 +144,24 @@ def _chain(node: ast.Attribute) -> list[str]:
     return [current.id, *reversed(parts)] if isinstance(current, ast.Name) else []
 
 
-def _is_module(dotted: str) -> bool:
-    """Whether ``dotted`` names a module (``numpy.testing``; ``torch.classes``, a module object without a spec),
-    its parent being allowed. Never imports ``dotted`` itself: a loaded parent's ``__dict__`` is read, not its
-    attributes (torch's module ``__getattr__`` imports lazily)."""
-    parent, _, name = dotted.rpartition(".")
+def _fair(dotted: str, allowed: frozenset[str]) -> bool:
+    return dotted in allowed | HARMLESS_SUBMODULES or dotted.startswith(_HARMLESS_BELOW)
+
+
+def _module_named(parent: str, name: str) -> str | None:
+    """The name of the module ``parent.name`` is, by the module's own ``__name__`` (a module a loaded parent holds
+    under another name: ``torch.distributions.kl.torch`` is ``torch``), or None when it is no module. Never imports
+    ``parent.name`` itself: a loaded parent's ``__dict__`` is read, not its attributes (torch's module
+    ``__getattr__`` imports lazily), and otherwise its spec is only looked up, below a parent that is allowed."""
     loaded = sys.modules.get(parent)
-    if loaded is not None and inspect.ismodule(getattr(loaded, "__dict__", {}).get(name)):
-        return True
+    value = getattr(loaded, "__dict__", {}).get(name) if loaded is not None else None
+    if inspect.ismodule(value):
+        own = getattr(value, "__name__", None)
+        return own if isinstance(own, str) and own else f"{parent}.{name}"
+    dotted = f"{parent}.{name}"
     if dotted in sys.modules:
-        return True
+        return dotted
     try:
-        return importlib.util.find_spec(dotted) is not None
+        return dotted if importlib.util.find_spec(dotted) is not None else None
     except (ImportError, ValueError, AttributeError):
-        return False
+        return None

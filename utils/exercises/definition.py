@@ -76,6 +76,9 @@ TORCH_ATTENTION = (
     "torch.nn.TransformerEncoderLayer",
     "torch.nn.TransformerDecoder",
     "torch.nn.TransformerDecoderLayer",
+    # nn.MultiheadAttention's quantization subclasses (red team R26: reached without its name, forward called)
+    "torch.ao.nn.quantizable.MultiheadAttention",
+    "torch.ao.nn.quantized.MultiheadAttention",
 )
 """torch's routines that compute attention, forbidden in every exercise whose task is attention (chapters 2,
 3, 5 and 6). The static check also refuses any of these names as a string (``getattr(F, "flex_attention")``).

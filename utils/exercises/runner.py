@@ -97,7 +97,9 @@ def forbid(names: Sequence[str]) -> Iterator[list[str]]:
             if resolved is None or (id(resolved[0]), resolved[1]) in done:
                 continue
             value = getattr(*resolved)
-            for target, key in (resolved, *([(value, "__call__")] if _calls_instances(value) else [])):
+            # a module class's instances can be neither called nor made: a subclass's own forward (R26) needs one
+            for target, key in (resolved, *([(value, "__call__"), (value, "__init__")] if _calls_instances(value)
+                                            else [])):
                 if (id(target), key) not in done:
                     done.add((id(target), key))
                     saved.append((target, key, getattr(target, key), key in vars(target)))
@@ -121,7 +123,7 @@ def _blocker(name: str, called: list[str]) -> Callable[..., Any]:
 
 def _calls_instances(value: Any) -> bool:
     """Whether ``value`` is a class of torch's whose instances are called (an ``nn.Module``, a distributions
-    ``Transform``): its ``__call__`` is blocked too."""
+    ``Transform``): its ``__call__`` and ``__init__`` are blocked too (so is making a subclass's instance)."""
     return isinstance(value, type) and value.__module__.startswith("torch") and any(
         "__call__" in vars(cls) for cls in value.__mro__[:-1])
 

@@ -36,6 +36,7 @@ __all__ = [
 # Bound at import: the check replaces the forbidden names in `utils.attention` while the learner's code runs.
 _REFERENCE_SDPA = attention.scaled_dot_product_attention
 _REFERENCE_CAUSAL = attention.causal_mask
+_MASK_ATTENTION = tuple(name for name in TORCH_ATTENTION if not name.startswith("torch.nn.Transformer"))
 _REFERENCE_PADDING = attention.padding_mask
 
 
@@ -312,8 +313,10 @@ CAUSAL = Exercise(
     forbidden=("utils.attention.causal_mask",
                # torch's own, an additive 0/-inf mask (red team R21: `== 0` turned it into the answer)
                "torch.nn.Transformer.generate_square_subsequent_mask",
-               # and torch's attention: is_causal=True on zero queries and keys with an identity V is the mask (R25)
-               *TORCH_ATTENTION),
+               # and torch's attention: is_causal=True on zero queries and keys with an identity V is the mask (R25);
+               # nn.Transformer's classes compute it through F.multi_head_attention_forward, blocked at run time,
+               # and stay named so that their generate_square_subsequent_mask is refused by its own name
+               *_MASK_ATTENTION),
     hint="rows are queries and columns keys: query i may see keys j <= i. Which triangle of a square bool "
          "matrix is that, and does it include the diagonal?",
 )
@@ -382,7 +385,7 @@ PADDING = Exercise(
         Mistake("additive", wrong._padding_additive,
                 "you return an additive 0/-inf float mask; this exercise asks for the bool form, True = real token"),
     ),
-    forbidden=("utils.attention.padding_mask", *TORCH_ATTENTION),  # as causal_mask (R25)
+    forbidden=("utils.attention.padding_mask", *_MASK_ATTENTION),  # as causal_mask (R25)
     hint="position j of sentence n is real when j < lengths[n]: compare every position with every length by "
          "broadcasting, then add the broadcasting dims for the heads and the queries",
 )
