@@ -193,7 +193,7 @@ def own_method_reads(tree: ast.AST) -> set[int]:
         selves[cls.name] = {id(inner) for item in methods if item.args.args for inner in ast.walk(item)
                             if isinstance(inner, ast.Name) and inner.id == item.args.args[0].arg and sum(
             1 for other in ast.walk(item) if isinstance(other, ast.arg) and other.arg == item.args.args[0].arg) == 1
-            and not any(_rebinds_name(other, item.args.args[0].arg) for other in ast.walk(item))}
+            and not any(rebinds_name(other, item.args.args[0].arg) for other in ast.walk(item))}
     found: set[int] = set()
     for name, methods in defines.items():
         instances = _only_calls_of(nodes, name)
@@ -213,10 +213,10 @@ def _rebinds(node: ast.AST, name: str) -> bool:
     """A binding of ``name`` other than a class statement (a function, an import, ``global``...)."""
     if isinstance(node, ast.ClassDef):
         return False
-    return _rebinds_name(node, name)
+    return rebinds_name(node, name)
 
 
-def _rebinds_name(node: ast.AST, name: str) -> bool:
+def rebinds_name(node: ast.AST, name: str) -> bool:
     """Whether ``node`` binds ``name`` (not as an argument: :func:`own_method_reads` counts those itself)."""
     if isinstance(node, ast.Name):
         return node.id == name and not isinstance(node.ctx, ast.Load)
@@ -242,7 +242,7 @@ def _only_calls_of(nodes: list[ast.AST], class_name: str) -> set[str]:
             (good if id(node) in assigned else bad).add(node.id)
         elif isinstance(node, ast.arg):
             bad.add(node.arg)
-    bad.update(name for node in nodes if not isinstance(node, ast.Name) for name in good if _rebinds_name(node, name))
+    bad.update(name for node in nodes if not isinstance(node, ast.Name) for name in good if rebinds_name(node, name))
     return good - bad
 
 

@@ -21,6 +21,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from utils.exercises._forbidden_scopes import rebinds_name
 from utils.exercises.magics import python_of
 
 __all__ = ["cell_source", "out_of_sight"]
@@ -88,9 +89,6 @@ def out_of_sight(fn: Callable[..., Any]) -> bool:
     return getattr(owner, "__module__", None) == "__main__" and bool(_history()[1])
 
 
-_BLOCKS = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)
-
-
 def _binding_cell(name: str, raw: list[str]) -> str | None:
     """The Python (IPython lines skipped) of the newest input that binds ``name`` outside any function or class."""
     for typed in reversed(raw):
@@ -100,20 +98,15 @@ def _binding_cell(name: str, raw: list[str]) -> str | None:
 
 
 def _binds(body: list[ast.stmt], name: str) -> bool:
-    for node in body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
+    """Whether these top-level statements bind ``name`` outside any function or class body (inside ``if``,
+    ``for``, ``with``, ``try`` too): what the grader reads as the exercise's own cell."""
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if rebinds_name(node, name):
             return True
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, (ast.AnnAssign, ast.AugAssign)) else []
-        if any(isinstance(leaf, ast.Name) and leaf.id == name for t in targets for leaf in ast.walk(t)):
-            return True
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
-                (a.asname or a.name.split(".")[0]) == name for a in node.names):
-            return True
-        if isinstance(node, _BLOCKS) and any(_binds(part, name) for part in (
-                getattr(node, "body", []), getattr(node, "orelse", []), getattr(node, "finalbody", []),
-                *(h.body for h in getattr(node, "handlers", [])))):
-            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
     return False
 
 
