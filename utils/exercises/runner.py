@@ -30,6 +30,7 @@ from utils.exercises.common import (
     name_words,
     one_line,
     plain_copy,
+    read_namesake_spaces,
     resolve,
     torch_namesakes,
 )
@@ -53,6 +54,7 @@ _OP_NAMES = torch._C._dispatch_get_all_op_names  # noqa: SLF001
 _ATEN_PREFIXES = ("special", "linalg", "fft", "native", "fused", "masked", "safe", "cudnn", "miopen", "quantized",
                   "mkldnn")
 _ATEN_PACKETS: dict[str, list[str]] = {}
+_ATEN_WORDS: list = [-1, ()]  # how many operators were read, and each aten one's name and words
 
 
 class ForbiddenCall(Exception):
@@ -139,20 +141,46 @@ def _aten_packets(dotted: str) -> list[Any]:
         return []
     if last not in _ATEN_PACKETS:
         words = name_words(last)
-        found = []
-        for full in _OP_NAMES():
-            namespace, _, rest = full.partition("::")
-            parts = name_words(rest.split(".")[0]) or [""]
-            parts = parts[1:] if parts[0] in _ATEN_PREFIXES and len(parts) > 1 else parts
-            if namespace == "aten" and parts[0] == words[0] and holds_in_order(words, parts):
-                found.append(rest.split(".")[0])
+        found = [name for name, parts in _aten_words() if parts[0] == words[0] and holds_in_order(words, parts)]
         packets = []
-        for name in sorted(set(found)):
+        for name in sorted(found):
             packet = getattr(torch.ops.aten, name, None)
             if packet is not None:
                 packets += [packet, *(getattr(packet, overload) for overload in packet.overloads())]
         _ATEN_PACKETS[last] = packets
     return _ATEN_PACKETS[last]
+
+
+def _aten_words() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Each aten operator's name (without its overload) and the words :func:`_aten_packets` matches, less a
+    prefix such as ``special_``: read once per process, again only when the number of operators changed."""
+    names = _OP_NAMES()
+    if _ATEN_WORDS[0] != len(names):
+        words: dict[str, tuple[str, ...]] = {}
+        for full in names:
+            namespace, _, rest = full.partition("::")
+            name = rest.split(".")[0]
+            if namespace == "aten" and name not in words:
+                parts = name_words(name) or [""]
+                words[name] = tuple(parts[1:] if parts[0] in _ATEN_PREFIXES and len(parts) > 1 else parts)
+        _ATEN_WORDS[:] = [len(names), tuple(words.items())]
+    return _ATEN_WORDS[1]
+
+
+def read_torch_names() -> None:
+    """Read torch's names that :func:`forbid` matches forbidden names against (its callables and aten
+    operators), so that a process forked later finds them read: the grader's worker calls this before it
+    forks any exercise's process."""
+    read_namesake_spaces()
+    _aten_words()
+
+
+def read_forbidden(names: Sequence[str]) -> None:
+    """Find what :func:`forbid` will patch for ``names`` (their namesakes and aten operators) and keep it, without
+    patching anything: a process forked later starts with it found."""
+    for name in names:
+        _aten_packets(name)
+        torch_namesakes(name)
 
 
 def _class_member(dotted: str) -> tuple[type, str] | None:
