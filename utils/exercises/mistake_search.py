@@ -8,9 +8,12 @@ the judge reports as an observation, never as a diagnosis.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import torch
 
 from utils.exercises.common import ERROR_MESSAGE_CHARS, Case, Outcome, clone_case, one_line, plain_copy
 from utils.exercises.definition import Exercise, Mistake
@@ -79,9 +82,79 @@ def reproduces(exercise: Exercise, mistake: Mistake, case: Case, outcome: Outcom
     """Whether ``mistake`` gives the learner's output, or raises the learner's error, on ``case`` (on a
     case the learner passes, that is the reference's output, within the exercise's tolerance). Compared
     both ways round: a float 0/1 mask and an integer one are different slips."""
-    try:
-        wrong = plain_copy(mistake.fn(**clone_case(case)))
-    except Exception as exc:
-        return outcome.error == (type(exc).__name__, one_line(str(exc), ERROR_MESSAGE_CHARS))
+    kind, wrong = mistake_outcome(mistake, case)
+    if kind == "error":
+        return outcome.error == wrong
     return outcome.error is None and all(compare(got, expected, exercise.atol, exercise.rtol) is None
                                          for got, expected in ((outcome.output, wrong), (wrong, outcome.output)))
+
+
+_OUTCOMES: dict[tuple[Any, tuple], tuple[str, Any]] = {}
+OUTCOMES_KEPT = 4096
+"""How many mistakes' outcomes :func:`mistake_outcome` keeps (the oldest go first)."""
+
+
+def mistake_outcome(mistake: Mistake, case: Case) -> tuple[str, Any]:
+    """``("output", its output)`` or ``("error", (type name, message))``: what ``mistake`` does on ``case``.
+
+    Kept per mistake and per case's contents (:func:`case_key`: every tensor's dtype, shape, strides and bytes):
+    every failing learner of a class, and every case a search runs again, asks the same mistakes about the same
+    public cases, and a listed mistake is a fixed function of its inputs. The output kept is shared: it is only
+    compared, never changed. A case whose contents cannot be keyed is run every time."""
+    key = _key_of(case)
+    if key is not None and (mistake.fn, key) in _OUTCOMES:
+        return _OUTCOMES[(mistake.fn, key)]
+    try:
+        found: tuple[str, Any] = ("output", plain_copy(mistake.fn(**clone_case(case))))
+    except Exception as exc:
+        found = ("error", (type(exc).__name__, one_line(str(exc), ERROR_MESSAGE_CHARS)))
+    if key is not None:
+        if len(_OUTCOMES) >= OUTCOMES_KEPT:
+            _OUTCOMES.pop(next(iter(_OUTCOMES)))
+        _OUTCOMES[(mistake.fn, key)] = found
+    return found
+
+
+_KEYS: dict[int, tuple[Case, tuple | None]] = {}
+
+
+def _key_of(case: Case) -> tuple | None:
+    """:func:`case_key`, kept for the case object itself (the judge asks about the same cases many times; a case
+    is never changed in place: every function, the learner's and the mistakes', gets a copy)."""
+    kept = _KEYS.get(id(case))
+    if kept is not None and kept[0] is case:
+        return kept[1]
+    key = case_key(case)
+    if len(_KEYS) >= OUTCOMES_KEPT:
+        _KEYS.pop(next(iter(_KEYS)))
+    _KEYS[id(case)] = (case, key)
+    return key
+
+
+def case_key(case: Case) -> tuple | None:
+    """A hashable summary of everything a case holds (each tensor's dtype, shape, strides, offset, whether it
+    requires a gradient, and a digest of its bytes), or None when it holds something else (a tensor that is not
+    a plain CPU one, an object, a dict)."""
+    try:
+        return tuple(sorted((name, _value_key(value)) for name, value in case.items()))
+    except _Unkeyable:
+        return None
+
+
+class _Unkeyable(Exception):
+    pass
+
+
+def _value_key(value: Any) -> tuple:
+    if isinstance(value, torch.Tensor):
+        if type(value) is not torch.Tensor or value.layout != torch.strided or value.device.type != "cpu" \
+                or value.is_conj() or value.is_neg():
+            raise _Unkeyable
+        data = value.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+        return ("tensor", str(value.dtype), tuple(value.shape), value.stride(), value.storage_offset(),
+                value.requires_grad, hashlib.blake2b(data, digest_size=16).digest())
+    if value is None or type(value) in (bool, int, float, str):
+        return (type(value).__name__, value)
+    if type(value) in (tuple, list):
+        return (type(value).__name__, tuple(_value_key(item) for item in value))
+    raise _Unkeyable
