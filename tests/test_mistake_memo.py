@@ -85,3 +85,34 @@ def test_at_most_outcomes_kept_are_kept(monkeypatch):
     for n in range(12):
         assert ms.mistake_outcome(mistake, {"n": n}) == ("output", n + 1)
     assert len(ms._OUTCOMES) == 5 and len(ms._KEYS) <= 5
+
+
+def test_threads_that_judge_at_once_never_trip_over_the_kept_outcomes(monkeypatch):
+    """The grader judges its job slots' students in threads of one process: keeping and dropping outcomes from
+    several threads at once must never raise (a KeyError there would cost a student's grade)."""
+    import sys
+    import threading
+
+    monkeypatch.setattr(ms, "OUTCOMES_KEPT", 3)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible
+    mistake = counting([], lambda n: n + 1)
+    errors: list[BaseException] = []
+
+    def judge(offset: int) -> None:
+        try:
+            for n in range(3000):
+                value = (n * 7 + offset) % 11
+                assert ms.mistake_outcome(mistake, {"n": value}) == ("output", value + 1)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=judge, args=(i,)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []

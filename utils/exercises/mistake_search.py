@@ -9,6 +9,7 @@ the judge reports as an observation, never as a diagnosis.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +91,7 @@ def reproduces(exercise: Exercise, mistake: Mistake, case: Case, outcome: Outcom
 
 
 _OUTCOMES: dict[tuple[Any, tuple], tuple[str, Any]] = {}
+_LOCK = threading.Lock()
 OUTCOMES_KEPT = 4096
 """How many mistakes' outcomes :func:`mistake_outcome` keeps (the oldest go first)."""
 
@@ -102,16 +104,19 @@ def mistake_outcome(mistake: Mistake, case: Case) -> tuple[str, Any]:
     public cases, and a listed mistake is a fixed function of its inputs. The output kept is shared: it is only
     compared, never changed. A case whose contents cannot be keyed is run every time."""
     key = _key_of(case)
-    if key is not None and (mistake.fn, key) in _OUTCOMES:
-        return _OUTCOMES[(mistake.fn, key)]
+    with _LOCK:  # the grader judges its job slots' students in threads of one process
+        kept = _OUTCOMES.get((mistake.fn, key)) if key is not None else None
+    if kept is not None:
+        return kept
     try:
         found: tuple[str, Any] = ("output", plain_copy(mistake.fn(**clone_case(case))))
     except Exception as exc:
         found = ("error", (type(exc).__name__, one_line(str(exc), ERROR_MESSAGE_CHARS)))
     if key is not None:
-        if len(_OUTCOMES) >= OUTCOMES_KEPT:
-            _OUTCOMES.pop(next(iter(_OUTCOMES)))
-        _OUTCOMES[(mistake.fn, key)] = found
+        with _LOCK:
+            while _OUTCOMES and len(_OUTCOMES) >= OUTCOMES_KEPT:
+                del _OUTCOMES[next(iter(_OUTCOMES))]
+            _OUTCOMES[(mistake.fn, key)] = found
     return found
 
 
@@ -121,13 +126,15 @@ _KEYS: dict[int, tuple[Case, tuple | None]] = {}
 def _key_of(case: Case) -> tuple | None:
     """:func:`case_key`, kept for the case object itself (the judge asks about the same cases many times; a case
     is never changed in place: every function, the learner's and the mistakes', gets a copy)."""
-    kept = _KEYS.get(id(case))
+    with _LOCK:
+        kept = _KEYS.get(id(case))
     if kept is not None and kept[0] is case:
         return kept[1]
     key = case_key(case)
-    if len(_KEYS) >= OUTCOMES_KEPT:
-        _KEYS.pop(next(iter(_KEYS)))
-    _KEYS[id(case)] = (case, key)
+    with _LOCK:
+        while _KEYS and len(_KEYS) >= OUTCOMES_KEPT:
+            del _KEYS[next(iter(_KEYS))]
+        _KEYS[id(case)] = (case, key)
     return key
 
 
@@ -137,7 +144,7 @@ def case_key(case: Case) -> tuple | None:
     a plain CPU one, an object, a dict)."""
     try:
         return tuple(sorted((name, _value_key(value)) for name, value in case.items()))
-    except _Unkeyable:
+    except Exception:  # noqa: BLE001  (_Unkeyable, or a tensor whose bytes cannot be read: it is run every time)
         return None
 
 
