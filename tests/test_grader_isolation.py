@@ -377,7 +377,8 @@ def test_the_kit_holds_only_the_runner_side():
     names = sorted(str(path.relative_to(kit.kit())) for path in kit.kit().rglob("*.py"))
     assert names == ["utils/__init__.py", "utils/exercises/__init__.py", "utils/exercises/common.py",
                      "utils/exercises/runner.py", "utils/grading/__init__.py", "utils/grading/files.py",
-                     "utils/grading/serialize.py", "utils/grading/worker.py"]
+                     "utils/grading/forkserver.py", "utils/grading/jail.py", "utils/grading/serialize.py",
+                     "utils/grading/worker.py"]
 
 
 def test_a_failing_jail_step_stops_the_worker_with_a_reason(tmp_path):

@@ -9,6 +9,7 @@ file imports nothing: the trusted side is never loaded where student code runs
 =============  ==============================================================================================
 ``worker``     the untrusted half: runs one student's exercise cells, one forked process per cell
 ``jail``       private mounts for one worker: a script run as root in its mount namespace, then ``exec``
+``forkserver`` imports torch once per grader; forks each worker and isolates it (the grader's half starts it)
 ``serialize``  values across the boundary: JSON plus ``.npy`` files, never pickle, read back as hostile
 ``files``      reading and removing what learner code touched, every path hostile (``O_NOFOLLOW``, ``fstat``)
 =============  ==============================================================================================
@@ -30,7 +31,7 @@ file imports nothing: the trusted side is never loaded where student code runs
 ``lms``                 a roster mapping submissions to LMS identities, and Canvas's gradebook CSV
 ``gradescope``          Gradescope's runner: one submission -> ``results/results.json``
 ``gradescope_results``  what ``results.json`` shows students before and after publication
-``kit``                 the worker kit: the four worker-side modules copied apart, so the sandbox sees no reference
+``kit``                 the worker kit: the worker-side modules copied apart, so the sandbox sees no reference
 ``memory``              one memory bound per student: cgroup v2, cgroup v1, or a watchdog summing its processes
 ``verdicts``            the fixed status and message of a run that raised, exited or crashed (nothing of its own)
 ``course_secret``       nbgrader's per-course secret seed, written once at export, mode 0600

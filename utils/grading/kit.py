@@ -1,12 +1,13 @@
 """The worker kit: the only part of the course a sandboxed worker can import or read (trusted side).
 
-The worker needs four modules of the course (:data:`MODULES`): itself, the value format and the runner
-with its plain data. :func:`kit` copies them, once per grader process, into a root-owned folder of their
-own, beside empty package files (``utils/__init__.py`` and the others say only what they are), and the
-worker starts with that folder first on ``sys.path`` and Python's own ``site-packages`` after it, never
-the course checkout: ``import utils.attention`` fails there, and so does any other way to load the
-course's reference code or its exercise definitions by name. With private mounts, the kit is also the
-only part of the course that exists in the worker's file system (:mod:`utils.grading.jail`).
+The worker needs a few modules of the course (:data:`MODULES`): itself, the value format, the runner with
+its plain data, and the fork server that forks it with the jail it runs. :func:`kit` copies them, once
+per grader process, into a root-owned folder of their own, beside empty package files
+(``utils/__init__.py`` and the others say only what they are), and the worker starts with that folder
+first on ``sys.path`` and Python's own ``site-packages`` after it, never the course checkout: ``import
+utils.attention`` fails there, and so does any other way to load the course's reference code or its
+exercise definitions by name. With private mounts, the kit is also the only part of the course that
+exists in the worker's file system (:mod:`utils.grading.jail`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1]
 """The course package (``utils/``) this grader runs from."""
 MODULES = ("grading/worker.py", "grading/serialize.py", "grading/files.py", "exercises/runner.py",
-           "exercises/common.py")
-"""What the worker imports of the course, relative to :data:`PACKAGE`."""
+           "exercises/common.py", "grading/forkserver.py", "grading/jail.py")
+"""What the worker imports of the course, relative to :data:`PACKAGE` (the last two: what the fork server
+that forks workers runs, :mod:`utils.grading.forkserver`)."""
 _STUB = '"""The sandboxed worker\'s copy of the course package: only the runner side is here."""\n'
 
 _KIT: Path | None = None

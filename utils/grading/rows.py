@@ -6,6 +6,7 @@ reads these.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -84,3 +85,25 @@ def graded_row(student: str, exercise_id: str, max_points: int, graded: credit.G
                   for p in graded.parts)
     return Row(student, exercise_id, plain_points(graded.points), max_points, graded.status,
                one_line(graded.reason(mode)), parts)
+
+
+NOT_RUN = "not run"
+"""The third item of a verdict whose exercise never ran: the budget was spent before its turn."""
+
+
+def unit_rows(student: str, tasks: list,
+              verdicts: Mapping[int, tuple[Status, str] | tuple[Status, str, str] | Row], reason: str) -> list[Row]:
+    """A row per task: its judged :class:`Row`, or a whole-exercise ``(status, reason)`` (0 points: a
+    timeout, a crash, ...; ``(status, reason, NOT_RUN)``: never run, ``Row.ran`` False), or ``(error,
+    reason)`` where there is neither."""
+    rows = []
+    for index, task in enumerate(tasks):
+        verdict = verdicts.get(index, (Status.ERROR, reason))
+        if isinstance(verdict, Row):
+            rows.append(verdict)
+            continue
+        status, feedback, *never = verdict  # a third item, NOT_RUN: the budget ran out before its turn
+        parts = whole_exercise_parts(task.course.exercise, status, feedback)
+        rows.append(Row(student, task.course.id, 0, task.course.points, status, one_line(feedback), parts,
+                        ran=NOT_RUN not in never))
+    return rows

@@ -43,6 +43,10 @@ seconds, file size, number of processes (not enforced for uid 0) and no core dum
 timeout is CPU time (``RLIMIT_CPU`` in its forked process); the grader enforces only the wall-clock
 backstop (:func:`utils.grading.unit.wall_limit`), killing the whole process group with ``SIGKILL``.
 
+**Forked workers**: at the ``pidns+uid`` level with the grader as root, a worker is a fork of this grader's
+fork server, which has imported torch once (:mod:`utils.grading.forkserver`): the same namespaces, jail
+and uid, made by system calls rather than programs. Elsewhere it starts as the program above.
+
 **Output**: the worker's stdout and stderr go to a pipe that a thread drains, keeping only the first
 :data:`OUTPUT_CAP` bytes (what a worker that fails to start says). An exercise's process writes to
 ``/dev/null`` instead (:mod:`utils.grading.worker`), so learner output never has to cross the pipe: a
@@ -61,7 +65,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.grading import kit
+from utils.grading import forkserver, kit
 from utils.grading.isolation import (  # noqa: F401  (the sandbox's public names, defined there)
     _JAIL,  # noqa: F401
     EXTRAS,
@@ -87,7 +91,7 @@ OUTPUT_CAP = 16 * 1024
 class Worker:
     """One running worker: the process, its status and command pipes and its capped output."""
 
-    proc: subprocess.Popen
+    proc: subprocess.Popen | forkserver.Forked  # a program, or a fork of this grader's fork server
     status_fd: int
     command_fd: int
     marker: str
@@ -108,6 +112,18 @@ class Worker:
         read_fd, write_fd = os.pipe()
         command_read, command_write = os.pipe()
         marker = f"{os.getpid()}-{jobdir.name}-{time.monotonic_ns()}"
+        try:
+            proc = forkserver.spawn(iso, slot, jobdir, workdir, hidden, bound, _env(workdir, marker), write_fd,
+                                    command_read)
+        except BaseException:
+            for fd in (read_fd, write_fd, command_read, command_write):
+                os.close(fd)
+            raise
+        if proc is not None:
+            os.close(write_fd)
+            os.close(command_read)
+            return cls._watch(proc, read_fd, command_write, marker, iso, slot)
+        forkserver.STARTED["program"] += 1
         cmd = [*(bound.prefix() if bound is not None else []), *iso.command(slot, jobdir, hidden),
                sys.executable, "-I", "-S", *kit.bootstrap_args(), str(jobdir), str(write_fd), str(command_read)]
         try:
@@ -123,6 +139,10 @@ class Worker:
         finally:
             os.close(write_fd)
             os.close(command_read)
+        return cls._watch(proc, read_fd, command_write, marker, iso, slot)
+
+    @classmethod
+    def _watch(cls, proc, read_fd: int, command_write: int, marker: str, iso: Isolation, slot: int) -> Worker:
         worker = cls(proc, read_fd, command_write, marker, iso, sandbox_uid(slot) if iso.uid else -1)
         worker._drain = threading.Thread(target=worker._drain_output, daemon=True)
         worker._drain.start()
@@ -138,6 +158,16 @@ class Worker:
             room = OUTPUT_CAP - len(self.output)
             if room > 0:
                 self.output += chunk[:room]
+
+    @property
+    def lost(self) -> bool:
+        """Whether the worker was killed because its fork server died (:mod:`utils.grading.forkserver`)."""
+        return getattr(self.proc, "lost", False)
+
+    @property
+    def stopped_by_grader(self) -> bool:
+        """Whether the grader's side ended the worker (it stopped answering, or its fork server died)."""
+        return self.killed_by_grader or self.lost
 
     def send(self, line: str) -> bool:
         """Send one command line (``run i``); False when the worker no longer reads."""

@@ -16,10 +16,11 @@ Each exercise runs up to three times, in forked processes of the student's worke
 
 After each run the grader **stops the sandbox** (``SIGSTOP`` on the worker, ``SIGKILL`` on every other
 process in it), reads its files through descriptors (:mod:`utils.grading.files`), and lets the worker
-go on; the exercise is judged here once both runs are read. When a run kills its worker or times out,
-a fresh worker starts at the next run. The student's processes together stay under one memory bound
-(:mod:`utils.grading.memory`). A :class:`Guard` carries the unit's verdicts and the deadline of its
-current phase, for the batch's watchdog.
+go on; the exercise is judged here once both runs are read. When a run kills its worker, times out or
+goes over the student's one memory bound (:mod:`utils.grading.memory`), a fresh worker starts at the next
+run; a worker that dies with its fork server (:mod:`utils.grading.forkserver`) is started again, once.
+A :class:`Guard` carries the unit's verdicts and the deadline of its current phase, for the batch's
+watchdog.
 
 **Timeouts.** ``--timeout`` is CPU time: a run's process gets ``SIGXCPU`` once it has used that many
 CPU seconds (``RLIMIT_CPU``, rounded up to a whole second, set by the worker), and the verdict is
@@ -41,7 +42,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -52,8 +53,8 @@ from utils.exercises.probes import Evidence, probe_inputs
 from utils.grading import course as course_mod
 from utils.grading import files, memory, sandbox, serialize, verdicts
 from utils.grading.guard import Guard as Guard  # re-exported: the batch and the tests use it here
+from utils.grading.rows import NOT_RUN, Row, graded_row, unit_rows, whole_exercise_parts
 from utils.grading.rows import PartRow as PartRow  # re-exported: the rows' old home
-from utils.grading.rows import Row, graded_row, whole_exercise_parts
 from utils.i18n.messages import tr
 
 WALL_FACTOR = 5.0
@@ -67,8 +68,6 @@ CLEANUP_SECONDS = 600.0
 PROBE_CPU, PROBE_WALL = 10, 30.0
 """A probe run's CPU-time limit and wall-clock backstop (seconds; less when the exercise's own are less): its
 inputs are tiny and never count, so a wait or a loop there costs little of a submission's budget (R25)."""
-NOT_RUN = "not run"
-"""The third item of a verdict whose exercise never ran: the budget was spent before its turn."""
 
 
 @dataclass(frozen=True)
@@ -162,24 +161,6 @@ def run_unit(student: str, tasks: list[Task], settings: Settings, tmp_root: Path
     return unit_rows(student, tasks, guard.verdicts, "the grader lost track of this exercise")
 
 
-def unit_rows(student: str, tasks: list[Task],
-              verdicts: Mapping[int, tuple[Status, str] | tuple[Status, str, str] | Row], reason: str) -> list[Row]:
-    """A row per task: its judged :class:`Row`, or a whole-exercise ``(status, reason)`` (0 points: a
-    timeout, a crash, ...; ``(status, reason, NOT_RUN)``: never run, ``Row.ran`` False), or ``(error,
-    reason)`` where there is neither."""
-    rows = []
-    for index, task in enumerate(tasks):
-        verdict = verdicts.get(index, (Status.ERROR, reason))
-        if isinstance(verdict, Row):
-            rows.append(verdict)
-            continue
-        status, feedback, *never = verdict  # a third item, NOT_RUN: the budget ran out before its turn
-        parts = whole_exercise_parts(task.course.exercise, status, feedback)
-        rows.append(Row(student, task.course.id, 0, task.course.points, status, one_line(feedback), parts,
-                        ran=NOT_RUN not in never))
-    return rows
-
-
 def _prepare(jobdir: Path, settings: Settings, slot: int, iso: sandbox.Isolation) -> Path:
     """The unit's folders. With a uid of its own, the sandbox owns ``work`` and ``out`` only: ``in`` (the
     cells and inputs, written here when each run is due) and the job folder stay the grader's, so
@@ -229,7 +210,7 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
     workdir = _prepare(jobdir, settings, slot, iso)
     runs: dict[int, _Runs] = {}
     plan = [(i, kind) for kind in ("run", "probe", "hide") for i in range(len(tasks))]
-    step = 0
+    step, retried = 0, False
     while step < len(plan) and not guard.abandoned and not _out_of_budget(tasks, settings, guard):
         guard.enter("starting its sandbox", settings.startup_timeout + 30)
         worker = sandbox.Worker.start(jobdir, workdir, slot, iso, settings.hidden, bound)
@@ -239,6 +220,9 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                 worker.kill()
                 if _out_of_budget(tasks, settings, guard):
                     return
+                if worker.lost and not retried:  # its fork server died under it, not the student's doing: again
+                    retried = True
+                    continue
                 tail = one_line(worker.output.decode("utf-8", "replace")[-300:])
                 print(f"grader: {student}: the sandbox did not start: {tail}", file=sys.stderr)
                 for later in range(len(tasks)):
@@ -256,6 +240,10 @@ def _run_unit(student: str, tasks: list[Task], settings: Settings, jobdir: Path,
                     continue  # past half the budget: the hidden runs come first, the probes only inform
                 if not _run(student, tasks[index], index, kind, worker, settings, jobdir, slot, iso, guard,
                             runs, bound):
+                    if worker.lost and not retried and kind != "probe":  # as above: this run again, in a fresh worker
+                        retried = True
+                        guard.verdicts.pop(index, None)
+                        step -= 1
                     break
         finally:
             worker.kill()
@@ -290,7 +278,7 @@ def _run(student: str, task: Task, index: int, kind: str, worker: sandbox.Worker
         files.remove_tree(jobdir / "in" / f"h{index}")  # before any learner code runs on them
         if line != f"loaded {index}" or not worker.send(f"go {index}"):
             worker.kill()
-            guard.verdicts[index] = hide(verdicts.death(worker.exit_description(), worker.killed_by_grader, line))
+            guard.verdicts[index] = hide(verdicts.death(worker.exit_description(), worker.stopped_by_grader, line))
             return False
     line = _wait(worker, wall, settings)
     if line == f"start {index}":
@@ -298,7 +286,7 @@ def _run(student: str, task: Task, index: int, kind: str, worker: sandbox.Worker
     words = (line or "").split()
     if line is None or len(words) < 2 or words[0] not in ("done", "exit", "died") or words[1] != str(index):
         worker.kill()
-        verdict = verdicts.death(worker.exit_description(), worker.killed_by_grader, line) if line is not None \
+        verdict = verdicts.death(worker.exit_description(), worker.stopped_by_grader, line) if line is not None \
             else verdicts.timeout(wall) if time.monotonic() < settings.deadline else (Status.TIMEOUT, tr(
                 "stopped: the grading time of this submission ({budget:g} s for all its exercises) ran out while "
                 "this exercise ran", budget=settings.budget or 0))
@@ -313,7 +301,8 @@ def _run(student: str, task: Task, index: int, kind: str, worker: sandbox.Worker
     if not frozen:
         worker.kill()  # read only from a stopped sandbox: a dead one will do
     verdict: tuple[Status, str] | Row | None = None
-    if bound.tripped():
+    tripped = bound.tripped()
+    if tripped:
         verdict = verdicts.over_bound(settings.memory_mb)
     elif words[0] == "died":
         verdict = verdicts.crash(words[2] if len(words) > 2 else "a signal", math.ceil(settings.timeout))
@@ -340,9 +329,13 @@ def _run(student: str, task: Task, index: int, kind: str, worker: sandbox.Worker
         _probed(task, run, run.probe_outcomes if verdict is None else [], guard, index, student, mode)
     elif verdict is not None:
         guard.verdicts[index] = hide(verdict) if isinstance(verdict, tuple) else verdict
-    if frozen:
+    if frozen and not tripped:
         worker.thaw()
-    return frozen
+        return True
+    # Over the bound, the kernel may still end the worker itself (its cgroup is full): a fresh worker for the
+    # next exercise, whose bound is armed anew, so that such a late kill is not counted against that exercise.
+    worker.kill()
+    return False
 
 
 def _probed(task: Task, run: _Runs, outcomes: list[Outcome], guard: Guard, index: int, student: str,

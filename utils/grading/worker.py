@@ -337,7 +337,9 @@ _INDEX: dict[int, list[str]] = {}
 
 def _index_torch() -> None:
     """Every function and class of a loaded torch module, by identity: where else torch holds it. Made
-    once per worker, before any learner code runs."""
+    once per worker, before any learner code runs (by the fork server, for a worker forked from it)."""
+    if _INDEX:
+        return
     for module_name, module in list(sys.modules.items()):
         if module is None or not (module_name == "torch" or module_name.startswith("torch.")):
             continue
