@@ -9,7 +9,7 @@ file imports nothing: the trusted side is never loaded where student code runs
 =============  ==============================================================================================
 ``worker``     the untrusted half: runs one student's exercise cells, one forked process per cell
 ``jail``       private mounts for one worker: a script run as root in its mount namespace, then ``exec``
-``forkserver`` imports torch once per grader; forks each worker and isolates it (the grader's half starts it)
+``forkserver`` imports torch once per grader; forks each worker and isolates it (started by ``forks``)
 ``serialize``  values across the boundary: JSON plus ``.npy`` files, never pickle, read back as hostile
 ``files``      reading and removing what learner code touched, every path hostile (``O_NOFOLLOW``, ``fstat``)
 =============  ==============================================================================================
@@ -26,6 +26,7 @@ file imports nothing: the trusted side is never loaded where student code runs
 ``copies``              which copy of a chapter is graded when a student hands it in twice (the one tie rule)
 ``unit``                one student's unit: each cell sent when due, the sandbox stopped, its outputs judged here
 ``sandbox``             starts, watches and kills the sandboxed workers; the isolation levels
+``forks``               the fork server's grader side: starts it once per process, watches the workers it forks
 ``isolation``           which isolation this machine allows, probed once per process; the workers' command line
 ``report``              ``results.csv``, ``grades.csv``, ``feedback/`` and the summary, written atomically
 ``lms``                 a roster mapping submissions to LMS identities, and Canvas's gradebook CSV

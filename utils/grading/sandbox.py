@@ -65,7 +65,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from utils.grading import forkserver, kit
+from utils.grading import forks, kit
 from utils.grading.isolation import (  # noqa: F401  (the sandbox's public names, defined there)
     _JAIL,  # noqa: F401
     EXTRAS,
@@ -91,7 +91,7 @@ OUTPUT_CAP = 16 * 1024
 class Worker:
     """One running worker: the process, its status and command pipes and its capped output."""
 
-    proc: subprocess.Popen | forkserver.Forked  # a program, or a fork of this grader's fork server
+    proc: subprocess.Popen | forks.Forked  # a program, or a fork of this grader's fork server
     status_fd: int
     command_fd: int
     marker: str
@@ -112,18 +112,24 @@ class Worker:
         read_fd, write_fd = os.pipe()
         command_read, command_write = os.pipe()
         marker = f"{os.getpid()}-{jobdir.name}-{time.monotonic_ns()}"
-        try:
-            proc = forkserver.spawn(iso, slot, jobdir, workdir, hidden, bound, _env(workdir, marker), write_fd,
-                                    command_read)
-        except BaseException:
-            for fd in (read_fd, write_fd, command_read, command_write):
-                os.close(fd)
-            raise
-        if proc is not None:
-            os.close(write_fd)
-            os.close(command_read)
-            return cls._watch(proc, read_fd, command_write, marker, iso, slot)
-        forkserver.STARTED["program"] += 1
+        if forks.usable(iso):
+            try:
+                proc = forks.spawn(iso, slot, jobdir, workdir, hidden, bound, _env(workdir, marker), write_fd,
+                                        command_read)
+            except BaseException:
+                os.close(read_fd)
+                os.close(command_write)
+                raise
+            finally:
+                os.close(write_fd)
+                os.close(command_read)
+            if proc is not None:
+                return cls._watch(proc, read_fd, command_write, marker, iso, slot)
+            os.close(read_fd)  # a fork that failed half-way may hold the other ends: the program gets pipes of its own
+            os.close(command_write)
+            read_fd, write_fd = os.pipe()
+            command_read, command_write = os.pipe()
+        forks.STARTED["program"] += 1
         cmd = [*(bound.prefix() if bound is not None else []), *iso.command(slot, jobdir, hidden),
                sys.executable, "-I", "-S", *kit.bootstrap_args(), str(jobdir), str(write_fd), str(command_read)]
         try:
