@@ -115,7 +115,7 @@ class Worker:
         if forks.usable(iso):
             try:
                 proc = forks.spawn(iso, slot, jobdir, workdir, hidden, bound, _env(workdir, marker), write_fd,
-                                        command_read)
+                                   command_read)
             except BaseException:
                 os.close(read_fd)
                 os.close(command_write)
@@ -167,7 +167,7 @@ class Worker:
 
     @property
     def lost(self) -> bool:
-        """Whether the worker was killed because its fork server died (:mod:`utils.grading.forkserver`)."""
+        """Whether the worker was killed because its fork server died (:mod:`utils.grading.forks`)."""
         return getattr(self.proc, "lost", False)
 
     @property
