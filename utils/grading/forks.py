@@ -19,9 +19,6 @@ ENABLED = True
 """False: every worker starts as a program (tests compare the two ways)."""
 
 
-# --------------------------------------------------------------------------------------------------
-
-
 class Forked:
     """A worker forked by the server, watched like the ``subprocess.Popen`` of a worker started as a program:
     ``pid`` (its session and process group), ``stdout``, ``poll``, ``wait``, ``kill``."""

@@ -163,19 +163,9 @@ def _reap(sock: socket.socket) -> None:
 
 def serve(fd: int) -> int:
     """The server's loop: one worker per request on socket ``fd``; ends when the grader closes it."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    import torch
-
-    torch.set_num_threads(1)
-    try:
-        torch.set_num_interop_threads(1)
-    except RuntimeError:
-        pass
-    import utils.exercises.runner
     from utils.grading import jail, serialize, worker  # noqa: F401  (imported once, here: each worker starts warm)
 
-    worker._index_torch()
-    utils.exercises.runner.read_torch_names()
+    worker.warm()
     import gc
 
     gc.collect()

@@ -88,9 +88,9 @@ def _apply_limits(limits: dict[str, int]) -> None:
         _limit(resource.RLIMIT_NPROC, threads + limits["nproc"])
 
 
-def main(argv: list[str]) -> int:
-    jobdir, status_fd, command_fd = Path(argv[0]), int(argv[1]), int(argv[2])
-    os.umask(0o077)  # what learner code writes is its own, unless it says otherwise
+def warm() -> None:
+    """Import torch with one thread, and the runner, and read torch's names: once per worker, before any fork
+    (each exercise starts warm), or once in the fork server that the worker is a fork of."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch  # noqa: I001  (once per worker: the point of this design)
 
@@ -99,11 +99,18 @@ def main(argv: list[str]) -> int:
         torch.set_num_interop_threads(1)
     except RuntimeError:
         pass
-    import utils.exercises.runner  # noqa: F401  (imported before any fork, so each exercise starts warm)
-    from utils.grading import serialize
+    import utils.exercises.runner
 
     _index_torch()
     utils.exercises.runner.read_torch_names()
+
+
+def main(argv: list[str]) -> int:
+    jobdir, status_fd, command_fd = Path(argv[0]), int(argv[1]), int(argv[2])
+    os.umask(0o077)  # what learner code writes is its own, unless it says otherwise
+    warm()
+    from utils.grading import serialize
+
     limits = json.loads((jobdir / "job.json").read_text(encoding="utf-8"))["limits"]
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a too-large file is an OSError, not a dead worker
     _not_dumpable()
